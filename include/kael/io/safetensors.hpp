@@ -1,0 +1,57 @@
+// safetensors: read (copying or memory-mapped), validate, and atomically write.
+// Every file is treated as hostile input: see SPEC section 2 for the checks.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kael/core/tensor.hpp"
+
+namespace kael::io {
+
+struct LoadOptions {
+  // Map the file copy-on-write and let aligned tensors point into the mapping. When false,
+  // or when mapping fails, every tensor is read into owned memory.
+  bool mmap = true;
+  // Largest JSON header accepted, in bytes.
+  std::uint64_t max_header_bytes = 100'000'000;
+};
+
+// One header entry, as validated.
+struct TensorInfo {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  std::uint64_t begin;  // data_offsets, relative to the data section
+  std::uint64_t end;
+};
+
+struct Header {
+  std::map<std::string, std::string> metadata;
+  std::vector<TensorInfo> tensors;  // sorted by name
+  std::uint64_t header_length = 0;  // N, the JSON length
+  std::uint64_t file_size = 0;
+};
+
+struct SafetensorsFile {
+  std::map<std::string, std::string> metadata;
+  std::map<std::string, Tensor> tensors;
+};
+
+// Validates the framing and the header (not the BOOL bytes, which live in the data).
+Header read_safetensors_header(const std::filesystem::path& path, const LoadOptions& options = {});
+// Validates the whole file (BOOL bytes included) and returns its tensors.
+SafetensorsFile load_safetensors(const std::filesystem::path& path, const LoadOptions& options = {});
+// Same rules on bytes already in memory (used by the fuzzer and by tests); tensors are copies.
+SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const LoadOptions& options = {});
+
+// Writes atomically: a temporary file in the same directory, fsync, rename, fsync of the
+// directory. Strided views are written by value. Throws before touching any file when a
+// name is "__metadata__" or not valid UTF-8.
+void save_safetensors(const std::filesystem::path& path, const std::map<std::string, Tensor>& tensors,
+                      const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace kael::io

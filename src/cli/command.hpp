@@ -1,0 +1,32 @@
+// How subcommands join the `kael` command line: each src/cli/<name>.cpp defines a setup
+// function that adds its CLI11 subcommand and returns what to run when it is chosen, and
+// registers it with a static `Registration`. main() knows no subcommand by name.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kael::cli {
+
+// Runs the chosen subcommand after parsing; returns the process exit code.
+using RunFn = std::function<int()>;
+// Adds one subcommand to `app` and returns its run function. Option storage must be owned
+// by the returned function (capture a shared_ptr), since it runs after setup returns.
+using SetupFn = RunFn (*)(CLI::App& app);
+
+struct Registration {
+  Registration(std::string name, SetupFn setup);
+};
+
+struct RegisteredCommand {
+  std::string name;
+  SetupFn setup;
+};
+std::vector<RegisteredCommand>& registry();
+
+// Default model directory of every subcommand that takes --model.
+inline constexpr const char* kDefaultModelDir = "data/gpt2";
+
+}  // namespace kael::cli

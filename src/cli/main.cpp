@@ -1,0 +1,52 @@
+// The `kael` command line. Only this file prints errors and chooses exit codes.
+#include <algorithm>
+#include <iostream>
+
+#include "cli/command.hpp"
+#include "kael/core/error.hpp"
+
+namespace kael::cli {
+
+std::vector<RegisteredCommand>& registry() {
+  static std::vector<RegisteredCommand> commands;
+  return commands;
+}
+
+Registration::Registration(std::string name, SetupFn setup) { registry().push_back({std::move(name), setup}); }
+
+}  // namespace kael::cli
+
+int main(int argc, char** argv) {
+  using namespace kael::cli;
+  CLI::App app{"kael: GPT-2 inference without a framework"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "kael 0.1.0");
+
+  auto commands = registry();
+  std::sort(commands.begin(), commands.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  std::vector<std::pair<CLI::App*, RunFn>> runs;
+  for (const auto& command : commands) {
+    RunFn run = command.setup(app);
+    runs.emplace_back(app.get_subcommand(command.name), std::move(run));
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);  // --help prints and exits 0; a bad option prints and exits non-zero
+  }
+
+  try {
+    for (auto& [subcommand, run] : runs)
+      if (subcommand->parsed()) return run();
+    return 1;
+  } catch (const kael::Error& e) {
+    std::cout.flush();
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cout.flush();
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,212 @@
+#include "kael/core/tensor.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace kael {
+
+namespace {
+
+constexpr std::size_t kAlignment = 64;  // a cache line; enough for any SIMD load
+
+std::vector<std::int64_t> contiguous_strides(const Shape& shape) {
+  std::vector<std::int64_t> strides(shape.size());
+  std::int64_t stride = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  return strides;
+}
+
+std::shared_ptr<void> allocate_aligned(std::size_t bytes) {
+  // Round up so aligned_alloc gets a multiple of the alignment; never ask for zero bytes.
+  const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  void* memory = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+  if (memory == nullptr) throw Error(str("out of memory allocating ", bytes, " bytes for a tensor"));
+  std::memset(memory, 0, rounded == 0 ? kAlignment : rounded);
+  return std::shared_ptr<void>(memory, [](void* p) { std::free(p); });
+}
+
+}  // namespace
+
+std::int64_t shape_numel(const Shape& shape) {
+  std::uint64_t numel = 1;
+  for (std::int64_t dim : shape) {
+    if (dim < 0) throw ValueError(str("negative dimension in shape ", shape_to_string(shape)));
+    if (!checked_mul(numel, static_cast<std::uint64_t>(dim), numel) ||
+        numel > static_cast<std::uint64_t>(INT64_MAX))
+      throw ValueError(str("shape ", shape_to_string(shape), " has too many elements"));
+  }
+  return static_cast<std::int64_t>(numel);
+}
+
+std::string shape_to_string(const Shape& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+Tensor::Tensor() : shape_{0}, strides_{1} {}
+
+Tensor Tensor::zeros(DType dtype, Shape shape) {
+  Tensor t;
+  t.numel_ = shape_numel(shape);
+  std::uint64_t bytes;
+  if (!checked_mul(static_cast<std::uint64_t>(t.numel_), dtype_size(dtype), bytes))
+    throw ValueError(str("tensor of shape ", shape_to_string(shape), " is too large"));
+  t.dtype_ = dtype;
+  t.strides_ = contiguous_strides(shape);
+  t.shape_ = std::move(shape);
+  t.owner_ = allocate_aligned(bytes);
+  t.data_ = static_cast<std::byte*>(t.owner_.get());
+  return t;
+}
+
+Tensor Tensor::from_bytes(DType dtype, Shape shape, std::span<const std::byte> bytes) {
+  Tensor t = zeros(dtype, std::move(shape));
+  if (bytes.size() != t.nbytes())
+    throw ValueError(str("tensor of shape ", shape_to_string(t.shape_), " and dtype ",
+                         dtype_name(dtype), " needs ", t.nbytes(), " bytes, got ", bytes.size()));
+  if (!bytes.empty()) std::memcpy(t.data_, bytes.data(), bytes.size());
+  return t;
+}
+
+Tensor Tensor::borrow(DType dtype, Shape shape, std::byte* data, std::shared_ptr<void> owner) {
+  Tensor t;
+  t.numel_ = shape_numel(shape);
+  t.dtype_ = dtype;
+  t.strides_ = contiguous_strides(shape);
+  t.shape_ = std::move(shape);
+  t.owner_ = std::move(owner);
+  t.data_ = data;
+  t.borrowed_ = true;
+  return t;
+}
+
+std::int64_t Tensor::size(int axis) const {
+  if (axis < 0) axis += dim();
+  if (axis < 0 || axis >= dim())
+    throw IndexError(str("axis ", axis, " out of range for a ", dim(), "-D tensor"));
+  return shape_[static_cast<std::size_t>(axis)];
+}
+
+bool Tensor::is_contiguous() const {
+  std::int64_t expected = 1;
+  for (std::size_t i = shape_.size(); i-- > 0;) {
+    if (shape_[i] != 1 && strides_[i] != expected) return false;
+    expected *= shape_[i];
+  }
+  return true;
+}
+
+std::span<const std::byte> Tensor::bytes() const {
+  if (!is_contiguous()) throw ValueError("bytes() needs a contiguous tensor; call contiguous() first");
+  return {data_, nbytes()};
+}
+
+void Tensor::check_type(DType expected) const {
+  if (expected != dtype_)
+    throw TypeError(str("tensor has dtype ", dtype_name(dtype_), ", accessed as ", dtype_name(expected)));
+}
+
+std::int64_t Tensor::offset_of(std::initializer_list<std::int64_t> index) const {
+  if (index.size() != shape_.size())
+    throw IndexError(str("index has ", index.size(), " coordinates, tensor has ", shape_.size(), " dimensions"));
+  std::int64_t offset = 0;
+  std::size_t axis = 0;
+  for (std::int64_t i : index) {
+    if (i < 0 || i >= shape_[axis])
+      throw IndexError(str("index ", i, " out of range for axis ", axis, " of size ", shape_[axis]));
+    offset += i * strides_[axis];
+    ++axis;
+  }
+  return offset;
+}
+
+namespace {
+template <class T>
+T load(const std::byte* p) {
+  T value;
+  std::memcpy(&value, p, sizeof(T));  // memcpy: mapped data may be misaligned
+  return value;
+}
+
+double element_as_double(DType dtype, const std::byte* p) {
+  switch (dtype) {
+    case DType::BOOL: return load<std::uint8_t>(p) ? 1.0 : 0.0;
+    case DType::U8: return load<std::uint8_t>(p);
+    case DType::I8: return load<std::int8_t>(p);
+    case DType::I16: return load<std::int16_t>(p);
+    case DType::U16: return load<std::uint16_t>(p);
+    case DType::I32: return load<std::int32_t>(p);
+    case DType::U32: return load<std::uint32_t>(p);
+    case DType::I64: return static_cast<double>(load<std::int64_t>(p));
+    case DType::U64: return static_cast<double>(load<std::uint64_t>(p));
+    case DType::F16: return f16_to_f32(load<std::uint16_t>(p));
+    case DType::BF16: return bf16_to_f32(load<std::uint16_t>(p));
+    case DType::F32: return load<float>(p);
+    case DType::F64: return load<double>(p);
+  }
+  throw TypeError("unknown dtype");
+}
+}  // namespace
+
+double Tensor::value_as_double(std::int64_t flat_index) const {
+  if (flat_index < 0 || flat_index >= numel_)
+    throw IndexError(str("flat index ", flat_index, " out of range for ", numel_, " elements"));
+  std::int64_t offset = 0;
+  for (std::size_t axis = shape_.size(); axis-- > 0;) {
+    offset += (flat_index % shape_[axis]) * strides_[axis];
+    flat_index /= shape_[axis];
+  }
+  return element_as_double(dtype_, data_ + offset * static_cast<std::int64_t>(element_size()));
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+Tensor Tensor::clone() const {
+  Tensor out = zeros(dtype_, shape_);
+  const std::size_t elem = element_size();
+  if (is_contiguous()) {
+    if (nbytes()) std::memcpy(out.data_, data_, nbytes());
+    return out;
+  }
+  // Walk the strided view in row-major order with a multi-index counter.
+  std::vector<std::int64_t> index(shape_.size(), 0);
+  for (std::int64_t n = 0; n < numel_; ++n) {
+    std::int64_t offset = 0;
+    for (std::size_t a = 0; a < shape_.size(); ++a) offset += index[a] * strides_[a];
+    std::memcpy(out.data_ + n * static_cast<std::int64_t>(elem), data_ + offset * static_cast<std::int64_t>(elem), elem);
+    for (std::size_t a = shape_.size(); a-- > 0;) {
+      if (++index[a] < shape_[a]) break;
+      index[a] = 0;
+    }
+  }
+  return out;
+}
+
+Tensor Tensor::transpose() const {
+  if (dim() != 2) throw ValueError(str("transpose() needs a 2-D tensor, got shape ", shape_to_string(shape_)));
+  Tensor view = *this;
+  std::swap(view.shape_[0], view.shape_[1]);
+  std::swap(view.strides_[0], view.strides_[1]);
+  return view;
+}
+
+Tensor Tensor::to_f32() const {
+  Tensor out = zeros(DType::F32, shape_);
+  float* dst = reinterpret_cast<float*>(out.data_);
+  if (dtype_ == DType::F32 && is_contiguous()) {
+    if (nbytes()) std::memcpy(dst, data_, nbytes());
+    return out;
+  }
+  for (std::int64_t i = 0; i < numel_; ++i) dst[i] = static_cast<float>(value_as_double(i));
+  return out;
+}
+
+}  // namespace kael

@@ -1,0 +1,49 @@
+"""Shared pytest fixtures: where the kael binary, the shared tokenizer files and corpus are,
+and tiktoken's gpt2 encoding built offline from ../shared/gpt2."""
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SHARED = pathlib.Path(os.environ.get("KAEL_SHARED_DIR", ROOT.parent / "shared"))
+GPT2_DIR = SHARED / "gpt2"
+CORPUS_DIR = SHARED / "corpus"
+
+
+def kael_binary() -> pathlib.Path:
+    path = pathlib.Path(os.environ.get("KAEL_BINARY", ROOT / "build" / "kael"))
+    if not path.exists():
+        pytest.fail(f"kael binary not found at {path}; build first (scripts/test.sh does)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def kael():
+    """Runs the kael CLI: kael("tokenize", "--model", d, "hi") -> CompletedProcess (bytes)."""
+    binary = kael_binary()
+
+    def run(*args, input=None, check=True, timeout=600):
+        result = subprocess.run([str(binary), *map(str, args)], input=input, capture_output=True, timeout=timeout)
+        if check and result.returncode != 0:
+            raise AssertionError(f"kael {' '.join(map(str, args))} failed ({result.returncode}): {result.stderr.decode(errors='replace')}")
+        return result
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def tiktoken_gpt2():
+    """tiktoken's gpt2 encoding, built from the shared files (no network)."""
+    import tiktoken
+    import tiktoken.load
+
+    ranks = tiktoken.load.data_gym_to_mergeable_bpe_ranks(
+        vocab_bpe_file=str(GPT2_DIR / "merges.txt"), encoder_json_file=str(GPT2_DIR / "vocab.json"))
+    return tiktoken.Encoding(
+        name="gpt2-offline",
+        pat_str=r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
+        mergeable_ranks=ranks,
+        special_tokens={"<|endoftext|>": 50256},
+    )
