@@ -3,6 +3,7 @@ and tiktoken's gpt2 encoding built offline from ../shared/gpt2."""
 import os
 import pathlib
 import subprocess
+import sys
 
 import pytest
 
@@ -10,6 +11,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHARED = pathlib.Path(os.environ.get("KAEL_SHARED_DIR", ROOT.parent / "shared"))
 GPT2_DIR = SHARED / "gpt2"
 CORPUS_DIR = SHARED / "corpus"
+# scripts/ holds the reference tools (e.g. gpt2_reference.py) that tests import.
+sys.path.insert(0, str(ROOT / "scripts"))
 
 
 def kael_binary() -> pathlib.Path:
