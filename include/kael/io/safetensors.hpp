@@ -1,10 +1,14 @@
 // safetensors: read (copying or memory-mapped), validate, and atomically write.
 // Every file is treated as hostile input: see SPEC section 2 for the checks.
+// Errors: ValueError for a malformed file (messages name the file, the tensor, and what was
+// expected vs found), TypeError for an unsupported dtype (F8_*, unknown names), Error for I/O
+// (a missing file, a failed write). Implementation: src/io/ (framing, header, load, save).
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -13,8 +17,10 @@
 namespace kael::io {
 
 struct LoadOptions {
-  // Map the file copy-on-write and let aligned tensors point into the mapping. When false,
-  // or when mapping fails, every tensor is read into owned memory.
+  // Map the file copy-on-write and let tensors aligned for their dtype point into the mapping
+  // (Tensor::is_borrowed(); the mapping lives while any of them does, even after the file is
+  // deleted or replaced; writes to them never reach the file). Misaligned tensors are copied.
+  // When false, or when mapping fails, every tensor is read into owned memory.
   bool mmap = true;
   // Largest JSON header accepted, in bytes.
   std::uint64_t max_header_bytes = 100'000'000;
@@ -49,8 +55,11 @@ SafetensorsFile load_safetensors(const std::filesystem::path& path, const LoadOp
 SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const LoadOptions& options = {});
 
 // Writes atomically: a temporary file in the same directory, fsync, rename, fsync of the
-// directory. Strided views are written by value. Throws before touching any file when a
-// name is "__metadata__" or not valid UTF-8.
+// directory; on failure the old file is intact and no temporary file is left (Error). JSON
+// keys are sorted; the header is padded with spaces so the data starts at a multiple of 8;
+// the data is ordered widest dtype first so every tensor is aligned for a mapped load.
+// Strided views are written by value. Throws ValueError before touching any file when a name
+// is "__metadata__", or a name or metadata string is not valid UTF-8.
 void save_safetensors(const std::filesystem::path& path, const std::map<std::string, Tensor>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 

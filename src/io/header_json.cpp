@@ -1,0 +1,72 @@
+#include "io/header_json.hpp"
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "io/utf8.hpp"
+#include "kael/core/error.hpp"
+
+namespace kael::io {
+
+namespace {
+
+// nlohmann builds the document without recursion, but destroying or walking a deeply nested
+// one may not be, so the depth is bounded by a plain scan before the parser sees the bytes.
+void check_depth(std::string_view text, std::string_view source) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > kMaxJsonDepth)
+        throw ValueError(str(source, ": header JSON nests deeper than ", kMaxJsonDepth, " levels (at byte ", i, ")"));
+    } else if (c == '}' || c == ']') {
+      --depth;  // a stray closer is a parse error there, and the parser stops before any deeper nesting
+    }
+  }
+}
+
+}  // namespace
+
+nlohmann::json parse_header_json(std::string_view text, std::string_view source) {
+  if (auto bad = find_invalid_utf8(text))
+    throw ValueError(str(source, ": header is not valid UTF-8 (bad byte at header offset ", *bad, ")"));
+  // The reference implementation also demands this; it rules out leading whitespace tricks.
+  if (text.empty() || text.front() != '{')
+    throw ValueError(str(source, ": header must start with '{', found ",
+                         text.empty() ? std::string("nothing") : str("byte ", static_cast<int>(static_cast<unsigned char>(text.front())))));
+  check_depth(text, source);
+
+  // One set of seen keys per open object; a repeated key is refused as soon as it appears.
+  std::vector<std::set<std::string>> open_objects;
+  auto on_event = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) {
+      open_objects.emplace_back();
+    } else if (event == Event::object_end) {
+      if (!open_objects.empty()) open_objects.pop_back();
+    } else if (event == Event::key && !open_objects.empty()) {
+      const std::string& key = parsed.get_ref<const std::string&>();
+      if (!open_objects.back().insert(key).second)
+        throw ValueError(str(source, ": header JSON repeats the key \"", key, "\""));
+    }
+    return true;
+  };
+  try {
+    // Comments are not JSON; trailing whitespace (the writer's padding) is allowed by the parser,
+    // anything else after the document is a parse error.
+    return nlohmann::json::parse(text.begin(), text.end(), on_event, /*allow_exceptions=*/true,
+                                 /*ignore_comments=*/false);
+  } catch (const nlohmann::json::exception& e) {
+    throw ValueError(str(source, ": header is not valid JSON: ", e.what()));
+  }
+}
+
+}  // namespace kael::io

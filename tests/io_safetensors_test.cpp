@@ -1,0 +1,362 @@
+// Reading, writing and mapping safetensors files: round trips of every dtype, the header format
+// the writer produces, the mapped loader's sharing and lifetime rules, and atomic saving.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "io/utf8.hpp"
+#include "kael/core/error.hpp"
+#include "kael/io/safetensors.hpp"
+
+using namespace kael;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh directory per test, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    static int counter = 0;
+    path_ = fs::temp_directory_path() / str("kael_io_test_", ::getpid(), "_", counter++);
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  fs::path operator/(const std::string& name) const { return path_ / name; }
+  const fs::path& path() const { return path_; }
+  // Names of everything in the directory (to spot leftover temporary files).
+  std::vector<std::string> entries() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(path_)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+ private:
+  fs::path path_;
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+void write_file(const fs::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+std::string le64(std::uint64_t n) {
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xFF);
+  return out;
+}
+
+// A tensor of `dtype` whose bytes follow a pattern that is a valid value for every dtype
+// (BOOL bytes are 0 or 1), different for each seed.
+Tensor patterned(DType dtype, Shape shape, unsigned seed = 1) {
+  Tensor t = Tensor::zeros(dtype, std::move(shape));
+  std::mt19937 rng(seed);
+  auto* bytes = reinterpret_cast<unsigned char*>(t.raw_data());
+  for (std::size_t i = 0; i < t.nbytes(); ++i)
+    bytes[i] = static_cast<unsigned char>(dtype == DType::BOOL ? rng() % 2 : rng() % 256);
+  return t;
+}
+
+void expect_same(const Tensor& a, const Tensor& b) {
+  ASSERT_EQ(a.dtype(), b.dtype());
+  ASSERT_EQ(a.shape(), b.shape());
+  const Tensor ca = a.contiguous(), cb = b.contiguous();
+  ASSERT_EQ(ca.nbytes(), cb.nbytes());
+  EXPECT_EQ(0, std::memcmp(ca.raw_data(), cb.raw_data(), ca.nbytes()));
+}
+
+void expect_same(const io::SafetensorsFile& a, const io::SafetensorsFile& b) {
+  EXPECT_EQ(a.metadata, b.metadata);
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (const auto& [name, tensor] : a.tensors) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(b.tensors.count(name));
+    expect_same(tensor, b.tensors.at(name));
+  }
+}
+
+}  // namespace
+
+class RoundTrip : public ::testing::TestWithParam<DType> {};
+
+TEST_P(RoundTrip, EveryDtypeSurvivesBothLoaders) {
+  const TempDir dir;
+  const std::map<std::string, Tensor> tensors{{"x", patterned(GetParam(), {3, 5})}, {"y", patterned(GetParam(), {7}, 2)}};
+  io::save_safetensors(dir / "t.safetensors", tensors);
+  for (bool mmap : {true, false}) {
+    const auto loaded = io::load_safetensors(dir / "t.safetensors", {.mmap = mmap});
+    EXPECT_TRUE(loaded.metadata.empty());
+    ASSERT_EQ(loaded.tensors.size(), 2u);
+    for (const auto& [name, t] : tensors) expect_same(t, loaded.tensors.at(name));
+  }
+  const std::string bytes = read_file(dir / "t.safetensors");
+  expect_same(io::load_safetensors(dir / "t.safetensors"), io::parse_safetensors(std::as_bytes(std::span(bytes))));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDTypes, RoundTrip, ::testing::ValuesIn(kAllDTypes),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+TEST(SafetensorsIo, MetadataScalarsAndEmptyTensorsRoundTrip) {
+  const TempDir dir;
+  const std::map<std::string, std::string> metadata{{"format", "pt"}, {"ünïcödé", "値 ✓"}, {"empty", ""}};
+  const std::map<std::string, Tensor> tensors{{"scalar", patterned(DType::F64, {})},
+                                              {"empty", Tensor::zeros(DType::F32, {0})},
+                                              {"empty2d", Tensor::zeros(DType::I16, {3, 0})},
+                                              {"名前", patterned(DType::U8, {1})}};
+  io::save_safetensors(dir / "m.safetensors", tensors, metadata);
+  for (bool mmap : {true, false}) {
+    const auto loaded = io::load_safetensors(dir / "m.safetensors", {.mmap = mmap});
+    EXPECT_EQ(loaded.metadata, metadata);
+    for (const auto& [name, t] : tensors) expect_same(t, loaded.tensors.at(name));
+    EXPECT_EQ(loaded.tensors.at("scalar").dim(), 0);
+    EXPECT_EQ(loaded.tensors.at("scalar").numel(), 1);
+    EXPECT_EQ(loaded.tensors.at("empty2d").shape(), (Shape{3, 0}));
+  }
+}
+
+TEST(SafetensorsIo, NoTensorsAtAll) {
+  const TempDir dir;
+  io::save_safetensors(dir / "e.safetensors", {});
+  EXPECT_TRUE(io::load_safetensors(dir / "e.safetensors").tensors.empty());
+  io::save_safetensors(dir / "e.safetensors", {}, {{"k", "v"}});
+  EXPECT_EQ(io::load_safetensors(dir / "e.safetensors").metadata.at("k"), "v");
+}
+
+TEST(SafetensorsIo, ViewsAreSavedByValue) {
+  const TempDir dir;
+  Tensor base = Tensor::zeros(DType::F32, {2, 3});
+  for (int i = 0; i < 6; ++i) base.data<float>()[i] = static_cast<float>(i);
+  const Tensor view = base.transpose();  // [3, 2], strided
+  ASSERT_FALSE(view.is_contiguous());
+  io::save_safetensors(dir / "v.safetensors", {{"t", view}});
+  const auto loaded = io::load_safetensors(dir / "v.safetensors").tensors.at("t");
+  ASSERT_EQ(loaded.shape(), (Shape{3, 2}));
+  for (std::int64_t r = 0; r < 3; ++r)
+    for (std::int64_t c = 0; c < 2; ++c) EXPECT_EQ(loaded.at<float>({r, c}), static_cast<float>(c * 3 + r));
+}
+
+TEST(SafetensorsIo, HeaderIsSortedPaddedAndAligned) {
+  const TempDir dir;
+  // Mixed element sizes, named so that name order would misalign the wider ones.
+  const std::map<std::string, Tensor> tensors{{"a_u8", patterned(DType::U8, {3})},
+                                              {"b_f64", patterned(DType::F64, {2})},
+                                              {"c_i16", patterned(DType::I16, {5})},
+                                              {"d_f32", patterned(DType::F32, {3})},
+                                              {"E_bool", patterned(DType::BOOL, {1})}};
+  io::save_safetensors(dir / "h.safetensors", tensors, {{"z", "1"}});
+  const std::string bytes = read_file(dir / "h.safetensors");
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)]);
+  EXPECT_EQ((8 + n) % 8, 0u) << "data must start at a multiple of 8";
+  const std::string header = bytes.substr(8, n);
+  const auto end = header.find_last_not_of(' ');
+  EXPECT_LT(n - (end + 1), 8u) << "padding is spaces, fewer than 8";
+  // Keys in the JSON text appear in sorted (bytewise) order.
+  const auto doc = nlohmann::ordered_json::parse(header);
+  std::vector<std::string> keys;
+  for (const auto& item : doc.items()) keys.push_back(item.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"E_bool", "__metadata__", "a_u8", "b_f64", "c_i16", "d_f32"}));
+  // Every tensor starts aligned for its dtype, so a mapped load shares all of them.
+  for (const auto& [name, t] : tensors) {
+    const std::uint64_t begin = doc[name]["data_offsets"][0];
+    EXPECT_EQ((8 + n + begin) % t.element_size(), 0u) << name;
+  }
+  const auto loaded = io::load_safetensors(dir / "h.safetensors", {.mmap = true});
+  for (const auto& [name, t] : loaded.tensors) EXPECT_TRUE(t.is_borrowed()) << name;
+}
+
+TEST(SafetensorsIo, SpacePaddedAndMisalignedHeadersAreAccepted) {
+  const TempDir dir;
+  // Header of odd length (data misaligned by 3, like the GPT-2 file), padded with spaces.
+  const std::string json = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  std::string header = json + std::string(7, ' ');
+  while ((8 + header.size()) % 8 != 3) header += ' ';
+  float values[2] = {1.5f, -2.25f};
+  const std::string data(reinterpret_cast<const char*>(values), sizeof values);
+  write_file(dir / "p.safetensors", le64(header.size()) + header + data);
+  for (bool mmap : {true, false}) {
+    const auto t = io::load_safetensors(dir / "p.safetensors", {.mmap = mmap}).tensors.at("w");
+    EXPECT_FALSE(t.is_borrowed()) << "misaligned tensors are copied";
+    EXPECT_EQ(t.data<float>()[0], 1.5f);
+    EXPECT_EQ(t.data<float>()[1], -2.25f);
+  }
+  const auto info = io::read_safetensors_header(dir / "p.safetensors");
+  EXPECT_EQ(info.header_length, header.size());
+  EXPECT_EQ(info.file_size, 8 + header.size() + 8);
+  ASSERT_EQ(info.tensors.size(), 1u);
+  EXPECT_EQ(info.tensors[0].name, "w");
+  EXPECT_EQ(info.tensors[0].dtype, DType::F32);
+  EXPECT_EQ(info.tensors[0].shape, (Shape{2}));
+  EXPECT_EQ(info.tensors[0].begin, 0u);
+  EXPECT_EQ(info.tensors[0].end, 8u);
+}
+
+TEST(SafetensorsIo, HeaderLengthNearUint64MaxDoesNotWrap) {
+  // With the cap lifted, N = 2^64 - 1 must still be refused by the N <= size - 8 check
+  // (N + 8 would wrap to 7 and pass a naive check).
+  const std::string bytes = le64(UINT64_MAX) + "{}";
+  EXPECT_THROW(io::parse_safetensors(std::as_bytes(std::span(bytes)), {.mmap = true, .max_header_bytes = UINT64_MAX}),
+               ValueError);
+}
+
+// Random files (random dtypes, shapes, names, metadata): save then load gives back the same.
+TEST(SafetensorsIo, RandomRoundTrips) {
+  const TempDir dir;
+  std::mt19937 rng(1234);
+  for (int round = 0; round < 40; ++round) {
+    std::map<std::string, Tensor> tensors;
+    std::map<std::string, std::string> metadata;
+    const int count = static_cast<int>(rng() % 6);
+    for (int i = 0; i < count; ++i) {
+      Shape shape(rng() % 4);
+      for (auto& d : shape) d = static_cast<std::int64_t>(rng() % 5);
+      const DType dtype = kAllDTypes[rng() % std::size(kAllDTypes)];
+      tensors.emplace(str("t", rng() % 100), patterned(dtype, shape, static_cast<unsigned>(rng())));
+    }
+    if (rng() % 2) metadata["round"] = std::to_string(round);
+    io::save_safetensors(dir / "r.safetensors", tensors, metadata);
+    const bool mmap = rng() % 2;
+    const auto loaded = io::load_safetensors(dir / "r.safetensors", {.mmap = mmap});
+    io::SafetensorsFile expected{metadata, tensors};
+    expect_same(expected, loaded);
+  }
+}
+
+TEST(SafetensorsMapping, MappedLoadEqualsCopyingLoad) {
+  const TempDir dir;
+  std::map<std::string, Tensor> tensors;
+  unsigned seed = 10;
+  for (DType d : kAllDTypes) tensors.emplace(std::string(dtype_name(d)), patterned(d, {4, 3}, seed++));
+  io::save_safetensors(dir / "a.safetensors", tensors, {{"k", "v"}});
+  const auto mapped = io::load_safetensors(dir / "a.safetensors", {.mmap = true});
+  const auto copied = io::load_safetensors(dir / "a.safetensors", {.mmap = false});
+  expect_same(mapped, copied);
+  for (const auto& [name, t] : mapped.tensors) EXPECT_TRUE(t.is_borrowed()) << name;
+  for (const auto& [name, t] : copied.tensors) EXPECT_FALSE(t.is_borrowed()) << name;
+}
+
+TEST(SafetensorsMapping, TensorsOutliveTheMapAndTheDeletedFile) {
+  const TempDir dir;
+  const Tensor original = patterned(DType::F32, {64, 64});
+  io::save_safetensors(dir / "a.safetensors", {{"w", original}, {"b", patterned(DType::I8, {5})}});
+  Tensor kept;
+  {
+    auto loaded = io::load_safetensors(dir / "a.safetensors", {.mmap = true});
+    kept = loaded.tensors.at("w");
+    ASSERT_TRUE(kept.is_borrowed());
+  }  // the SafetensorsFile (and every other tensor) is gone
+  fs::remove(dir / "a.safetensors");
+  expect_same(original, kept);
+}
+
+TEST(SafetensorsMapping, WritesToMappedTensorsNeverReachTheFile) {
+  const TempDir dir;
+  io::save_safetensors(dir / "a.safetensors", {{"w", patterned(DType::F32, {1024})}});
+  const std::string before = read_file(dir / "a.safetensors");
+  {
+    auto loaded = io::load_safetensors(dir / "a.safetensors", {.mmap = true});
+    Tensor& w = loaded.tensors.at("w");
+    ASSERT_TRUE(w.is_borrowed());
+    for (std::int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = 42.0f;
+    EXPECT_EQ(w.data<float>()[7], 42.0f);
+    EXPECT_EQ(read_file(dir / "a.safetensors"), before);  // while the mapping is alive
+    const auto other = io::load_safetensors(dir / "a.safetensors", {.mmap = true});
+    EXPECT_NE(other.tensors.at("w").data<float>()[7], 42.0f);  // a second mapping sees the file
+  }
+  EXPECT_EQ(read_file(dir / "a.safetensors"), before);
+}
+
+TEST(SafetensorsMapping, SavingOverAMappedFileKeepsTheOldMappingValid) {
+  const TempDir dir;
+  const Tensor old_w = patterned(DType::F32, {256}, 1), new_w = patterned(DType::F32, {16}, 2);
+  io::save_safetensors(dir / "a.safetensors", {{"w", old_w}});
+  const Tensor mapped = io::load_safetensors(dir / "a.safetensors", {.mmap = true}).tensors.at("w");
+  ASSERT_TRUE(mapped.is_borrowed());
+  io::save_safetensors(dir / "a.safetensors", {{"w", new_w}});
+  expect_same(old_w, mapped);
+  expect_same(new_w, io::load_safetensors(dir / "a.safetensors").tensors.at("w"));
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"a.safetensors"});
+}
+
+TEST(SafetensorsMapping, MappingCanBeTurnedOff) {
+  const TempDir dir;
+  io::save_safetensors(dir / "a.safetensors", {{"w", patterned(DType::F64, {8})}});
+  const auto loaded = io::load_safetensors(dir / "a.safetensors", {.mmap = false});
+  EXPECT_FALSE(loaded.tensors.at("w").is_borrowed());
+}
+
+TEST(SafetensorsSave, RefusedNamesTouchNoFile) {
+  const TempDir dir;
+  const Tensor t = patterned(DType::F32, {2});
+  EXPECT_THROW(io::save_safetensors(dir / "new.safetensors", {{"__metadata__", t}}), ValueError);
+  EXPECT_THROW(io::save_safetensors(dir / "new.safetensors", {{"bad\xff", t}}), ValueError);
+  EXPECT_THROW(io::save_safetensors(dir / "new.safetensors", {{"ok", t}}, {{"k", "\xc0\x80"}}), ValueError);
+  EXPECT_TRUE(dir.entries().empty());
+  io::save_safetensors(dir / "old.safetensors", {{"ok", t}});
+  const std::string before = read_file(dir / "old.safetensors");
+  EXPECT_THROW(io::save_safetensors(dir / "old.safetensors", {{"__metadata__", t}}), ValueError);
+  EXPECT_EQ(read_file(dir / "old.safetensors"), before);
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"old.safetensors"});
+}
+
+TEST(SafetensorsSave, FailedWriteLeavesOldFileAndNoTemporary) {
+  const TempDir dir;
+  io::save_safetensors(dir / "a.safetensors", {{"w", patterned(DType::U8, {16})}});
+  const std::string before = read_file(dir / "a.safetensors");
+  // Make writes past 4 KiB fail with EFBIG (instead of killing the process with SIGXFSZ).
+  struct rlimit saved {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  auto* old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = saved;
+  small.rlim_cur = 4096;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  EXPECT_THROW(io::save_safetensors(dir / "a.safetensors", {{"w", patterned(DType::U8, {1 << 20})}}), Error);
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  ::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(read_file(dir / "a.safetensors"), before);
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"a.safetensors"});
+}
+
+TEST(SafetensorsSave, FailedRenameLeavesNoTemporary) {
+  const TempDir dir;
+  fs::create_directories(dir / "target.safetensors" / "inside");  // rename cannot replace a non-empty directory
+  EXPECT_THROW(io::save_safetensors(dir / "target.safetensors", {{"w", patterned(DType::U8, {4})}}), Error);
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"target.safetensors"});
+  EXPECT_THROW(io::save_safetensors(dir / "missing_dir" / "x.safetensors", {}), Error);
+}
+
+TEST(SafetensorsSave, KeepsTheModeOfTheFileItReplaces) {
+  const TempDir dir;
+  io::save_safetensors(dir / "a.safetensors", {});
+  EXPECT_EQ(fs::status(dir / "a.safetensors").permissions(),
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(dir / "a.safetensors", fs::perms::owner_read | fs::perms::owner_write);
+  io::save_safetensors(dir / "a.safetensors", {});
+  EXPECT_EQ(fs::status(dir / "a.safetensors").permissions(), fs::perms::owner_read | fs::perms::owner_write);
+}
+
+TEST(Utf8, StrictValidation) {
+  using io::find_invalid_utf8;
+  EXPECT_FALSE(find_invalid_utf8("plain ascii"));
+  EXPECT_FALSE(find_invalid_utf8("\xc2\x80 \xe2\x82\xac \xf0\x9f\x98\x80 \xf4\x8f\xbf\xbf"));  // U+0080 € 😀 U+10FFFF
+  EXPECT_EQ(find_invalid_utf8("ok\x80"), 2u);                 // lone continuation byte
+  EXPECT_EQ(find_invalid_utf8("\xc1\xbf"), 0u);               // overlong 2-byte
+  EXPECT_EQ(find_invalid_utf8("a\xe0\x80\xaf"), 1u);          // overlong 3-byte
+  EXPECT_EQ(find_invalid_utf8("\xf0\x80\x80\xaf"), 0u);      // overlong 4-byte
+  EXPECT_EQ(find_invalid_utf8("\xed\xa0\x80"), 0u);          // surrogate U+D800
+  EXPECT_EQ(find_invalid_utf8("\xf4\x90\x80\x80"), 0u);      // U+110000
+  EXPECT_EQ(find_invalid_utf8("\xf5\x80\x80\x80"), 0u);      // lead byte past F4
+  EXPECT_EQ(find_invalid_utf8("ab\xe2\x82"), 2u);             // truncated at the end
+  EXPECT_EQ(find_invalid_utf8("\xe2\x28\xa1"), 0u);          // bad continuation
+}
