@@ -50,3 +50,31 @@ def tiktoken_gpt2():
         mergeable_ranks=ranks,
         special_tokens={"<|endoftext|>": 50256},
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# checkpoint fixtures: seeded GPT-2 checkpoints built with transformers' save_pretrained by
+# scripts/gpt2_reference.py (see its PARITY_CHECKPOINTS). Each returns a complete kael --model
+# directory (model.safetensors, config.json, vocab.json, merges.txt). Set
+# KAEL_TEST_CHECKPOINTS=DIR to build them once there and reuse them across pytest runs.
+
+def _checkpoint_dir(tmp_path_factory, name):
+    import gpt2_reference
+
+    cache = os.environ.get("KAEL_TEST_CHECKPOINTS")
+    directory = (pathlib.Path(cache) if cache else tmp_path_factory.mktemp("checkpoints")) / name
+    if not (directory / "model.safetensors").exists():
+        gpt2_reference.make_checkpoint(directory, **gpt2_reference.PARITY_CHECKPOINTS[name])
+    return directory
+
+
+@pytest.fixture(scope="session")
+def gpt2_small_dir(tmp_path_factory):
+    """GPT-2 small's shape (124M parameters, 12 layers, F32), seed 1, published names (no prefix)."""
+    return _checkpoint_dir(tmp_path_factory, "gpt2-small-f32")
+
+
+@pytest.fixture(scope="session")
+def gpt2_f16_dir(tmp_path_factory):
+    """A small F16 checkpoint of another shape: 4 layers, 8 heads, n_embd 256, n_positions 256."""
+    return _checkpoint_dir(tmp_path_factory, "small-f16")

@@ -1,0 +1,147 @@
+// `kael logits`: the model's next-token logits at the last position of a prompt (text or
+// --ids), highest first. --top 0 lists the whole vocabulary, which is what the parity tests
+// against transformers read (scripts/gpt2_reference.py).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+#include "kael/core/error.hpp"
+#include "kael/model/gpt2.hpp"
+#include "kael/text/tokenizer.hpp"
+
+namespace kael::cli {
+namespace {
+
+struct LogitsArgs {
+  std::string model_dir = kDefaultModelDir;
+  std::string prompt;
+  std::string ids;
+  int top = 5;
+  int threads = 0;
+  bool json = false;
+  bool no_mmap = false;
+  bool timings = false;
+  CLI::Option* prompt_option = nullptr;
+  CLI::Option* ids_option = nullptr;
+};
+
+// "1, 2,3" -> {1, 2, 3}; ValueError naming the bad item.
+std::vector<std::int32_t> parse_ids(const std::string& list) {
+  std::vector<std::int32_t> ids;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    std::size_t end = std::min(list.find(',', start), list.size());
+    const std::string item = list.substr(start, end - start);
+    const auto first = item.find_first_not_of(" \t");
+    if (first == std::string::npos) {
+      if (list.find_first_not_of(" \t") == std::string::npos) break;  // "--ids ''": no ids at all
+      throw ValueError(str("--ids: empty item in '", list, "' (expected comma-separated token ids)"));
+    }
+    const std::string trimmed = item.substr(first, item.find_last_not_of(" \t") - first + 1);
+    std::size_t used = 0;
+    long long value = -1;
+    try {
+      value = std::stoll(trimmed, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != trimmed.size() || value < 0 || value > INT32_MAX)
+      throw ValueError(str("--ids: '", trimmed, "' is not a token id (expected a non-negative integer)"));
+    ids.push_back(static_cast<std::int32_t>(value));
+    start = end + 1;
+  }
+  return ids;
+}
+
+// Ids of the `top` largest logits (all when top is 0), largest first, ties by smaller id.
+std::vector<std::int32_t> ranked(std::span<const float> logits, int top) {
+  std::vector<std::int32_t> order(logits.size());
+  std::iota(order.begin(), order.end(), 0);
+  const auto k = top == 0 ? order.size() : std::min<std::size_t>(static_cast<std::size_t>(top), order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k), order.end(),
+                    [&](std::int32_t a, std::int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+  order.resize(k);
+  return order;
+}
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+int run_logits(const LogitsArgs& args) {
+  if (args.prompt_option->count() > 0 && args.ids_option->count() > 0)
+    throw ValueError("give either PROMPT or --ids, not both");
+  if (args.prompt_option->count() == 0 && args.ids_option->count() == 0)
+    throw ValueError("nothing to score: give a PROMPT or --ids");
+  model::set_num_threads(args.threads);
+
+  const auto tokenizer = text::Tokenizer::from_directory(args.model_dir);
+  const auto ids = args.ids_option->count() > 0 ? parse_ids(args.ids) : tokenizer.encode(args.prompt);
+  if (ids.empty()) throw ValueError("the prompt is empty: logits need at least one token");
+
+  const auto start = std::chrono::steady_clock::now();
+  model::LoadOptions options;
+  options.mmap = !args.no_mmap;
+  const auto model = model::GPT2::load(args.model_dir, options);
+  const double load_ms = ms_since(start);
+  auto session = model.new_session();
+  const auto forward_start = std::chrono::steady_clock::now();
+  const auto logits = model.forward(session, ids);
+  const double forward_ms = ms_since(forward_start);
+  const auto order = ranked(logits, args.top);
+
+  // The decoded token may end inside a UTF-8 character; JSON shows that as U+FFFD.
+  const auto token_text = [&](std::int32_t id) {
+    return id < static_cast<std::int32_t>(tokenizer.vocabulary_size()) ? std::string(tokenizer.token_bytes(id))
+                                                                         : std::string();
+  };
+  if (args.json) {
+    nlohmann::json top = nlohmann::json::array();
+    for (std::int32_t id : order)
+      top.push_back({{"id", id}, {"token", token_text(id)}, {"logit", static_cast<double>(logits[id])}});
+    const nlohmann::json out = {{"ids", ids}, {"top", std::move(top)}};
+    std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else {
+    for (std::int32_t id : order) {
+      const std::string shown = nlohmann::json(token_text(id)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      std::printf("%8d %16.9g  %s\n", id, static_cast<double>(logits[id]), shown.c_str());
+    }
+  }
+  std::cout.flush();
+  std::fflush(stdout);
+  if (args.timings)
+    std::fprintf(stderr, "load %.1f ms; forward of %zu tokens %.1f ms (%.1f tokens/s) on %d threads\n", load_ms,
+                 ids.size(), forward_ms, 1000.0 * static_cast<double>(ids.size()) / forward_ms, model::num_threads());
+  return 0;
+}
+
+RunFn setup(CLI::App& app) {
+  auto args = std::make_shared<LogitsArgs>();
+  CLI::App* cmd = app.add_subcommand("logits", "Next-token logits at the last position of a prompt, highest first");
+  cmd->add_option("--model", args->model_dir, "Directory with model.safetensors, vocab.json, merges.txt")
+      ->capture_default_str();
+  args->prompt_option = cmd->add_option("prompt", args->prompt, "Prompt text");
+  args->ids_option = cmd->add_option("--ids", args->ids, "Prompt as comma-separated token ids (1,2,3)");
+  cmd->add_option("--top", args->top, "How many logits to list; 0 lists the whole vocabulary")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--json", args->json, R"(Print {"ids": [...], "top": [{"id", "token", "logit"}]})");
+  cmd->add_option("--threads", args->threads, "Compute threads (0 = one per hardware thread)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--no-mmap", args->no_mmap, "Read the weights into memory instead of mapping the file");
+  cmd->add_flag("--timings", args->timings, "Print load and forward times to stderr");
+  return [args] { return run_logits(*args); };
+}
+
+const Registration registration("logits", setup);
+
+}  // namespace
+}  // namespace kael::cli

@@ -1,0 +1,27 @@
+// Element-wise kernels: GELU, the residual add, and the embedding lookup.
+#pragma once
+
+#include <cstdint>
+
+namespace kael::kernels {
+
+// out (n) = gelu_new(inp): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), the tanh form GPT-2
+// uses (Hugging Face's "gelu_new"). out may equal inp.
+void gelu_new(float* out, const float* inp, std::int64_t n);
+
+// x (n) += y (n): the residual connection.
+void add_inplace(float* x, const float* y, std::int64_t n);
+
+// out (T, C) = wte[tokens[t]] + wpe[pos0 + t]. wte (vocab, C) and wpe (n_positions, C); the
+// caller has checked every id against the vocabulary and pos0 + T against n_positions.
+void embedding(float* out, const std::int32_t* tokens, const float* wte, const float* wpe, std::int64_t T,
+               std::int64_t C, std::int64_t pos0);
+
+namespace ref {
+void gelu_new(float* out, const float* inp, std::int64_t n);
+void add_inplace(float* x, const float* y, std::int64_t n);
+void embedding(float* out, const std::int32_t* tokens, const float* wte, const float* wpe, std::int64_t T,
+               std::int64_t C, std::int64_t pos0);
+}  // namespace ref
+
+}  // namespace kael::kernels

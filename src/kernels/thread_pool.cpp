@@ -1,0 +1,128 @@
+// A fixed pool of workers woken per job with a generation counter. Jobs are split into one
+// contiguous range per thread; the caller runs range 0 itself, so a 1-thread pool has no
+// workers and no synchronisation at all.
+#include "kernels/thread_pool.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace kael::kernels {
+namespace {
+
+class Pool {
+ public:
+  explicit Pool(int threads) : threads_(std::max(1, threads)) {
+    for (int i = 1; i < threads_; ++i) workers_.emplace_back([this, i] { work(i); });
+  }
+  ~Pool() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+      ++generation_;
+    }
+    wake_.notify_all();
+    for (auto& worker : workers_) worker.join();
+  }
+  int threads() const { return threads_; }
+
+  // Runs one job over `parts` ranges (parts <= threads_). Returns false without running
+  // anything when another job holds the pool.
+  bool try_run(std::int64_t n, int parts, detail::RangeFn fn, void* context) {
+    bool idle = false;
+    if (!busy_.compare_exchange_strong(idle, true, std::memory_order_acquire)) return false;
+    {
+      std::lock_guard lock(mutex_);
+      job_ = {n, parts, fn, context};
+      pending_ = parts - 1;
+      ++generation_;
+    }
+    wake_.notify_all();
+    run_part(0);
+    {
+      std::unique_lock lock(mutex_);
+      done_.wait(lock, [this] { return pending_ == 0; });
+    }
+    busy_.store(false, std::memory_order_release);
+    return true;
+  }
+
+ private:
+  struct Job {
+    std::int64_t n = 0;
+    int parts = 0;
+    detail::RangeFn fn = nullptr;
+    void* context = nullptr;
+  };
+
+  void run_part(int part) const {
+    const std::int64_t begin = job_.n * part / job_.parts;
+    const std::int64_t end = job_.n * (part + 1) / job_.parts;
+    if (begin < end) job_.fn(job_.context, begin, end);
+  }
+
+  void work(int index) {
+    std::uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait(lock, [&] { return generation_ != seen; });
+        seen = generation_;
+        if (stopping_) return;
+        if (index >= job_.parts) continue;  // this job needs fewer threads
+      }
+      run_part(index);
+      std::lock_guard lock(mutex_);
+      if (--pending_ == 0) done_.notify_one();
+    }
+  }
+
+  const int threads_;
+  std::vector<std::thread> workers_;
+  // Set while a job runs. A flag, not a mutex: a nested call from the same thread must see
+  // "busy" rather than lock a mutex it already holds.
+  std::atomic<bool> busy_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  Job job_;
+  int pending_ = 0;
+  std::uint64_t generation_ = 0;
+  bool stopping_ = false;
+};
+
+int default_threads() {
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+std::unique_ptr<Pool>& pool() {
+  static std::unique_ptr<Pool> instance = std::make_unique<Pool>(default_threads());
+  return instance;
+}
+
+}  // namespace
+
+void set_num_threads(int n) {
+  const int threads = n <= 0 ? default_threads() : n;
+  if (pool()->threads() != threads) pool() = std::make_unique<Pool>(threads);
+}
+
+int num_threads() { return pool()->threads(); }
+
+namespace detail {
+void parallel_for(std::int64_t n, std::int64_t min_per_thread, RangeFn fn, void* context) {
+  if (n <= 0) return;
+  Pool& p = *pool();
+  const std::int64_t by_size = n / std::max<std::int64_t>(1, min_per_thread);
+  const int parts = static_cast<int>(std::clamp<std::int64_t>(by_size, 1, p.threads()));
+  if (parts > 1 && p.try_run(n, parts, fn, context)) return;
+  fn(context, 0, n);
+}
+}  // namespace detail
+
+}  // namespace kael::kernels

@@ -1,0 +1,32 @@
+// The one place that owns worker threads. Kernels split their work with parallel_for; the
+// rest of kael never starts a thread for compute.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+namespace kael::kernels {
+
+// Threads used by parallel_for, the calling thread included. n <= 0 means
+// std::thread::hardware_concurrency(). Not to be called while a kernel is running.
+void set_num_threads(int n);
+int num_threads();
+
+namespace detail {
+using RangeFn = void (*)(void* context, std::int64_t begin, std::int64_t end);
+void parallel_for(std::int64_t n, std::int64_t min_per_thread, RangeFn fn, void* context);
+}  // namespace detail
+
+// Calls fn(begin, end) on disjoint contiguous ranges that cover [0, n), one per thread, and
+// returns when all are done. Ranges are never shorter than min_per_thread (except the last),
+// so small jobs stay on the calling thread. A call made while the pool is busy (from another
+// thread, or from inside fn) runs serially on its caller instead of waiting.
+template <class F>
+void parallel_for(std::int64_t n, std::int64_t min_per_thread, F&& fn) {
+  detail::parallel_for(
+      n, min_per_thread,
+      [](void* context, std::int64_t begin, std::int64_t end) { (*static_cast<F*>(context))(begin, end); },
+      const_cast<void*>(static_cast<const void*>(&fn)));
+}
+
+}  // namespace kael::kernels

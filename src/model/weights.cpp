@@ -1,0 +1,121 @@
+// Checkpoint tensors -> Weights, in three passes so that a bad checkpoint fails before any
+// memory is spent on conversion: (1) every tensor name is matched to a parameter or a known
+// buffer, (2) every parameter is checked for presence, shape and dtype, (3) the tensors are
+// converted where needed and the pointers set. A throw at any point drops everything built so
+// far (plain RAII): no half-loaded model exists.
+#include "model/weights.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <unordered_map>
+
+#include "kael/core/error.hpp"
+#include "model/weight_names.hpp"
+
+namespace kael::model {
+namespace {
+
+struct Found {
+  std::string file_name;  // as spelled in the checkpoint, for messages
+  Tensor tensor;
+};
+
+bool convertible(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 || dtype == DType::F64;
+}
+
+// Pass 1: each checkpoint tensor becomes a parameter (by spec index), a dropped buffer, or an error.
+std::vector<std::optional<Found>> match_names(const Config& config, const std::vector<ParameterSpec>& specs,
+                                              std::map<std::string, Tensor>& tensors, std::string_view source) {
+  std::unordered_map<std::string_view, std::size_t> index;
+  for (std::size_t i = 0; i < specs.size(); ++i) index.emplace(specs[i].name, i);
+  const Shape head_shape{config.vocab_size, config.n_embd};
+
+  std::vector<std::optional<Found>> found(specs.size());
+  for (auto& [name, tensor] : tensors) {
+    const std::string_view canonical = canonical_name(name);
+    if (const auto it = index.find(canonical); it != index.end()) {
+      auto& slot = found[it->second];
+      if (slot)
+        throw ValueError(str(source, ": tensors '", slot->file_name, "' and '", name, "' are the same parameter"));
+      slot = Found{name, std::move(tensor)};
+    } else if (is_ignored_buffer(canonical)) {
+      continue;
+    } else if (canonical == kHeadName) {
+      // The tied head duplicates wte; it is dropped, but a wrong shape means a wrong config.
+      if (tensor.shape() != head_shape)
+        throw ValueError(str(source, ": tensor '", name, "' has shape ", shape_to_string(tensor.shape()),
+                             ", expected ", shape_to_string(head_shape), " (tied to wte)"));
+    } else if (const auto block = block_index(canonical); block && *block >= config.n_layer) {
+      throw ValueError(str(source, ": tensor '", name, "' belongs to block ", *block, " but the config has n_layer ",
+                           config.n_layer));
+    } else {
+      throw ValueError(str(source, ": unexpected tensor '", name, "' (not a GPT-2 parameter)"));
+    }
+  }
+  tensors.clear();  // frees the dropped buffers now rather than after conversion
+  return found;
+}
+
+// Pass 2: presence, shape, dtype.
+void check_parameters(const std::vector<ParameterSpec>& specs, const std::vector<std::optional<Found>>& found,
+                      std::string_view source) {
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const ParameterSpec& spec = specs[i];
+    if (!found[i])
+      throw Error(str(source, ": missing tensor '", spec.name, "' (expected shape ", shape_to_string(spec.shape),
+                      ", with or without the 'transformer.' prefix)"));
+    const Tensor& tensor = found[i]->tensor;
+    const std::string& name = found[i]->file_name;
+    if (tensor.shape() != spec.shape) {
+      Shape reversed(spec.shape.rbegin(), spec.shape.rend());
+      const bool transposed = spec.shape.size() == 2 && tensor.shape() == reversed;
+      throw ValueError(str(source, ": tensor '", name, "' has shape ", shape_to_string(tensor.shape()), ", expected ",
+                           shape_to_string(spec.shape),
+                           transposed ? " (transposed? GPT-2 stores Conv1D weights as [in, out])" : ""));
+    }
+    if (!convertible(tensor.dtype()))
+      throw TypeError(str(source, ": tensor '", name, "' has dtype ", dtype_name(tensor.dtype()),
+                          ", expected F32, F16, BF16 or F64"));
+  }
+}
+
+// An F32 tensor the kernels can read in place: contiguous and float-aligned. F32 tensors from
+// io already are; anything else is converted or copied here.
+Tensor as_kernel_f32(Tensor tensor) {
+  if (tensor.dtype() != DType::F32) return tensor.to_f32();
+  const bool aligned = reinterpret_cast<std::uintptr_t>(tensor.raw_data()) % alignof(float) == 0;
+  if (!tensor.is_contiguous() || !aligned) return tensor.clone();
+  return tensor;
+}
+
+}  // namespace
+
+Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors, std::string_view source) {
+  config.validate(source);
+  const std::vector<ParameterSpec> specs = parameter_specs(config);
+  std::vector<std::optional<Found>> found = match_names(config, specs, tensors, source);
+  check_parameters(specs, found, source);
+
+  Weights weights;
+  weights.layers.resize(static_cast<std::size_t>(config.n_layer));
+  weights.storage.reserve(specs.size());
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    // Converting one tensor at a time, and dropping its source right away, keeps the peak
+    // close to the final size even for F16 checkpoints.
+    Tensor tensor = as_kernel_f32(std::move(found[i]->tensor));
+    found[i].reset();
+    const float* data = tensor.data<float>();
+    const ParameterSpec& spec = specs[i];
+    if (spec.layer < 0)
+      weights.*spec.global_slot = data;
+    else
+      weights.layers[static_cast<std::size_t>(spec.layer)].*spec.layer_slot = data;
+    weights.parameter_count += tensor.numel();
+    weights.storage.push_back(std::move(tensor));
+  }
+  if (config.tie_word_embeddings) weights.lm_head = weights.wte;
+  return weights;
+}
+
+}  // namespace kael::model

@@ -1,0 +1,203 @@
+// The fast kernels against their scalar references (src/kernels/reference.cpp) on ragged
+// sizes that hit every tail: below, at and above each block width, 1 and several threads.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/attention.hpp"
+#include "kernels/elementwise.hpp"
+#include "kernels/linear.hpp"
+#include "kernels/norm.hpp"
+#include "kernels/thread_pool.hpp"
+
+using namespace kael::kernels;
+
+namespace {
+
+std::vector<float> random_vector(std::size_t n, unsigned seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+// Largest |a - b| / (1 + |b|): absolute near zero, relative for large values.
+double max_error(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]) / (1.0 + std::abs(b[i])));
+  return worst;
+}
+
+// Runs each test body with one thread and with several, then restores the default.
+class Kernels : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override { set_num_threads(GetParam()); }
+  void TearDown() override { set_num_threads(0); }
+};
+
+const std::int64_t kRagged[] = {1, 3, 15, 16, 17, 63, 64, 65, 130};
+
+}  // namespace
+
+TEST_P(Kernels, LinearMatchesReference) {
+  for (std::int64_t T : {1, 2, 4, 5, 9})
+    for (std::int64_t C : {1, 7, 64, 100})
+      for (std::int64_t OC : kRagged)
+        for (bool with_bias : {true, false}) {
+          auto inp = random_vector(T * C, 1), w = random_vector(C * OC, 2), b = random_vector(OC, 3);
+          std::vector<float> fast(T * OC, NAN), slow(T * OC, NAN);
+          linear(fast.data(), inp.data(), w.data(), with_bias ? b.data() : nullptr, T, C, OC);
+          ref::linear(slow.data(), inp.data(), w.data(), with_bias ? b.data() : nullptr, T, C, OC);
+          ASSERT_LT(max_error(fast, slow), 1e-5) << "T=" << T << " C=" << C << " OC=" << OC;
+        }
+}
+
+TEST_P(Kernels, LinearRowsDoNotDependOnBatch) {
+  // Prefill (many rows) and decode (one row) must give bitwise equal rows.
+  const std::int64_t T = 7, C = 50, OC = 130;
+  auto inp = random_vector(T * C, 4), w = random_vector(C * OC, 5), b = random_vector(OC, 6);
+  std::vector<float> all(T * OC), one(OC);
+  linear(all.data(), inp.data(), w.data(), b.data(), T, C, OC);
+  for (std::int64_t t = 0; t < T; ++t) {
+    linear(one.data(), inp.data() + t * C, w.data(), b.data(), 1, C, OC);
+    ASSERT_TRUE(std::equal(one.begin(), one.end(), all.begin() + t * OC)) << "row " << t;
+  }
+}
+
+TEST_P(Kernels, LinearLargeMatchesReference) {
+  const std::int64_t T = 13, C = 768, OC = 2304 + 5;
+  auto inp = random_vector(T * C, 7), w = random_vector(C * OC, 8, 0.05f), b = random_vector(OC, 9);
+  std::vector<float> fast(T * OC), slow(T * OC);
+  linear(fast.data(), inp.data(), w.data(), b.data(), T, C, OC);
+  ref::linear(slow.data(), inp.data(), w.data(), b.data(), T, C, OC);
+  EXPECT_LT(max_error(fast, slow), 1e-5);
+}
+
+TEST_P(Kernels, LinearNtMatchesReference) {
+  for (std::int64_t T : {1, 3})
+    for (std::int64_t C : kRagged)
+      for (std::int64_t N : {1, 5, 17, 1000}) {
+        auto inp = random_vector(T * C, 10), w = random_vector(N * C, 11);
+        std::vector<float> fast(T * N, NAN), slow(T * N, NAN);
+        linear_nt(fast.data(), inp.data(), w.data(), T, C, N);
+        ref::linear_nt(slow.data(), inp.data(), w.data(), T, C, N);
+        ASSERT_LT(max_error(fast, slow), 1e-5) << "T=" << T << " C=" << C << " N=" << N;
+      }
+}
+
+TEST_P(Kernels, LayerNormMatchesReference) {
+  for (std::int64_t T : {1, 3, 40})
+    for (std::int64_t C : kRagged) {
+      // A large common offset checks the two-pass variance.
+      auto inp = random_vector(T * C, 12), w = random_vector(C, 13), b = random_vector(C, 14);
+      for (float& x : inp) x += 1000.0f;
+      std::vector<float> fast(T * C), slow(T * C);
+      layernorm(fast.data(), inp.data(), w.data(), b.data(), T, C, 1e-5f);
+      ref::layernorm(slow.data(), inp.data(), w.data(), b.data(), T, C, 1e-5f);
+      ASSERT_LT(max_error(fast, slow), 2e-3) << "T=" << T << " C=" << C;
+      // In place gives the same.
+      layernorm(inp.data(), inp.data(), w.data(), b.data(), T, C, 1e-5f);
+      ASSERT_EQ(inp, fast);
+    }
+}
+
+TEST_P(Kernels, SoftmaxMatchesReferenceAndSumsToOne) {
+  for (std::int64_t n : kRagged) {
+    auto inp = random_vector(n, 15, 30.0f);  // wide: exp would overflow without the max shift
+    std::vector<float> fast(n), slow(n);
+    softmax(fast.data(), inp.data(), n);
+    ref::softmax(slow.data(), inp.data(), n);
+    ASSERT_LT(max_error(fast, slow), 1e-6) << "n=" << n;
+    double sum = 0.0;
+    for (float p : fast) sum += p;
+    ASSERT_NEAR(sum, 1.0, 1e-5);
+  }
+}
+
+TEST_P(Kernels, GeluMatchesReference) {
+  for (std::int64_t n : {1, 17, 20000}) {
+    auto inp = random_vector(n, 16, 4.0f);
+    inp[0] = 0.0f;
+    std::vector<float> fast(n), slow(n);
+    gelu_new(fast.data(), inp.data(), n);
+    ref::gelu_new(slow.data(), inp.data(), n);
+    ASSERT_LT(max_error(fast, slow), 1e-6) << "n=" << n;
+  }
+  // Known values of 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))).
+  const float x[] = {0.0f, 1.0f, -1.0f, 3.0f};
+  float y[4];
+  gelu_new(y, x, 4);
+  EXPECT_EQ(y[0], 0.0f);
+  EXPECT_NEAR(y[1], 0.8411920f, 1e-6);
+  EXPECT_NEAR(y[2], -0.1588080f, 1e-6);
+  EXPECT_NEAR(y[3], 2.9963627f, 1e-6);
+}
+
+TEST_P(Kernels, EmbeddingAndAdd) {
+  const std::int64_t V = 11, P = 9, C = 17, T = 4, pos0 = 5;
+  auto wte = random_vector(V * C, 17), wpe = random_vector(P * C, 18);
+  const std::int32_t tokens[T] = {3, 0, 10, 3};
+  std::vector<float> fast(T * C), slow(T * C);
+  embedding(fast.data(), tokens, wte.data(), wpe.data(), T, C, pos0);
+  ref::embedding(slow.data(), tokens, wte.data(), wpe.data(), T, C, pos0);
+  ASSERT_EQ(fast, slow);
+  EXPECT_EQ(fast[2 * C + 1], wte[10 * C + 1] + wpe[7 * C + 1]);
+  auto y = random_vector(T * C, 19);
+  add_inplace(fast.data(), y.data(), T * C);
+  ref::add_inplace(slow.data(), y.data(), T * C);
+  ASSERT_EQ(fast, slow);
+}
+
+TEST_P(Kernels, AttentionMatchesReference) {
+  for (std::int64_t n_head : {1, 3})
+    for (std::int64_t head_dim : {1, 16, 20, 64})
+      for (std::int64_t pos0 : {0, 1, 70})
+        for (std::int64_t T : {1, 2, 33}) {
+          const std::int64_t C = n_head * head_dim, q_stride = 3 * C, kv_stride = C + 3;  // padded rows
+          auto q = random_vector(T * q_stride, 20);
+          auto k = random_vector((pos0 + T) * kv_stride, 21, 2.0f), v = random_vector((pos0 + T) * kv_stride, 22);
+          std::vector<float> scratch(attention_scratch_size(T, pos0, n_head)), fast(T * C), slow(T * C);
+          causal_attention(fast.data(), scratch.data(), q.data(), k.data(), v.data(), T, pos0, n_head, head_dim,
+                           q_stride, kv_stride);
+          ref::causal_attention(slow.data(), scratch.data(), q.data(), k.data(), v.data(), T, pos0, n_head,
+                                head_dim, q_stride, kv_stride);
+          ASSERT_LT(max_error(fast, slow), 1e-5)
+              << "heads=" << n_head << " head_dim=" << head_dim << " pos0=" << pos0 << " T=" << T;
+        }
+}
+
+TEST_P(Kernels, AttentionFirstPositionCopiesValue) {
+  // A query at position 0 sees only itself: softmax of one score is 1, so out = v[0].
+  const std::int64_t n_head = 2, head_dim = 5, C = n_head * head_dim;
+  auto q = random_vector(C, 23), k = random_vector(C, 24), v = random_vector(C, 25);
+  std::vector<float> scratch(attention_scratch_size(1, 0, n_head)), out(C);
+  causal_attention(out.data(), scratch.data(), q.data(), k.data(), v.data(), 1, 0, n_head, head_dim, C, C);
+  for (std::int64_t i = 0; i < C; ++i) EXPECT_FLOAT_EQ(out[i], v[i]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, Kernels, ::testing::Values(1, 3));
+
+TEST(ThreadPool, CoversEveryIndexOnceAndNests) {
+  for (int threads : {1, 2, 5}) {
+    set_num_threads(threads);
+    EXPECT_EQ(num_threads(), threads);
+    for (std::int64_t n : {0, 1, 2, 7, 1000}) {
+      std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
+      parallel_for(n, 1, [&](std::int64_t first, std::int64_t last) {
+        // A nested call runs serially on the calling thread instead of deadlocking.
+        parallel_for(last - first, 1, [&](std::int64_t a, std::int64_t b) {
+          for (std::int64_t i = first + a; i < first + b; ++i) ++hits[static_cast<std::size_t>(i)];
+        });
+      });
+      for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+    }
+  }
+  set_num_threads(0);
+}
