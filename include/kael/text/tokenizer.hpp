@@ -1,4 +1,6 @@
 // GPT-2's byte-level BPE tokenizer, equal to tiktoken's "gpt2" encoding (SPEC section 5).
+// A loaded Tokenizer is immutable: encode and decode may run on many threads at once (each
+// thread keeps its own cache of recently merged words).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +21,8 @@ class Tokenizer {
   static Tokenizer from_files(const std::filesystem::path& vocab_json, const std::filesystem::path& merges_txt);
   // Loads DIR/vocab.json and DIR/merges.txt.
   static Tokenizer from_directory(const std::filesystem::path& dir);
+  // Builds from the two files' contents, already in memory; ValueError when malformed.
+  static Tokenizer from_strings(const std::string& vocab_json, const std::string& merges_txt);
 
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;
@@ -31,10 +35,13 @@ class Tokenizer {
   std::string decode(std::span<const std::int32_t> ids) const;
   // The bytes of one token; IndexError on an unknown id.
   std::string_view token_bytes(std::int32_t id) const;
+  // One more than the largest id.
   std::size_t vocabulary_size() const;
 
- private:
+  // The loaded tables; opaque outside src/text.
   struct Impl;
+
+ private:
   explicit Tokenizer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
