@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Installs what kael needs to build and test: Debian packages and pinned PyPI packages.
-# Fast when everything is already present (it checks before it asks a registry).
+# Installs what kael needs: Debian packages to build it, and with --test also what the tests
+# need (clang for the fuzzer, chromium for the web-page test, the pinned PyPI references).
+# Fast when everything is already present: it checks before it asks a registry.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(build-essential cmake clang libclang-rt-14-dev nlohmann-json3-dev libcli11-dev
-              libcpp-httplib-dev libgtest-dev pybind11-dev unicode-data curl ca-certificates python3-pip)
+APT_PACKAGES=(build-essential cmake nlohmann-json3-dev libcli11-dev libcpp-httplib-dev curl ca-certificates)
+APT_TEST_PACKAGES=(clang libclang-rt-14-dev libgtest-dev pybind11-dev python3-pip chromium)
+[ "${1:-}" = "--test" ] && APT_PACKAGES+=("${APT_TEST_PACKAGES[@]}")
+
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -18,6 +21,7 @@ if ((${#missing[@]})); then
 fi
 
 if [ "${1:-}" = "--test" ]; then
-  # pip checks pins against what is installed and downloads only what differs.
-  python3 -m pip install -q --disable-pip-version-check -r requirements-test.txt
+  # pip checks the pins against what is installed and downloads only what differs. Debian's
+  # own python3 marks its site-packages as externally managed; the test references go there anyway.
+  PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check -r requirements-test.txt
 fi

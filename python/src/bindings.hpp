@@ -1,0 +1,14 @@
+// Shared declarations of the kael Python extension: one init function per library layer.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace kael::python {
+
+void init_errors(pybind11::module_& m);
+void init_tensor(pybind11::module_& m);
+void init_io(pybind11::module_& m);
+void init_text(pybind11::module_& m);
+void init_model(pybind11::module_& m);
+
+}  // namespace kael::python

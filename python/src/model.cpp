@@ -1,0 +1,182 @@
+// kael.Model from Python: load a GPT-2 checkpoint directory, get next-token logits, generate
+// text whole or streamed. Every long call releases the GIL.
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <memory>
+
+#include "bindings.hpp"
+#include "convert.hpp"
+#include "kael/generate/generator.hpp"
+#include "kael/model/gpt2.hpp"
+#include "kael/text/tokenizer.hpp"
+#include "kernels/thread_pool.hpp"
+
+namespace py = pybind11;
+
+namespace kael::python {
+
+namespace {
+
+// The model and its tokenizer, shared with every stream that outlives a call.
+struct Model {
+  std::shared_ptr<const model::GPT2> gpt2;
+  std::shared_ptr<text::Tokenizer> tokenizer;
+};
+
+std::vector<std::int32_t> prompt_ids(const Model& m, const py::object& prompt) {
+  if (py::isinstance<py::str>(prompt) || py::isinstance<py::bytes>(prompt)) {
+    const std::string text = prompt.cast<std::string>();
+    if (text.empty()) throw kael::ValueError("the prompt is empty");
+    return m.tokenizer->encode(text);
+  }
+  auto ids = prompt.cast<std::vector<std::int32_t>>();
+  if (ids.empty()) throw kael::ValueError("the prompt has no token ids");
+  return ids;
+}
+
+// Keyword arguments shared by generate() and stream(), with the CLI's defaults.
+generate::GenerateOptions make_options(int max_tokens, float temperature, int top_k, float top_p, float min_p,
+                                       float repetition_penalty, float presence_penalty, float frequency_penalty,
+                                       std::uint64_t seed, std::vector<std::string> stop, bool ignore_eos,
+                                       bool truncate) {
+  generate::GenerateOptions options;
+  options.max_new_tokens = max_tokens;
+  options.sampling.temperature = temperature;
+  options.sampling.top_k = top_k;
+  options.sampling.top_p = top_p;
+  options.sampling.min_p = min_p;
+  options.sampling.repetition_penalty = repetition_penalty;
+  options.sampling.presence_penalty = presence_penalty;
+  options.sampling.frequency_penalty = frequency_penalty;
+  options.sampling.seed = seed;
+  options.stop = std::move(stop);
+  options.ignore_eos = ignore_eos;
+  options.truncate_prompt = truncate;
+  return options;
+}
+
+// A generation in progress; each next() runs model steps (GIL released) until a piece of
+// text is ready, so pieces never split a UTF-8 character or show part of a stop string.
+class Stream {
+ public:
+  Stream(Model model, std::vector<std::int32_t> ids, const generate::GenerateOptions& options)
+      : model_(std::move(model)),
+        sequence_(*model_.tokenizer, ids, options, model_.gpt2->config().n_positions),
+        session_(model_.gpt2->new_session()) {}
+
+  py::object next() {
+    std::string piece;
+    {
+      py::gil_scoped_release release;
+      while (piece.empty() && !sequence_.finished()) {
+        auto logits = model_.gpt2->forward(session_, sequence_.pending());
+        piece = sequence_.accept(logits).text;
+      }
+    }
+    if (piece.empty()) throw py::stop_iteration();
+    return utf8_piece(piece);
+  }
+
+  const generate::Sequence& sequence() const { return sequence_; }
+
+ private:
+  Model model_;
+  generate::Sequence sequence_;
+  model::Session session_;
+};
+
+#define KAEL_SAMPLING_ARGS                                                                                     \
+  "max_tokens"_a = 60, "temperature"_a = 0.8f, "top_k"_a = 40, "top_p"_a = 1.0f, "min_p"_a = 0.0f,              \
+      "repetition_penalty"_a = 1.0f, "presence_penalty"_a = 0.0f, "frequency_penalty"_a = 0.0f, "seed"_a = 42u, \
+      "stop"_a = std::vector<std::string>{}, "ignore_eos"_a = false, "truncate"_a = false
+
+}  // namespace
+
+void init_model(py::module_& m) {
+  py::class_<Stream>(m, "GenerationStream", "Iterator over the text pieces of one generation.")
+      .def("__iter__", [](py::object self) { return self; })
+      .def("__next__", &Stream::next)
+      .def_property_readonly("ids", [](const Stream& s) { return s.sequence().ids(); }, "Generated ids so far.")
+      .def_property_readonly("finish_reason", [](const Stream& s) { return s.sequence().finish_reason(); });
+
+  py::class_<Model>(m, "Model", "A GPT-2-family model with its tokenizer, ready to generate.")
+      .def_static(
+          "from_pretrained",
+          [](const std::filesystem::path& dir, const std::string& dtype, std::optional<int> threads) {
+            if (dtype != "f32")
+              throw kael::ValueError(str("dtype '", dtype, "' is not supported by this build; use 'f32'"));
+            if (threads) {
+              if (*threads < 1) throw kael::ValueError(str("threads must be at least 1, got ", *threads));
+              kernels::set_num_threads(*threads);
+            }
+            py::gil_scoped_release release;
+            Model model;
+            model.tokenizer = std::make_shared<text::Tokenizer>(text::Tokenizer::from_directory(dir));
+            model.gpt2 = std::make_shared<const model::GPT2>(model::GPT2::load(dir));
+            return model;
+          },
+          "dir"_a, "dtype"_a = "f32", "threads"_a = py::none(),
+          "Loads DIR/model.safetensors, DIR/config.json (optional), DIR/vocab.json and DIR/merges.txt.")
+      .def_property_readonly("tokenizer", [](const Model& m) { return m.tokenizer; })
+      .def_property_readonly("config",
+                             [](const Model& m) {
+                               const auto& c = m.gpt2->config();
+                               py::dict d;
+                               d["n_layer"] = c.n_layer;
+                               d["n_head"] = c.n_head;
+                               d["n_embd"] = c.n_embd;
+                               d["n_positions"] = c.n_positions;
+                               d["vocab_size"] = c.vocab_size;
+                               d["layer_norm_epsilon"] = c.layer_norm_epsilon;
+                               return d;
+                             })
+      .def(
+          "logits",
+          [](const Model& m, const py::object& prompt) {
+            const auto ids = prompt_ids(m, prompt);
+            py::array_t<float> out(m.gpt2->config().vocab_size);
+            float* dst = out.mutable_data();
+            {
+              py::gil_scoped_release release;
+              auto session = m.gpt2->new_session();
+              auto logits = m.gpt2->forward(session, ids);
+              std::copy(logits.begin(), logits.end(), dst);
+            }
+            return out;
+          },
+          "ids"_a, "Next-token logits at the last position of `ids` (list of ids or text), float32 [vocab].")
+      .def(
+          "generate",
+          [](const Model& m, const py::object& prompt, int max_tokens, float temperature, int top_k, float top_p,
+             float min_p, float repetition_penalty, float presence_penalty, float frequency_penalty,
+             std::uint64_t seed, std::vector<std::string> stop, bool ignore_eos, bool truncate) {
+            const auto ids = prompt_ids(m, prompt);
+            const auto options = make_options(max_tokens, temperature, top_k, top_p, min_p, repetition_penalty,
+                                               presence_penalty, frequency_penalty, seed, std::move(stop),
+                                               ignore_eos, truncate);
+            std::string text;
+            {
+              py::gil_scoped_release release;
+              text = generate::generate(*m.gpt2, *m.tokenizer, ids, options).text;
+            }
+            return utf8_piece(text);
+          },
+          "prompt"_a, KAEL_SAMPLING_ARGS,
+          "Generated text (prompt excluded). temperature=0 is greedy; the seed makes sampling reproducible.")
+      .def(
+          "stream",
+          [](const Model& m, const py::object& prompt, int max_tokens, float temperature, int top_k, float top_p,
+             float min_p, float repetition_penalty, float presence_penalty, float frequency_penalty,
+             std::uint64_t seed, std::vector<std::string> stop, bool ignore_eos, bool truncate) {
+            const auto options = make_options(max_tokens, temperature, top_k, top_p, min_p, repetition_penalty,
+                                               presence_penalty, frequency_penalty, seed, std::move(stop),
+                                               ignore_eos, truncate);
+            return Stream(m, prompt_ids(m, prompt), options);
+          },
+          "prompt"_a, KAEL_SAMPLING_ARGS,
+          "Like generate(), but yields text pieces as they are made; they join to generate()'s text.");
+}
+
+}  // namespace kael::python

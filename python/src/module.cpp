@@ -1,0 +1,11 @@
+// Entry point of kael._kael: each layer's bindings live in their own file.
+#include "bindings.hpp"
+
+PYBIND11_MODULE(_kael, m) {
+  m.doc() = "kael: GPT-2 inference in C++ (native extension; import kael, not kael._kael)";
+  kael::python::init_errors(m);
+  kael::python::init_tensor(m);
+  kael::python::init_io(m);
+  kael::python::init_text(m);
+  kael::python::init_model(m);
+}
