@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/token_ids.hpp"
 #include "kael/core/error.hpp"
 #include "kael/generate/generator.hpp"
 #include "kael/model/gpt2.hpp"
@@ -28,36 +29,6 @@ struct GenerateArgs {
   CLI::Option* prompt_option = nullptr;
   CLI::Option* ids_option = nullptr;
 };
-
-// "1, 2,3" -> {1, 2, 3}; ValueError naming the bad item.
-std::vector<std::int32_t> parse_ids(const std::string& list) {
-  std::vector<std::int32_t> ids;
-  std::size_t start = 0;
-  while (start <= list.size()) {
-    std::size_t end = list.find(',', start);
-    if (end == std::string::npos) end = list.size();
-    const std::string item = list.substr(start, end - start);
-    const auto first = item.find_first_not_of(" \t");
-    const auto last = item.find_last_not_of(" \t");
-    const std::string trimmed = first == std::string::npos ? "" : item.substr(first, last - first + 1);
-    if (trimmed.empty()) {
-      if (list.find_first_not_of(" \t") == std::string::npos) break;  // "--ids ''": no ids
-      throw ValueError(str("--ids: empty item in '", list, "' (expected comma-separated token ids)"));
-    }
-    std::size_t used = 0;
-    long long value = 0;
-    try {
-      value = std::stoll(trimmed, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != trimmed.size() || value < 0 || value > INT32_MAX)
-      throw ValueError(str("--ids: '", trimmed, "' is not a token id (expected a non-negative integer)"));
-    ids.push_back(static_cast<std::int32_t>(value));
-    start = end + 1;
-  }
-  return ids;
-}
 
 void write_stdout(std::string_view piece) {
   std::fwrite(piece.data(), 1, piece.size(), stdout);
