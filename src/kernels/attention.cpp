@@ -1,22 +1,72 @@
+// Attention as two matrix products per head, on the run-time-dispatched kernels of gemm.hpp:
+//   S = scale * Q K^T   (T, L) with L = pos0 + T cached positions    (gemm_view)
+//   P = causal softmax of each row of S: row t keeps columns 0..pos0+t, the rest become 0
+//   O = P V             (T, head_dim)                                 (gemm_view)
+// K^T and V are panel views: the model's cache is kept in that layout (kv_store), row-major
+// caches are packed per call.
+// A chunk's own upper triangle is computed and thrown away (T^2 / 2 dot products of T * L);
+// in exchange both products run at GEMM speed. Every output is computed the same way whatever
+// T is (the zeros add exactly nothing), so prefill rows equal decode rows bit for bit.
 #include "kernels/attention.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
+#include "kernels/gemm.hpp"
 #include "kernels/norm.hpp"
 #include "kernels/thread_pool.hpp"
-#include "kernels/vec.hpp"
 
 namespace kael::kernels {
 namespace {
 
-// One (query row, head) pair: scores over positions 0..pos, softmax, weighted sum of values.
-void attend(float* out, float* scores, const float* q, const float* k_cache, const float* v_cache, std::int64_t pos,
-            std::int64_t head_dim, std::int64_t kv_stride, float scale) {
-  for (std::int64_t s = 0; s <= pos; ++s) scores[s] = vec::dot(q, k_cache + s * kv_stride, head_dim) * scale;
-  softmax(scores, scores, pos + 1);
-  for (std::int64_t i = 0; i < head_dim; ++i) out[i] = 0.0f;
-  for (std::int64_t s = 0; s <= pos; ++s) vec::axpy(out, scores[s], v_cache + s * kv_stride, head_dim);
+// The head's keys as a packed (head_dim, L) matrix, K^T in the panel layout of gemm.hpp:
+// panel p holds positions 16p.. (w of them) for every d, row d at kp + 16 p head_dim + d w.
+void pack_keys(float* kp, const float* k, std::int64_t L, std::int64_t head_dim, std::int64_t stride) {
+  for (std::int64_t s0 = 0; s0 < L; s0 += kPanel) {
+    const std::int64_t w = std::min(kPanel, L - s0);
+    float* panel = kp + s0 * head_dim;
+    for (std::int64_t j = 0; j < w; ++j)
+      for (std::int64_t d = 0; d < head_dim; ++d) panel[d * w + j] = k[(s0 + j) * stride + d];
+  }
+}
+
+// The head's values as a packed (L, head_dim) matrix.
+void pack_values(float* vp, const float* v, std::int64_t L, std::int64_t head_dim, std::int64_t stride) {
+  for (std::int64_t d0 = 0; d0 < head_dim; d0 += kPanel) {
+    const std::int64_t w = std::min(kPanel, head_dim - d0);
+    float* panel = vp + d0 * L;
+    for (std::int64_t s = 0; s < L; ++s) std::copy_n(v + s * stride + d0, w, panel + s * w);
+  }
+}
+
+// One head of T query rows against L = pos0 + T positions, with keys and values as panel
+// views (gemm.hpp); scores (T, L).
+void attend(float* out, std::int64_t out_stride, float* scores, const float* q, std::int64_t q_stride,
+            const PanelView& kt, const PanelView& v, std::int64_t T, std::int64_t pos0, std::int64_t head_dim) {
+  const std::int64_t L = pos0 + T;
+  gemm_view(scores, L, q, q_stride, kt, T, L, head_dim);  // (T, L)
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  for (std::int64_t t = 0; t < T; ++t) {
+    float* row = scores + t * L;
+    for (std::int64_t s = 0; s <= pos0 + t; ++s) row[s] *= scale;
+    softmax(row, row, pos0 + t + 1);
+    std::fill(row + pos0 + t + 1, row + L, 0.0f);
+  }
+  gemm_view(out, out_stride, scores, L, v, T, head_dim, L);  // (T, head_dim)
+}
+
+// The head h of a cache layer as panel views.
+PanelView keys_of(const float* k_layer, std::int64_t h, std::int64_t head_dim, std::int64_t capacity) {
+  return {k_layer + h * kv_head_floats(head_dim, capacity), kPanel, kPanel * head_dim, false};
+}
+PanelView values_of(const float* v_layer, std::int64_t h, std::int64_t head_dim, std::int64_t capacity) {
+  return {v_layer + h * kv_head_floats(head_dim, capacity), kPanel, kPanel * capacity, false};
+}
+
+// Below ~64k multiply-adds per thread, waking workers costs more than it saves.
+std::int64_t min_items(std::int64_t work_per_item) {
+  return std::max<std::int64_t>(1, 65536 / std::max<std::int64_t>(1, work_per_item));
 }
 
 }  // namespace
@@ -24,19 +74,66 @@ void attend(float* out, float* scores, const float* q, const float* k_cache, con
 void causal_attention(float* out, float* scratch, const float* q, const float* k_cache, const float* v_cache,
                       std::int64_t T, std::int64_t pos0, std::int64_t n_head, std::int64_t head_dim,
                       std::int64_t q_stride, std::int64_t kv_stride) {
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  const std::int64_t span = pos0 + T;  // longest score row
-  const std::int64_t C = n_head * head_dim;
-  // Pairs are numbered head-major (h * T + t): a later row attends to more positions, so
-  // contiguous ranges of whole heads balance the threads where ranges of rows would not.
-  const std::int64_t min_pairs = std::max<std::int64_t>(1, 16384 / std::max<std::int64_t>(1, span * head_dim));
-  parallel_for(n_head * T, min_pairs, [&](std::int64_t first, std::int64_t last) {
-    for (std::int64_t pair = first; pair < last; ++pair) {
-      const std::int64_t h = pair / T;
-      const std::int64_t t = pair % T;
+  const std::int64_t L = pos0 + T, C = n_head * head_dim;
+  // Threads take whole heads: every head has the same work.
+  parallel_for(n_head, min_items(T * L * head_dim), [&](std::int64_t first, std::int64_t last) {
+    // Row-major caches are packed per call (L * head_dim floats each way, against
+    // T * L * head_dim multiply-adds): straight from rows n_embd floats apart, the
+    // micro-kernel's 16-wide loads hit a handful of L1 sets and thrashed. Per thread, grown
+    // to the longest context seen.
+    thread_local std::vector<float> kp, vp;
+    if (kp.size() < static_cast<std::size_t>(head_dim * L)) {
+      kp.resize(static_cast<std::size_t>(head_dim * L));
+      vp.resize(static_cast<std::size_t>(head_dim * L));
+    }
+    for (std::int64_t h = first; h < last; ++h) {
       const std::int64_t offset = h * head_dim;
-      attend(out + t * C + offset, scratch + pair * span, q + t * q_stride + offset, k_cache + offset,
-             v_cache + offset, pos0 + t, head_dim, kv_stride, scale);
+      pack_keys(kp.data(), k_cache + offset, L, head_dim, kv_stride);
+      pack_values(vp.data(), v_cache + offset, L, head_dim, kv_stride);
+      attend(out + offset, C, scratch + h * T * L, q + offset, q_stride, {kp.data(), kPanel, kPanel * head_dim, true},
+             {vp.data(), kPanel, kPanel * L, true}, T, pos0, head_dim);
+    }
+  });
+}
+
+void kv_store(float* k_layer, float* v_layer, const float* k, const float* v, std::int64_t pos, std::int64_t n_head,
+              std::int64_t head_dim, std::int64_t capacity) {
+  const std::int64_t panel = pos / kPanel * kPanel, j = pos % kPanel;
+  for (std::int64_t h = 0; h < n_head; ++h) {
+    float* kt = k_layer + h * kv_head_floats(head_dim, capacity) + panel * head_dim + j;  // column pos of K^T
+    const float* kh = k + h * head_dim;
+    for (std::int64_t d = 0; d < head_dim; ++d) kt[d * kPanel] = kh[d];
+    float* vh = v_layer + h * kv_head_floats(head_dim, capacity) + pos * kPanel;  // row pos of each value panel
+    for (std::int64_t d0 = 0; d0 < head_dim; d0 += kPanel)
+      std::copy_n(v + h * head_dim + d0, std::min(kPanel, head_dim - d0), vh + d0 * capacity);
+  }
+}
+
+void cached_attention(float* out, float* scratch, const float* q, std::int64_t q_stride, const float* k_layer,
+                      const float* v_layer, std::int64_t T, std::int64_t pos0, std::int64_t n_head,
+                      std::int64_t head_dim, std::int64_t capacity) {
+  const std::int64_t L = pos0 + T, C = n_head * head_dim;
+  parallel_for(n_head, min_items(T * L * head_dim), [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t h = first; h < last; ++h)
+      attend(out + h * head_dim, C, scratch + h * T * L, q + h * head_dim, q_stride,
+             keys_of(k_layer, h, head_dim, capacity), values_of(v_layer, h, head_dim, capacity), T, pos0, head_dim);
+  });
+}
+
+void cached_attention_rows(const CachedRow* rows, std::int64_t count, float* scratch, std::int64_t scratch_stride,
+                           std::int64_t n_head, std::int64_t head_dim, std::int64_t capacity) {
+  const std::int64_t C = n_head * head_dim;
+  std::int64_t positions = 0;
+  for (std::int64_t i = 0; i < count; ++i) positions += rows[i].pos + 1;
+  // (row, head) pairs, each one query attending to its own sequence's cache.
+  const std::int64_t per_pair = positions * head_dim / std::max<std::int64_t>(1, count);
+  parallel_for(count * n_head, min_items(per_pair), [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t pair = first; pair < last; ++pair) {
+      const CachedRow& r = rows[pair / n_head];
+      const std::int64_t h = pair % n_head;
+      attend(r.out + h * head_dim, C, scratch + pair * scratch_stride, r.q + h * head_dim, C,
+             keys_of(r.k_layer, h, head_dim, capacity), values_of(r.v_layer, h, head_dim, capacity), 1, r.pos,
+             head_dim);
     }
   });
 }

@@ -19,6 +19,46 @@ inline std::int64_t attention_scratch_size(std::int64_t T, std::int64_t pos0, st
   return T * n_head * (pos0 + T);
 }
 
+// The KV cache of one layer as the attention kernels read it, so that no step repacks it.
+// Per head h, a block of kv_head_floats at h * kv_head_floats (capacity = positions rounded
+// up to 16, head_dim likewise): keys as K^T (head_dim, positions) in panels of 16 positions,
+// panel p at + 16 p head_dim, row d of it 16 floats (one cache line) at + 16 d; values as
+// V (positions, head_dim) in panels of 16 dimensions, panel q at + 16 q capacity, position s
+// at + 16 s. Both are gemm.hpp panel views with ldb = 16.
+inline std::int64_t kv_capacity(std::int64_t positions) { return (positions + 15) / 16 * 16; }
+inline std::int64_t kv_head_floats(std::int64_t head_dim, std::int64_t positions) {
+  return (head_dim + 15) / 16 * 16 * kv_capacity(positions);
+}
+inline std::int64_t kv_layer_floats(std::int64_t n_head, std::int64_t head_dim, std::int64_t positions) {
+  return n_head * kv_head_floats(head_dim, positions);
+}
+
+// Writes position `pos`'s key k (C) and value v (C), heads side by side, into the layer.
+void kv_store(float* k_layer, float* v_layer, const float* k, const float* v, std::int64_t pos, std::int64_t n_head,
+              std::int64_t head_dim, std::int64_t capacity);
+
+// causal_attention over a cache in the layout above (which already holds the T new
+// positions): the same results, bit for bit.
+void cached_attention(float* out, float* scratch, const float* q, std::int64_t q_stride, const float* k_layer,
+                      const float* v_layer, std::int64_t T, std::int64_t pos0, std::int64_t n_head,
+                      std::int64_t head_dim, std::int64_t capacity);
+
+// One query row of one sequence for cached_attention_rows: q (C) at position `pos` attends to
+// positions 0..pos of its own cache layer (already holding this token). out (C).
+struct CachedRow {
+  float* out;
+  const float* q;
+  const float* k_layer;
+  const float* v_layer;
+  std::int64_t pos;
+};
+
+// Batched decode: each row attends over its own sequence's cache, all rows and heads in one
+// threaded pass; each row equals cached_attention with T = 1 bit for bit. scratch holds
+// count * n_head * scratch_stride floats, scratch_stride > every row's pos.
+void cached_attention_rows(const CachedRow* rows, std::int64_t count, float* scratch, std::int64_t scratch_stride,
+                           std::int64_t n_head, std::int64_t head_dim, std::int64_t capacity);
+
 namespace ref {
 void causal_attention(float* out, float* scratch, const float* q, const float* k_cache, const float* v_cache,
                       std::int64_t T, std::int64_t pos0, std::int64_t n_head, std::int64_t head_dim,

@@ -1,19 +1,19 @@
 #include "kernels/elementwise.hpp"
 
-#include <cmath>
-
+#include "kernels/cpu_features.hpp"
+#include "kernels/isa.hpp"
 #include "kernels/thread_pool.hpp"
 
 namespace kael::kernels {
 
 void gelu_new(float* out, const float* inp, std::int64_t n) {
-  // tanh is a libm call per element (no vector form at baseline), so this is worth threading.
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  const bool avx2 = active_isa() == Isa::avx2;
+  // The portable tanh is a libm call per element, so both are worth threading on long rows.
   parallel_for(n, 8192, [&](std::int64_t first, std::int64_t last) {
-    for (std::int64_t i = first; i < last; ++i) {
-      const float x = inp[i];
-      out[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
-    }
+    if (avx2)
+      avx2::gelu_new(out + first, inp + first, last - first);
+    else
+      portable::gelu_new(out + first, inp + first, last - first);
   });
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu_features.hpp"
+#include "kernels/isa.hpp"
 #include "kernels/thread_pool.hpp"
 
 namespace kael::kernels {
@@ -55,15 +57,10 @@ void layernorm(float* out, const float* inp, const float* weight, const float* b
 }
 
 void softmax(float* out, const float* inp, std::int64_t n) {
-  if (n <= 0) return;
-  const float max = *std::max_element(inp, inp + n);
-  float sum = 0.0f;
-  for (std::int64_t i = 0; i < n; ++i) {
-    out[i] = std::exp(inp[i] - max);
-    sum += out[i];
-  }
-  const float scale = 1.0f / sum;
-  for (std::int64_t i = 0; i < n; ++i) out[i] *= scale;
+  if (active_isa() == Isa::avx2)
+    avx2::softmax(out, inp, n);
+  else
+    portable::softmax(out, inp, n);
 }
 
 }  // namespace kael::kernels

@@ -7,8 +7,8 @@
 
 namespace kael::kernels {
 
-// Threads used by parallel_for, the calling thread included. n <= 0 means
-// std::thread::hardware_concurrency(). Not to be called while a kernel is running.
+// Threads used by parallel_for, the calling thread included. n <= 0 means one per physical
+// core (cpu_features.hpp). Not to be called while a kernel is running.
 void set_num_threads(int n);
 int num_threads();
 

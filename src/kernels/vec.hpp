@@ -22,9 +22,4 @@ inline float dot(const float* __restrict a, const float* __restrict b, std::int6
   return acc[0] + tail;
 }
 
-// y[i] += a * x[i].
-inline void axpy(float* __restrict y, float a, const float* __restrict x, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) y[i] += a * x[i];
-}
-
 }  // namespace kael::kernels::vec

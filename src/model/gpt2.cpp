@@ -2,10 +2,13 @@
 #include "kael/model/gpt2.hpp"
 
 #include <algorithm>
+#include <mutex>
 #include <new>
 
 #include "kael/core/error.hpp"
 #include "kael/io/safetensors.hpp"
+#include "kernels/attention.hpp"
+#include "kernels/cpu_features.hpp"
 #include "kernels/thread_pool.hpp"
 #include "model/forward.hpp"
 #include "model/state.hpp"
@@ -16,12 +19,14 @@ namespace kael::model {
 struct GPT2::Impl {
   Config config;
   Weights weights;
+  std::mutex batch_mutex;  // forward_batch calls share the workspace
+  BatchWorkspace batch;
 };
 
 Session::State::State(const void* owner_, const Config& c)
     : owner(owner_),
-      k_cache(std::int64_t{c.n_layer} * c.n_positions * c.n_embd),
-      v_cache(std::int64_t{c.n_layer} * c.n_positions * c.n_embd),
+      k_cache(c.n_layer * kernels::kv_layer_floats(c.n_head, c.head_dim(), c.n_positions)),
+      v_cache(c.n_layer * kernels::kv_layer_floats(c.n_head, c.head_dim(), c.n_positions)),
       x(kChunk * c.n_embd),
       ln(kChunk * c.n_embd),
       qkv(kChunk * 3 * c.n_embd),
@@ -33,6 +38,7 @@ Session::State::State(const void* owner_, const Config& c)
 
 void set_num_threads(int n) { kernels::set_num_threads(n); }
 int num_threads() { return kernels::num_threads(); }
+const char* kernel_isa() { return kernels::isa_name(kernels::active_isa()); }
 
 GPT2::GPT2(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 GPT2::GPT2(GPT2&&) noexcept = default;
@@ -68,13 +74,18 @@ GPT2 GPT2::load(const std::filesystem::path& dir, const LoadOptions& options) {
   io::LoadOptions io_options;
   io_options.mmap = options.mmap && mapping_pays_off(io::read_safetensors_header(file));
   io::SafetensorsFile checkpoint = io::load_safetensors(file, io_options);
-  return from_tensors(config, std::move(checkpoint.tensors), str("'", file.string(), "'"));
+  // The tensors were just read or mapped privately for this model: no one else sees them.
+  return build(config, std::move(checkpoint.tensors), str("'", file.string(), "'"), true);
 }
 
 GPT2 GPT2::from_tensors(const Config& config, std::map<std::string, Tensor> tensors, std::string_view source) {
+  return build(config, std::move(tensors), source, false);
+}
+
+GPT2 GPT2::build(const Config& config, std::map<std::string, Tensor> tensors, std::string_view source, bool owned) {
   auto impl = std::make_unique<Impl>();
   impl->config = config;
-  impl->weights = load_weights(config, std::move(tensors), source);
+  impl->weights = load_weights(config, std::move(tensors), source, owned);
   return GPT2(std::move(impl));
 }
 
@@ -114,11 +125,54 @@ std::span<const float> GPT2::forward(Session& session, std::span<const std::int3
   return {state.logits.get(), static_cast<std::size_t>(config.vocab_size)};
 }
 
+std::vector<std::span<const float>> GPT2::forward_batch(std::span<Session* const> sessions,
+                                                        std::span<const std::int32_t> tokens) const {
+  const Config& config = impl_->config;
+  if (sessions.empty()) throw ValueError("forward_batch: no sessions given");
+  if (sessions.size() != tokens.size())
+    throw ValueError(str("forward_batch: ", sessions.size(), " sessions but ", tokens.size(), " tokens (one each)"));
+  // Everything is checked before any session changes.
+  std::vector<Session::State*> states;
+  std::vector<ForwardProfile*> profiles;
+  states.reserve(sessions.size());
+  for (std::size_t i = 0; i < sessions.size(); ++i) {
+    if (sessions[i] == nullptr) throw ValueError(str("forward_batch: session ", i, " is null"));
+    Session::State* state = sessions[i]->state_.get();
+    if (state->owner != impl_.get())
+      throw ValueError(str("forward_batch: session ", i, " was made by a different model"));
+    if (std::find(states.begin(), states.end(), state) != states.end())
+      throw ValueError(str("forward_batch: session ", i, " appears twice in the batch"));
+    if (state->length + 1 > config.n_positions)
+      throw ValueError(str("forward_batch: session ", i, ": sequence of ", state->length + 1, " tokens (",
+                           state->length, " cached + 1 new) exceeds the model's context of n_positions = ",
+                           config.n_positions));
+    if (tokens[i] < 0 || tokens[i] >= config.vocab_size)
+      throw IndexError(str("forward_batch: token id ", tokens[i], " for session ", i,
+                           " is outside the vocabulary [0, ", config.vocab_size, ")"));
+    states.push_back(state);
+    if (state->profile && std::find(profiles.begin(), profiles.end(), state->profile) == profiles.end())
+      profiles.push_back(state->profile);
+  }
+
+  const auto B = static_cast<std::int64_t>(states.size());
+  {
+    std::lock_guard lock(impl_->batch_mutex);
+    impl_->batch.reserve(config, B);
+    forward_batch_step(config, impl_->weights, impl_->batch, states.data(), tokens.data(), B, profiles);
+  }
+  std::vector<std::span<const float>> logits;
+  logits.reserve(states.size());
+  for (Session::State* state : states)
+    logits.emplace_back(state->logits.get(), static_cast<std::size_t>(config.vocab_size));
+  return logits;
+}
+
 Session::Session(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 Session::~Session() = default;
 int Session::length() const { return state_->length; }
 void Session::reset() { state_->length = 0; }
+void Session::set_profile(ForwardProfile* profile) { state_->profile = profile; }
 
 }  // namespace kael::model

@@ -10,6 +10,8 @@
 #include <unordered_map>
 
 #include "kael/core/error.hpp"
+#include "kernels/elementwise.hpp"
+#include "kernels/gemm.hpp"
 #include "model/weight_names.hpp"
 
 namespace kael::model {
@@ -89,9 +91,47 @@ Tensor as_kernel_f32(Tensor tensor) {
   return tensor;
 }
 
+// The four matrices of a block, which the kernels read packed (kernels/gemm.hpp).
+bool is_block_matrix(const ParameterSpec& spec) {
+  return spec.layer >= 0 && (spec.layer_slot == &LayerWeights::qkv_weight ||
+                             spec.layer_slot == &LayerWeights::attn_proj_weight ||
+                             spec.layer_slot == &LayerWeights::fc_weight ||
+                             spec.layer_slot == &LayerWeights::mlp_proj_weight);
+}
+
+// The output head (wte or lm_head.weight, (V, C)) packed as its transpose (C, V), in place
+// when `writable`.
+Tensor pack_head(Tensor tensor, bool writable) {
+  const std::int64_t V = tensor.shape()[0], C = tensor.shape()[1];
+  if (writable) {
+    kernels::pack_panels_transposed(tensor.data<float>(), tensor.data<float>(), C, V);
+    return tensor;
+  }
+  Tensor packed = Tensor::zeros(DType::F32, tensor.shape());
+  kernels::pack_panels_transposed(packed.data<float>(), tensor.data<float>(), C, V);
+  return packed;
+}
+
+// A (K, N) F32 matrix in the panel layout. In place when `writable` (scratch holds a copy of
+// the source meanwhile; on a file mapping, this turns the mapped pages into private ones, the
+// file is never written), into a new tensor otherwise.
+Tensor pack_matrix(Tensor tensor, bool writable, std::vector<float>& scratch) {
+  const std::int64_t K = tensor.shape()[0], N = tensor.shape()[1];
+  if (writable) {
+    float* data = tensor.data<float>();
+    scratch.assign(data, data + K * N);
+    kernels::pack_panels(data, scratch.data(), K, N);
+    return tensor;
+  }
+  Tensor packed = Tensor::zeros(DType::F32, tensor.shape());
+  kernels::pack_panels(packed.data<float>(), tensor.data<float>(), K, N);
+  return packed;
+}
+
 }  // namespace
 
-Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors, std::string_view source) {
+Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors, std::string_view source,
+                     bool owned) {
   config.validate(source);
   const std::vector<ParameterSpec> specs = parameter_specs(config);
   std::vector<std::optional<Found>> found = match_names(config, specs, tensors, source);
@@ -100,13 +140,21 @@ Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors
   Weights weights;
   weights.layers.resize(static_cast<std::size_t>(config.n_layer));
   weights.storage.reserve(specs.size());
+  std::vector<float> scratch;  // one matrix, for packing in place
   for (std::size_t i = 0; i < specs.size(); ++i) {
     // Converting one tensor at a time, and dropping its source right away, keeps the peak
     // close to the final size even for F16 checkpoints.
+    const ParameterSpec& spec = specs[i];
+    const void* source_data = found[i]->tensor.raw_data();
     Tensor tensor = as_kernel_f32(std::move(found[i]->tensor));
     found[i].reset();
+    // A converted or copied tensor is new memory, ours to rewrite whoever gave the source.
+    const bool writable = owned || tensor.raw_data() != source_data;
+    const bool head = spec.global_slot == &Weights::lm_head ||
+                      (spec.global_slot == &Weights::wte && config.tie_word_embeddings);
+    if (is_block_matrix(spec)) tensor = pack_matrix(std::move(tensor), writable, scratch);
+    if (head) tensor = pack_head(std::move(tensor), writable);
     const float* data = tensor.data<float>();
-    const ParameterSpec& spec = specs[i];
     if (spec.layer < 0)
       weights.*spec.global_slot = data;
     else
@@ -114,8 +162,25 @@ Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors
     weights.parameter_count += tensor.numel();
     weights.storage.push_back(std::move(tensor));
   }
-  if (config.tie_word_embeddings) weights.lm_head = weights.wte;
+  if (config.tie_word_embeddings) {
+    weights.lm_head = weights.wte;  // packed above
+    weights.wte = nullptr;
+  }
   return weights;
+}
+
+void embed(float* x, const Weights& weights, const Config& config, const std::int32_t* tokens, std::int64_t T,
+           std::int64_t pos0) {
+  const std::int64_t C = config.n_embd;
+  if (weights.wte != nullptr) {
+    kernels::embedding(x, tokens, weights.wte, weights.wpe, T, C, pos0);
+    return;
+  }
+  for (std::int64_t t = 0; t < T; ++t) {
+    float* row = x + t * C;
+    kernels::unpack_column(row, weights.lm_head, C, config.vocab_size, tokens[t]);
+    kernels::add_inplace(row, weights.wpe + (pos0 + t) * C, C);
+  }
 }
 
 }  // namespace kael::model

@@ -1,10 +1,14 @@
 // The model's parameters as the kernels read them, decided in one place (weights.cpp).
 //
-// Layout: every matrix is F32, row-major, exactly as the checkpoint stores it. GPT-2's Conv1D
-// weights are input-major (C_in, C_out), which is what kernels::linear streams, so an F32
-// checkpoint is used in place: tensors that io mapped point into the file mapping, the rest
-// were read once into owned memory, and nothing is copied or transposed here. F16/BF16/F64
-// tensors are converted to F32 one at a time, freeing each source as it goes.
+// Layout: every parameter is F32. The four matrices of each block are packed at load into
+// the panel layout of kernels/gemm.hpp (16 columns at a time, each panel contiguous), which
+// the decode GEMV streams at the memory bandwidth and the GEMM micro-kernel reads without
+// repacking; packing keeps the size (K * N floats). Everything else (embeddings, biases,
+// LayerNorm) stays row-major as the checkpoint stores it, except the output head: wte (V, C)
+// is packed as the (C, V) matrix the logits multiply by, in place, so the head is one more
+// streamed GEMV/GEMM and a token's embedding is gathered from its column (embed()). A load from a file owns its tensors and
+// packs each matrix in place (through one matrix of scratch), so the peak memory stays at
+// the weights' size; tensors handed in by a caller are left untouched and copied.
 #pragma once
 
 #include <cstdint>
@@ -22,32 +26,38 @@ namespace kael::model {
 struct LayerWeights {
   const float* ln_1_weight = nullptr;   // (C)
   const float* ln_1_bias = nullptr;     // (C)
-  const float* qkv_weight = nullptr;    // (C, 3C)  attn.c_attn: q, k, v side by side
+  const float* qkv_weight = nullptr;    // (C, 3C) packed  attn.c_attn: q, k, v side by side
   const float* qkv_bias = nullptr;      // (3C)
-  const float* attn_proj_weight = nullptr;  // (C, C)  attn.c_proj
+  const float* attn_proj_weight = nullptr;  // (C, C) packed  attn.c_proj
   const float* attn_proj_bias = nullptr;    // (C)
   const float* ln_2_weight = nullptr;   // (C)
   const float* ln_2_bias = nullptr;     // (C)
-  const float* fc_weight = nullptr;     // (C, H)  mlp.c_fc
+  const float* fc_weight = nullptr;     // (C, H) packed  mlp.c_fc
   const float* fc_bias = nullptr;       // (H)
-  const float* mlp_proj_weight = nullptr;  // (H, C)  mlp.c_proj
+  const float* mlp_proj_weight = nullptr;  // (H, C) packed  mlp.c_proj
   const float* mlp_proj_bias = nullptr;    // (C)
 };
 
 struct Weights {
-  const float* wte = nullptr;  // (V, C) token embeddings
+  const float* wte = nullptr;  // (V, C) token embeddings; null when tied: they are lm_head's columns
   const float* wpe = nullptr;  // (P, C) learned position embeddings
   std::vector<LayerWeights> layers;
   const float* ln_f_weight = nullptr;  // (C)
   const float* ln_f_bias = nullptr;    // (C)
-  const float* lm_head = nullptr;      // (V, C) output head: wte itself when tied
+  const float* lm_head = nullptr;      // (C, V) packed: the output head transposed (tied: wte, packed)
   std::int64_t parameter_count = 0;
   std::vector<Tensor> storage;  // owns (or keeps the mapping of) everything pointed to above
 };
 
 // Matches `tensors` (checkpoint names) to the parameters `config` calls for, checks names,
 // shapes and dtypes before converting anything, then builds the weights. Consumes `tensors`.
-// `source` names the checkpoint in messages.
-Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors, std::string_view source);
+// `source` names the checkpoint in messages. With `owned`, no one else holds the tensors'
+// memory, and the matrices are packed in place.
+// x (T, C) = wte[tokens[t]] + wpe[pos0 + t], from wherever the embeddings live.
+void embed(float* x, const Weights& weights, const Config& config, const std::int32_t* tokens, std::int64_t T,
+           std::int64_t pos0);
+
+Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors, std::string_view source,
+                     bool owned = false);
 
 }  // namespace kael::model

@@ -52,9 +52,27 @@ struct LoadOptions {
 class Session;
 
 // Threads the forward pass computes on, the calling thread included; n <= 0 means one per
-// hardware thread (the default). Results do not depend on it. Call it between forward passes.
+// physical core (the default). Results do not depend on it. Call it between forward passes.
 void set_num_threads(int n);
 int num_threads();
+
+// The instruction set the kernels run on: "avx2" (AVX2 + FMA) when the CPU has it, else
+// "scalar" (baseline x86-64); the environment variable KAEL_ISA=scalar|avx2 overrides it.
+const char* kernel_isa();
+
+// Where the time of forward passes went, in milliseconds, summed over the calls made while a
+// session points at it (Session::set_profile). The parts: attention (QKV projection, cache
+// update, attention, output projection and residual), mlp (both layers, GELU, residual),
+// layernorm (ln_1, ln_2 and ln_f), logits (the output head); other is the rest (embedding,
+// bookkeeping). Profiling costs a clock read per part and layer.
+struct ForwardProfile {
+  double attention_ms = 0;
+  double mlp_ms = 0;
+  double layernorm_ms = 0;
+  double logits_ms = 0;
+  double total_ms = 0;
+  double other_ms() const { return total_ms - attention_ms - mlp_ms - layernorm_ms - logits_ms; }
+};
 
 class GPT2 {
  public:
@@ -87,10 +105,24 @@ class GPT2 {
   // different sessions may run on several threads at once.
   std::span<const float> forward(Session& session, std::span<const std::int32_t> tokens) const;
 
+  // Batched decoding: feeds tokens[i] to sessions[i], each at its own next position with its
+  // own cache, in one pass (each weight is read once for the whole batch), and returns each
+  // session's logits ([vocab_size], valid until that session's next call). Equal, bit for
+  // bit, to calling forward(*sessions[i], {tokens[i]}) for each i. ValueError for an empty
+  // batch, sizes that differ, a session given twice or made by another model, or a session at
+  // n_positions (with the counts); IndexError on an id outside the vocabulary. Nothing
+  // changes when it throws. Calls are serialized (they share one batch workspace).
+  std::vector<std::span<const float>> forward_batch(std::span<Session* const> sessions,
+                                                    std::span<const std::int32_t> tokens) const;
+
   struct Impl;
 
  private:
   explicit GPT2(std::unique_ptr<Impl> impl);
+  // from_tensors; with `owned`, the tensors are known to be this load's alone, so weights are
+  // laid out for the kernels in their own memory instead of a copy.
+  static GPT2 build(const Config& config, std::map<std::string, Tensor> tensors, std::string_view source,
+                    bool owned);
   std::unique_ptr<Impl> impl_;
 };
 
@@ -102,6 +134,10 @@ class Session {
   ~Session();
   int length() const;  // positions already in the cache
   void reset();        // forget every position
+  // Adds the time of this session's later forward passes to *profile (null: stop). A batched
+  // step is added once to each distinct profile of its sessions. The profile must outlive
+  // its use.
+  void set_profile(ForwardProfile* profile);
 
   struct State;
 

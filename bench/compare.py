@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""kael against the machine's bounds and against the engines users would pick instead, in one
+run, on one checkpoint, with the same number of threads.
+
+Measures (every figure printed, with what it is compared against):
+  bandwidth   build/bench/bandwidth: THREADS threads sum a 1 GB buffer with 256-bit loads (best
+              of 8 passes). Decode bound = bandwidth / bytes one decode step must read, i.e.
+              every F32 weight except the position table wpe (one row of it is read).
+  FMA peak    build/bench/fma_peak: 12 independent 8-wide FMA chains per thread; the per-core
+              rate is taken from each thread's CPU time (robust on a shared host), and
+              peak = THREADS x per-core rate (= cores x 2 FMA units x 8 lanes x 2 flops x clock).
+  kael        `kael bench --json`: batch 1 and batch 16 greedy decode, and a 512-token prefill.
+  transformers  GPT2LMHeadModel (torch, float32, eager attention), torch.set_num_threads(THREADS),
+              model.generate(do_sample=False) with min_new_tokens = max_new_tokens = N; decode
+              rate = (N - 1) / (t(N) - t(1)), which removes the prefill and setup; prefill = one
+              forward over the 512-token prompt.
+  CTranslate2 converted from the same checkpoint (float32), Generator(intra_threads=THREADS),
+              generate_batch(sampling_topk=1, min_length = max_length), the same t(N) - t(1) rule.
+
+Prefill FLOPs (512 tokens): 2 x matrix parameters of the blocks x T, plus the causal attention
+2 x 2 x head_dim x n_head x n_layer x T(T+1)/2, plus the head for the last position.
+
+Usage: bench/compare.py [--model DIR] [--kael build/kael] [--threads 2] [--tokens 128] [--json]
+Without --model a seeded GPT-2-small-shape checkpoint is built (scripts/gpt2_reference.py) in
+--workdir and reused by later runs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def run_json(cmd: list) -> dict:
+    out = subprocess.run([str(c) for c in cmd], check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def load_avg() -> float:
+    return os.getloadavg()[0]
+
+
+def model_shape(model_dir: pathlib.Path) -> dict:
+    config = json.loads((model_dir / "config.json").read_text()) if (model_dir / "config.json").exists() else {}
+    shape = dict(n_layer=config.get("n_layer", 12), n_head=config.get("n_head", 12), n_embd=config.get("n_embd", 768),
+                 n_positions=config.get("n_positions", 1024), vocab_size=config.get("vocab_size", 50257))
+    c, l = shape["n_embd"], shape["n_layer"]
+    shape["block_matrix_params"] = l * 12 * c * c  # c_attn 3C^2, attn c_proj C^2, c_fc 4C^2, mlp c_proj 4C^2
+    params = shape["vocab_size"] * c + shape["n_positions"] * c + l * (12 * c * c + 13 * c) + 2 * c
+    shape["params"] = params
+    shape["decode_bytes"] = 4 * (params - shape["n_positions"] * c)
+    return shape
+
+
+def prefill_flops(shape: dict, t: int) -> float:
+    c, l = shape["n_embd"], shape["n_layer"]
+    linear = 2.0 * shape["block_matrix_params"] * t
+    attention = 2.0 * 2.0 * c * l * t * (t + 1) / 2
+    head = 2.0 * shape["vocab_size"] * c
+    return linear + attention + head
+
+
+def measure_kael(kael: pathlib.Path, model: pathlib.Path, threads: int, tokens: int, prefill: int) -> dict:
+    base = [kael, "bench", "--model", model, "--threads", threads, "--json"]
+    return {
+        "b1": run_json(base + ["--batch", 1, "--prompt-tokens", 16, "--max-tokens", tokens]),
+        "b16": run_json(base + ["--batch", 16, "--prompt-tokens", 16, "--max-tokens", tokens]),
+        "prefill": run_json(base + ["--batch", 1, "--prompt-tokens", prefill, "--max-tokens", 1]),
+    }
+
+
+def measure_transformers(model: pathlib.Path, threads: int, tokens: int, prefill: int) -> dict:
+    import torch
+    import gpt2_reference
+
+    torch.set_num_threads(threads)
+    hf = gpt2_reference.load_hf(model)
+    vocab = hf.config.vocab_size
+
+    def generate(batch: int, n: int) -> float:
+        ids = torch.tensor([gpt2_reference.prompt_ids(16, vocab, seed=b) for b in range(batch)], dtype=torch.long)
+        start = time.perf_counter()
+        with torch.no_grad():
+            out = hf.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=n,
+                              min_new_tokens=n, pad_token_id=0)
+        elapsed = time.perf_counter() - start
+        assert out.shape[1] == 16 + n, out.shape
+        return elapsed
+
+    result = {}
+    for batch in (1, 16):
+        generate(batch, 2)  # warm-up
+        t1, tn = generate(batch, 1), generate(batch, tokens)
+        result[f"b{batch}_tok_s"] = batch * (tokens - 1) / (tn - t1)
+    ids = torch.tensor([gpt2_reference.prompt_ids(prefill, vocab)], dtype=torch.long)
+    with torch.no_grad():
+        hf(ids[:, :16])
+        start = time.perf_counter()
+        hf(ids)
+        result["prefill_ms"] = 1e3 * (time.perf_counter() - start)
+    return result
+
+
+def measure_ctranslate2(model: pathlib.Path, workdir: pathlib.Path, threads: int, tokens: int, prefill: int) -> dict:
+    import ctranslate2
+    import gpt2_reference
+
+    out_dir = workdir / "ct2-f32"
+    if not (out_dir / "model.bin").exists():
+        ctranslate2.converters.TransformersConverter(str(model)).convert(str(out_dir), force=True)
+    generator = ctranslate2.Generator(str(out_dir), device="cpu", intra_threads=threads, inter_threads=1)
+    id_to_token = {i: t for t, i in json.loads((model / "vocab.json").read_text()).items()}
+    vocab = len(id_to_token)
+
+    def generate(batch: int, prompt: int, n: int) -> float:
+        starts = [[id_to_token[i] for i in gpt2_reference.prompt_ids(prompt, vocab, seed=b)] for b in range(batch)]
+        start = time.perf_counter()
+        results = generator.generate_batch(starts, max_length=n, min_length=n, sampling_topk=1,
+                                           include_prompt_in_result=False)
+        elapsed = time.perf_counter() - start
+        got = len(results[0].sequences_ids[0])
+        assert got == n, f"CTranslate2 generated {got} tokens, asked for {n}"
+        return elapsed
+
+    result = {}
+    for batch in (1, 16):
+        generate(batch, 16, 2)  # warm-up
+        t1, tn = generate(batch, 16, 1), generate(batch, 16, tokens)
+        result[f"b{batch}_tok_s"] = batch * (tokens - 1) / (tn - t1)
+    result["prefill_ms"] = 1e3 * generate(1, prefill, 1)  # the prompt plus one token
+    return result
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", type=pathlib.Path, help="checkpoint dir (default: a seeded GPT-2 small)")
+    parser.add_argument("--kael", type=pathlib.Path, default=ROOT / "build" / "kael")
+    parser.add_argument("--bench-dir", type=pathlib.Path, help="where bandwidth and fma_peak are "
+                        "(default: bench/ beside --kael)")
+    parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path("/tmp/kael_compare"))
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--tokens", type=int, default=128, help="tokens generated per sequence")
+    parser.add_argument("--prefill", type=int, default=512, help="prompt length of the prefill test")
+    parser.add_argument("--skip", default="", help="comma list of peers to skip: transformers,ctranslate2")
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    args = parser.parse_args(argv)
+
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    model = args.model
+    if model is None:
+        model = args.workdir / "gpt2-small-seeded"
+        if not (model / "model.safetensors").exists():
+            import gpt2_reference
+            print(f"building a seeded GPT-2 small checkpoint in {model} ...", file=sys.stderr)
+            gpt2_reference.make_checkpoint(model, seed=0)
+    bench_dir = args.bench_dir or args.kael.parent / "bench"
+    shape = model_shape(model)
+    skip = set(filter(None, args.skip.split(",")))
+    t = args.threads
+
+    figures = {"threads": t, "model": str(model), "load_avg_start": load_avg()}
+    bw = run_json([bench_dir / "bandwidth", t, 1024])
+    figures["bandwidth_gb_s"] = bw["read_gb_s"]
+    figures["decode_bytes_mb"] = shape["decode_bytes"] / 1e6
+    figures["decode_bound_tok_s"] = bw["read_gb_s"] * 1e9 / shape["decode_bytes"]
+    fma = run_json([bench_dir / "fma_peak", t, 1])
+    figures["fma_peak_gflops"] = fma["peak_gflops"]
+    figures["fma_ghz_estimate"] = fma["ghz_estimate"]
+    figures["prefill_gflop"] = prefill_flops(shape, args.prefill) / 1e9
+
+    figures["kael"] = measure_kael(args.kael, model, t, args.tokens, args.prefill)
+    if "transformers" not in skip:
+        figures["transformers"] = measure_transformers(model, t, args.tokens, args.prefill)
+    if "ctranslate2" not in skip:
+        figures["ctranslate2"] = measure_ctranslate2(model, args.workdir, t, args.tokens, args.prefill)
+    figures["load_avg_end"] = load_avg()
+
+    k = figures["kael"]
+    kb1, kb16, kpre = k["b1"]["decode_tok_s"], k["b16"]["decode_tok_s"], k["prefill"]["prefill_ms"]
+    gflop = figures["prefill_gflop"]
+    ratios = {
+        "kael_b1_vs_bound": kb1 / figures["decode_bound_tok_s"],
+        "kael_b16_vs_b1": kb16 / kb1,
+        # Tokens per CPU-second instead of per second: the same ratio, less sensitive to other
+        # work on the host taking cores away from one run and not the other.
+        "kael_b16_vs_b1_cpu": (k["b16"]["generated_tokens"] / k["b16"]["decode_cpu_ms"])
+                              / (k["b1"]["generated_tokens"] / k["b1"]["decode_cpu_ms"]),
+        "kael_prefill_vs_peak": gflop / (kpre / 1e3) / figures["fma_peak_gflops"],
+        # The same from CPU time: what the run achieved per core while it had one.
+        "kael_prefill_vs_peak_cpu": gflop / (k["prefill"]["prefill_cpu_ms"] / 1e3) / (figures["fma_peak_gflops"] / t),
+    }
+    for peer in ("transformers", "ctranslate2"):
+        if peer in figures:
+            p = figures[peer]
+            ratios[f"kael_b1_vs_{peer}"] = kb1 / p["b1_tok_s"]
+            ratios[f"kael_b16_vs_{peer}"] = kb16 / p["b16_tok_s"]
+            ratios[f"kael_prefill_vs_{peer}"] = p["prefill_ms"] / kpre
+    figures["ratios"] = ratios
+
+    if args.json:
+        print(json.dumps(figures, indent=1))
+        return 0
+    print(f"machine: {t} threads; memory read {figures['bandwidth_gb_s']:.1f} GB/s; AVX2 FMA peak "
+          f"{figures['fma_peak_gflops']:.0f} GFLOP/s (~{figures['fma_ghz_estimate']:.2f} GHz x 32 flops/cycle/core); "
+          f"load average {figures['load_avg_start']:.1f} -> {figures['load_avg_end']:.1f}")
+    print(f"decode bound: {figures['bandwidth_gb_s']:.1f} GB/s / {figures['decode_bytes_mb']:.1f} MB per step = "
+          f"{figures['decode_bound_tok_s']:.1f} tokens/s; prefill of {args.prefill} tokens = {gflop:.1f} GFLOP")
+    rows = [("decode batch 1 (tok/s)", "b1_tok_s", kb1), ("decode batch 16 (tok/s, total)", "b16_tok_s", kb16),
+            (f"prefill {args.prefill} (ms)", "prefill_ms", kpre)]
+    print(f"{'':34}{'kael':>10}{'transformers':>14}{'CTranslate2':>13}{'bound':>10}")
+    for label, key, mine in rows:
+        hf = figures.get("transformers", {}).get(key)
+        ct = figures.get("ctranslate2", {}).get(key)
+        bound = figures["decode_bound_tok_s"] if key == "b1_tok_s" else (
+            gflop / figures["fma_peak_gflops"] * 1e3 if key == "prefill_ms" else None)
+        cells = [f"{v:.1f}" if v is not None else "-" for v in (mine, hf, ct, bound)]
+        print(f"{label:34}{cells[0]:>10}{cells[1]:>14}{cells[2]:>13}{cells[3]:>10}")
+    print(f"prefill: {gflop / (kpre / 1e3):.1f} GFLOP/s wall, "
+          f"{gflop / (k['prefill']['prefill_cpu_ms'] / 1e3):.1f} GFLOP/s per core (flops / CPU seconds of all threads)")
+    print("ratios: " + ", ".join(f"{name} {value:.2f}" for name, value in ratios.items()))
+    b = k["b1"]["breakdown_ms"]
+    print(f"kael batch 1: latency p50 {k['b1']['latency_ms']['p50']:.2f} ms, p95 {k['b1']['latency_ms']['p95']:.2f} ms;"
+          f" peak RSS {k['b1']['peak_rss_mb']:.0f} MB for {k['b1']['weights_mb']:.0f} MB of weights; breakdown (ms) "
+          + ", ".join(f"{name} {b[name]:.0f}" for name in ("attention", "mlp", "layernorm", "logits", "other")))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,191 @@
+// `kael bench`: times a model on seeded random prompts: prefill, then greedy decode of one
+// or several sequences at once (forward_batch), with per-step latency, peak memory and the
+// time spent in each part of the forward pass. Speed does not depend on the weights' values,
+// so any checkpoint works, a seeded random one included. --json prints one object.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cli/command.hpp"
+#include "kael/core/error.hpp"
+#include "kael/model/gpt2.hpp"
+
+namespace kael::cli {
+namespace {
+
+struct BenchArgs {
+  std::string model_dir = kDefaultModelDir;
+  int prompt_tokens = 16;
+  int max_tokens = 128;
+  int batch = 1;
+  int threads = 0;
+  unsigned seed = 1;
+  bool json = false;
+};
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+// CPU time of the whole process (all threads), in ms: with wall time it shows how much of the
+// machine the run had, on a host shared with other work.
+double process_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return 1e3 * static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_nsec);
+}
+
+double peak_rss_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) * 1024.0 / 1e6;  // ru_maxrss is in KiB
+}
+
+// The q-quantile (0..1) of `values` by the nearest-rank method.
+double quantile(std::vector<double> values, double q) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const auto rank = static_cast<std::size_t>(std::max(0.0, std::ceil(q * static_cast<double>(values.size())) - 1));
+  return values[std::min(rank, values.size() - 1)];
+}
+
+std::int32_t argmax(std::span<const float> logits) {
+  return static_cast<std::int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+nlohmann::json breakdown(const model::ForwardProfile& p) {
+  return {{"attention", p.attention_ms}, {"mlp", p.mlp_ms},  {"layernorm", p.layernorm_ms},
+          {"logits", p.logits_ms},       {"other", p.other_ms()}, {"total", p.total_ms}};
+}
+
+int run_bench(const BenchArgs& args) {
+  if (args.prompt_tokens < 1) throw ValueError(str("--prompt-tokens must be at least 1, found ", args.prompt_tokens));
+  if (args.max_tokens < 1) throw ValueError(str("--max-tokens must be at least 1, found ", args.max_tokens));
+  if (args.batch < 1) throw ValueError(str("--batch must be at least 1, found ", args.batch));
+  if (args.threads < 0) throw ValueError(str("--threads must be >= 0 (0 = one per core), found ", args.threads));
+  model::set_num_threads(args.threads);
+
+  const auto load_start = Clock::now();
+  const auto model = model::GPT2::load(args.model_dir);
+  const double load_ms = ms_since(load_start);
+  const model::Config& config = model.config();
+  if (args.prompt_tokens + args.max_tokens > config.n_positions)
+    throw ValueError(str("--prompt-tokens ", args.prompt_tokens, " + --max-tokens ", args.max_tokens,
+                         " exceeds the model's context of ", config.n_positions, " positions"));
+
+  // Each sequence gets its own seeded random prompt.
+  std::mt19937 rng(args.seed);
+  std::uniform_int_distribution<std::int32_t> any_token(0, config.vocab_size - 1);
+  const auto batch = static_cast<std::size_t>(args.batch);
+  std::vector<model::Session> sessions;
+  std::vector<std::vector<std::int32_t>> prompts(batch);
+  for (auto& prompt : prompts)
+    for (int i = 0; i < args.prompt_tokens; ++i) prompt.push_back(any_token(rng));
+  for (std::size_t b = 0; b < batch; ++b) sessions.push_back(model.new_session());
+
+  // Prefill, one sequence after another (each prompt is already a matrix product).
+  model::ForwardProfile prefill_profile, decode_profile;
+  std::vector<std::int32_t> next(batch);
+  const auto prefill_start = Clock::now();
+  const double prefill_cpu_start = process_cpu_ms();
+  for (std::size_t b = 0; b < batch; ++b) {
+    sessions[b].set_profile(&prefill_profile);
+    next[b] = argmax(model.forward(sessions[b], prompts[b]));
+    sessions[b].set_profile(&decode_profile);
+  }
+  const double prefill_ms = ms_since(prefill_start);
+  const double prefill_cpu_ms = process_cpu_ms() - prefill_cpu_start;
+
+  // Decode: every step feeds each sequence its last greedy token. One sequence goes through
+  // forward(), as `kael generate` does; several through one forward_batch() per step.
+  std::vector<model::Session*> pointers;
+  for (auto& s : sessions) pointers.push_back(&s);
+  std::vector<double> step_ms;
+  const double decode_cpu_start = process_cpu_ms();
+  const auto decode_start = Clock::now();
+  for (int step = 0; step < args.max_tokens; ++step) {
+    const auto step_start = Clock::now();
+    if (batch == 1) {
+      next[0] = argmax(model.forward(sessions[0], std::span(next.data(), 1)));
+    } else {
+      const auto logits = model.forward_batch(pointers, next);
+      for (std::size_t b = 0; b < batch; ++b) next[b] = argmax(logits[b]);
+    }
+    step_ms.push_back(ms_since(step_start));
+  }
+  const double decode_ms = ms_since(decode_start);
+  const double decode_cpu_ms = process_cpu_ms() - decode_cpu_start;
+
+  const double generated = static_cast<double>(batch) * args.max_tokens;
+  double mean = 0;
+  for (double v : step_ms) mean += v / static_cast<double>(step_ms.size());
+  const double weights_mb = static_cast<double>(model.parameter_count()) * sizeof(float) / 1e6;
+  nlohmann::json out = {
+      {"prompt_tokens", args.prompt_tokens * args.batch},
+      {"generated_tokens", static_cast<std::int64_t>(generated)},
+      {"batch", args.batch},
+      {"prefill_ms", prefill_ms},
+      {"prefill_tok_s", 1e3 * args.prompt_tokens * args.batch / prefill_ms},
+      {"prefill_cpu_ms", prefill_cpu_ms},
+      {"decode_ms", decode_ms},
+      {"decode_cpu_ms", decode_cpu_ms},
+      {"decode_tok_s", 1e3 * generated / decode_ms},
+      {"latency_ms", {{"mean", mean}, {"p50", quantile(step_ms, 0.5)}, {"p95", quantile(step_ms, 0.95)}}},
+      {"peak_rss_mb", peak_rss_mb()},
+      {"threads", model::num_threads()},
+      {"isa", model::kernel_isa()},
+      {"weights_mb", weights_mb},
+      {"load_ms", load_ms},
+      {"breakdown_ms", breakdown(decode_profile)},
+      {"prefill_breakdown_ms", breakdown(prefill_profile)},
+  };
+  if (args.json) {
+    std::cout << out.dump() << "\n";
+    return 0;
+  }
+  const auto& b = out["breakdown_ms"];
+  std::printf("model        %s (%.1f MB of F32 weights, loaded in %.0f ms)\n", args.model_dir.c_str(), weights_mb,
+              load_ms);
+  std::printf("threads      %d (%s kernels)\n", model::num_threads(), model::kernel_isa());
+  std::printf("prefill      %d x %d tokens in %.1f ms (%.1f tokens/s)\n", args.batch, args.prompt_tokens, prefill_ms,
+              out["prefill_tok_s"].get<double>());
+  std::printf("decode       %d x %d tokens in %.1f ms: %.1f tokens/s\n", args.batch, args.max_tokens, decode_ms,
+              out["decode_tok_s"].get<double>());
+  std::printf("latency      mean %.2f ms, p50 %.2f ms, p95 %.2f ms per step\n", mean, quantile(step_ms, 0.5),
+              quantile(step_ms, 0.95));
+  std::printf("breakdown    attention %.1f, mlp %.1f, layernorm %.1f, logits %.1f, other %.1f ms (decode)\n",
+              b["attention"].get<double>(), b["mlp"].get<double>(), b["layernorm"].get<double>(),
+              b["logits"].get<double>(), b["other"].get<double>());
+  std::printf("peak RSS     %.1f MB\n", peak_rss_mb());
+  return 0;
+}
+
+RunFn setup(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand("bench", "Time prefill and greedy decode on seeded random prompts");
+  cmd->add_option("--model", args->model_dir, "Directory with model.safetensors (any weights: speed only)")
+      ->capture_default_str();
+  cmd->add_option("--prompt-tokens", args->prompt_tokens, "Prompt length per sequence")->capture_default_str();
+  cmd->add_option("--max-tokens", args->max_tokens, "Tokens generated per sequence")->capture_default_str();
+  cmd->add_option("--batch", args->batch, "Sequences decoded together in one forward pass")->capture_default_str();
+  cmd->add_option("--threads", args->threads, "Compute threads (0 = one per physical core)")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Seed of the random prompts")->capture_default_str();
+  cmd->add_flag("--json", args->json, "Print one JSON object");
+  return [args] { return run_bench(*args); };
+}
+
+const Registration registration("bench", setup);
+
+}  // namespace
+}  // namespace kael::cli

@@ -1,0 +1,263 @@
+// The run-time-dispatched kernels (gemm.hpp, isa.hpp) on both instruction sets against the
+// plain references, on ragged sizes around every vector and panel width (8, 16) and every
+// register block (6 rows, 4 panels), with 1 and several threads.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "kernels/attention.hpp"
+#include "kernels/cpu_features.hpp"
+#include "kernels/gemm.hpp"
+#include "kernels/isa.hpp"
+#include "kernels/norm.hpp"
+#include "kernels/elementwise.hpp"
+#include "kernels/thread_pool.hpp"
+
+using namespace kael::kernels;
+
+namespace {
+
+std::vector<float> random_vector(std::int64_t n, unsigned seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, scale);
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+// Largest |a - b| / (1 + |b|): absolute near zero, relative for large values.
+double max_error(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]) / (1.0 + std::abs(b[i])));
+  return worst;
+}
+
+std::vector<float> packed(const std::vector<float>& w, std::int64_t K, std::int64_t N) {
+  std::vector<float> p(w.size());
+  pack_panels(p.data(), w.data(), K, N);
+  return p;
+}
+
+const std::int64_t kRagged[] = {1, 3, 7, 8, 9, 15, 16, 17, 33, 100};
+
+// (instruction set, threads). The avx2 cases are skipped on a CPU without AVX2.
+class IsaKernels : public ::testing::TestWithParam<std::tuple<Isa, int>> {
+ protected:
+  void SetUp() override {
+    const auto [isa, threads] = GetParam();
+    if (isa == Isa::avx2 && detected_isa() != Isa::avx2) GTEST_SKIP() << "no AVX2+FMA on this CPU";
+    set_isa(isa);
+    set_num_threads(threads);
+  }
+  void TearDown() override {
+    set_isa(detected_isa());
+    set_num_threads(0);
+  }
+};
+
+std::string name(const ::testing::TestParamInfo<std::tuple<Isa, int>>& info) {
+  return std::string(isa_name(std::get<0>(info.param))) + "_" + std::to_string(std::get<1>(info.param)) + "threads";
+}
+
+}  // namespace
+
+TEST(CpuFeatures, NamesAndPhysicalCores) {
+  EXPECT_STREQ(isa_name(Isa::scalar), "scalar");
+  EXPECT_STREQ(isa_name(Isa::avx2), "avx2");
+  EXPECT_GE(physical_cores(), 1);
+  EXPECT_NO_THROW(set_isa(Isa::scalar));
+  EXPECT_EQ(active_isa(), Isa::scalar);
+  set_isa(detected_isa());
+}
+
+TEST(PackPanels, LayoutIsPanelsOfSixteenColumns) {
+  const std::int64_t K = 3, N = 20;  // one full panel, one of width 4
+  std::vector<float> w(K * N);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i);
+  const auto p = packed(w, K, N);
+  EXPECT_EQ(p[0], w[0]);               // panel 0, k 0, column 0
+  EXPECT_EQ(p[16], w[1 * N + 0]);      // panel 0, k 1
+  EXPECT_EQ(p[16 * K], w[16]);         // panel 1 starts at 16 K: k 0, column 16
+  EXPECT_EQ(p[16 * K + 4], w[N + 16]);  // panel 1 rows are 4 wide
+  EXPECT_EQ(p.back(), w.back());
+}
+
+TEST(PackPanels, TransposedInPlaceAndColumns) {
+  // The output head: src (N, K) packed as src^T (K, N), in place; column n gives row n back.
+  for (std::int64_t N : {1, 15, 16, 17, 50}) {
+    const std::int64_t K = 7;
+    const auto src = random_vector(N * K, 30);
+    std::vector<float> t(static_cast<std::size_t>(K * N));  // src^T, row-major (K, N)
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t k = 0; k < K; ++k) t[k * N + n] = src[n * K + k];
+    auto in_place = src;
+    pack_panels_transposed(in_place.data(), in_place.data(), K, N);
+    ASSERT_EQ(in_place, packed(t, K, N)) << "N=" << N;
+    std::vector<float> column(K);
+    for (std::int64_t n = 0; n < N; ++n) {
+      unpack_column(column.data(), in_place.data(), K, N, n);
+      ASSERT_TRUE(std::equal(column.begin(), column.end(), src.begin() + n * K)) << "n=" << n;
+    }
+  }
+}
+
+TEST_P(IsaKernels, LinearPackedMatchesReference) {
+  for (std::int64_t T : {1, 2, 3, 5, 6, 7, 13, 16})
+    for (std::int64_t K : {1, 7, 64, 100})
+      for (std::int64_t N : {1, 3, 7, 8, 9, 15, 16, 17, 33, 64, 65, 100})
+        for (Epilogue epilogue : {Epilogue::store, Epilogue::gelu, Epilogue::residual}) {
+          const bool with_bias = (T + N) % 2 == 0;
+          auto inp = random_vector(T * K, 1), w = random_vector(K * N, 2, 0.3f), b = random_vector(N, 3);
+          const auto p = packed(w, K, N);
+          std::vector<float> fast = random_vector(T * N, 4), slow = fast;  // residual adds to these
+          linear_packed(fast.data(), inp.data(), p.data(), with_bias ? b.data() : nullptr, T, K, N, epilogue);
+          ref::linear_packed(slow.data(), inp.data(), p.data(), with_bias ? b.data() : nullptr, T, K, N, epilogue);
+          ASSERT_LT(max_error(fast, slow), 1e-5)
+              << "T=" << T << " K=" << K << " N=" << N << " epilogue=" << static_cast<int>(epilogue);
+        }
+}
+
+TEST_P(IsaKernels, LinearPackedGpt2Shapes) {
+  // The shapes of GPT-2 small's layers, at decode (1), batched decode (16) and a prefill chunk.
+  for (auto [K, N] : {std::pair<std::int64_t, std::int64_t>{768, 2304}, {3072, 768}})
+    for (std::int64_t T : {1, 16, 70}) {
+      auto inp = random_vector(T * K, 5), w = random_vector(K * N, 6, 0.05f), b = random_vector(N, 7);
+      const auto p = packed(w, K, N);
+      std::vector<float> fast(T * N), slow(T * N);
+      linear_packed(fast.data(), inp.data(), p.data(), b.data(), T, K, N);
+      ref::linear_packed(slow.data(), inp.data(), p.data(), b.data(), T, K, N);
+      // One float chain over K products: the rounding error grows with K (3072 here).
+      ASSERT_LT(max_error(fast, slow), 4e-5) << "T=" << T << " K=" << K << " N=" << N;
+    }
+}
+
+TEST_P(IsaKernels, LinearPackedRowsDoNotDependOnBatch) {
+  // Prefill (many rows), batched decode and decode (one row) must give bitwise equal rows.
+  const std::int64_t T = 13, K = 50, N = 130;
+  auto inp = random_vector(T * K, 8), w = random_vector(K * N, 9), b = random_vector(N, 10);
+  const auto p = packed(w, K, N);
+  std::vector<float> all(T * N), one(N);
+  linear_packed(all.data(), inp.data(), p.data(), b.data(), T, K, N, Epilogue::gelu);
+  for (std::int64_t t = 0; t < T; ++t) {
+    linear_packed(one.data(), inp.data() + t * K, p.data(), b.data(), 1, K, N, Epilogue::gelu);
+    ASSERT_TRUE(std::equal(one.begin(), one.end(), all.begin() + t * N)) << "row " << t;
+  }
+}
+
+TEST_P(IsaKernels, GemmNtMatchesReference) {
+  for (std::int64_t M : {1, 2, 3, 4, 7})
+    for (std::int64_t N : kRagged)
+      for (std::int64_t K : {1, 7, 8, 9, 64, 100}) {
+        const std::int64_t lda = K + 2, ldb = K + 5, ldo = N + 1;  // padded rows
+        auto a = random_vector(M * lda, 11), b = random_vector(N * ldb, 12);
+        std::vector<float> fast(M * ldo, 0.0f), slow(M * ldo, 0.0f);
+        gemm_nt(fast.data(), ldo, a.data(), lda, b.data(), ldb, M, N, K, 0.125f);
+        ref::gemm_nt(slow.data(), ldo, a.data(), lda, b.data(), ldb, M, N, K, 0.125f);
+        ASSERT_LT(max_error(fast, slow), 1e-5) << "M=" << M << " N=" << N << " K=" << K;
+      }
+}
+
+TEST_P(IsaKernels, GemmNnMatchesReference) {
+  for (std::int64_t M : {1, 2, 3, 6, 7, 13})
+    for (std::int64_t N : kRagged)
+      for (std::int64_t K : {1, 5, 64, 100}) {
+        const std::int64_t lda = K + 3, ldb = N + 7, ldo = N + 2;
+        auto a = random_vector(M * lda, 13), b = random_vector(K * ldb, 14);
+        std::vector<float> fast(M * ldo, 0.0f), slow(M * ldo, 0.0f);
+        gemm_nn(fast.data(), ldo, a.data(), lda, b.data(), ldb, M, N, K);
+        ref::gemm_nn(slow.data(), ldo, a.data(), lda, b.data(), ldb, M, N, K);
+        ASSERT_LT(max_error(fast, slow), 1e-5) << "M=" << M << " N=" << N << " K=" << K;
+      }
+}
+
+TEST_P(IsaKernels, GemmPackedMatchesReference) {
+  for (std::int64_t M : {1, 2, 3, 7})
+    for (std::int64_t N : kRagged)
+      for (std::int64_t K : {1, 9, 64}) {
+        const std::int64_t lda = K + 1, ldo = N + 3;
+        auto a = random_vector(M * lda, 31), b = random_vector(K * N, 32);
+        const auto p = packed(b, K, N);
+        std::vector<float> fast(M * ldo, 0.0f), slow(M * ldo, 0.0f);
+        gemm_packed(fast.data(), ldo, a.data(), lda, p.data(), M, N, K);
+        ref::gemm_nn(slow.data(), ldo, a.data(), lda, b.data(), N, M, N, K);
+        ASSERT_LT(max_error(fast, slow), 1e-5) << "M=" << M << " N=" << N << " K=" << K;
+      }
+}
+
+TEST_P(IsaKernels, AttentionMatchesReferenceOnRaggedSizes) {
+  for (std::int64_t head_dim : {1, 7, 16, 17, 64})
+    for (std::int64_t pos0 : {0, 3, 16, 40})
+      for (std::int64_t T : {1, 6, 17}) {
+        const std::int64_t n_head = 3, C = n_head * head_dim, q_stride = 3 * C, kv_stride = C + 5;
+        auto q = random_vector(T * q_stride, 33), k = random_vector((pos0 + T) * kv_stride, 34, 2.0f);
+        auto v = random_vector((pos0 + T) * kv_stride, 35);
+        std::vector<float> scratch(attention_scratch_size(T, pos0, n_head)), fast(T * C), slow(T * C);
+        causal_attention(fast.data(), scratch.data(), q.data(), k.data(), v.data(), T, pos0, n_head, head_dim,
+                         q_stride, kv_stride);
+        ref::causal_attention(slow.data(), scratch.data(), q.data(), k.data(), v.data(), T, pos0, n_head, head_dim,
+                              q_stride, kv_stride);
+        ASSERT_LT(max_error(fast, slow), 1e-5) << "head_dim=" << head_dim << " pos0=" << pos0 << " T=" << T;
+        // The same positions in the cache layout (kv_store) give the same results bit for bit,
+        // and each row equals a decode step at its position, through both cached entry points.
+        const std::int64_t positions = pos0 + T, capacity = kv_capacity(positions);
+        std::vector<float> k_layer(kv_layer_floats(n_head, head_dim, positions), NAN), v_layer = k_layer;
+        for (std::int64_t s = 0; s < positions; ++s)
+          kv_store(k_layer.data(), v_layer.data(), k.data() + s * kv_stride, v.data() + s * kv_stride, s, n_head,
+                   head_dim, capacity);
+        std::vector<float> cached(T * C);
+        cached_attention(cached.data(), scratch.data(), q.data(), q_stride, k_layer.data(), v_layer.data(), T, pos0,
+                         n_head, head_dim, capacity);
+        ASSERT_EQ(cached, fast);
+        for (std::int64_t t = 0; t < T; ++t) {
+          std::vector<float> one(C), row(C), rows_scratch(n_head * positions);
+          cached_attention(one.data(), scratch.data(), q.data() + t * q_stride, q_stride, k_layer.data(),
+                           v_layer.data(), 1, pos0 + t, n_head, head_dim, capacity);
+          ASSERT_TRUE(std::equal(one.begin(), one.end(), fast.begin() + t * C)) << "row " << t;
+          const CachedRow r{row.data(), q.data() + t * q_stride, k_layer.data(), v_layer.data(), pos0 + t};
+          cached_attention_rows(&r, 1, rows_scratch.data(), positions, n_head, head_dim, capacity);
+          ASSERT_EQ(row, one) << "cached_attention_rows, row " << t;
+        }
+      }
+}
+
+TEST_P(IsaKernels, SoftmaxAndGeluMatchReference) {
+  const bool avx2 = std::get<0>(GetParam()) == Isa::avx2;
+  for (std::int64_t n : {1, 3, 7, 8, 9, 15, 16, 17, 33, 100, 1000}) {
+    auto inp = random_vector(n, 15, 30.0f);  // wide: exp would overflow without the max shift
+    std::vector<float> fast(n), slow(n);
+    (avx2 ? avx2::softmax : portable::softmax)(fast.data(), inp.data(), n);
+    ref::softmax(slow.data(), inp.data(), n);
+    ASSERT_LT(max_error(fast, slow), 1e-6) << "softmax n=" << n;
+
+    inp = random_vector(n, 16, 4.0f);
+    inp[0] = 0.0f;
+    (avx2 ? avx2::gelu_new : portable::gelu_new)(fast.data(), inp.data(), n);
+    ref::gelu_new(slow.data(), inp.data(), n);
+    ASSERT_LT(max_error(fast, slow), 1e-6) << "gelu n=" << n;
+  }
+  // Extremes: no NaN, the limits of GELU, and a one-hot softmax.
+  const std::vector<float> x = {-100.0f, -20.0f, 20.0f, 100.0f, 0.0f, -1e30f, 1e30f, -0.0f, 1.0f};
+  std::vector<float> y(x.size());
+  (avx2 ? avx2::gelu_new : portable::gelu_new)(y.data(), x.data(), static_cast<std::int64_t>(x.size()));
+  EXPECT_NEAR(y[0], 0.0f, 1e-30f);
+  EXPECT_NEAR(y[1], 0.0f, 1e-30f);
+  EXPECT_EQ(y[2], 20.0f);
+  EXPECT_EQ(y[3], 100.0f);
+  EXPECT_EQ(y[4], 0.0f);
+  EXPECT_EQ(y[6], 1e30f);
+  EXPECT_NEAR(y[8], 0.8411920f, 1e-6);
+  for (float v : y) EXPECT_FALSE(std::isnan(v));
+  std::vector<float> s(x.size());
+  (avx2 ? avx2::softmax : portable::softmax)(s.data(), x.data(), static_cast<std::int64_t>(x.size()));
+  EXPECT_EQ(s[6], 1.0f);
+  EXPECT_EQ(s[0], 0.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, IsaKernels,
+                         ::testing::Combine(::testing::Values(Isa::scalar, Isa::avx2), ::testing::Values(1, 3)), name);

@@ -1,0 +1,61 @@
+"""`kael bench`: the JSON report has every figure the issue names, with consistent values, on a
+small checkpoint (speed does not depend on the weights); batching and --threads are honoured;
+bad options are errors. The speed itself is measured by bench/compare.py, not here."""
+import json
+
+import pytest
+
+KEYS = {"prompt_tokens", "generated_tokens", "prefill_ms", "decode_tok_s", "latency_ms", "peak_rss_mb", "threads",
+        "weights_mb", "breakdown_ms"}
+PARTS = {"attention", "mlp", "layernorm", "logits", "other"}
+
+
+def bench(kael, model_dir, *args):
+    return json.loads(kael("bench", "--model", model_dir, "--json", *args).stdout)
+
+
+def test_json_report_has_every_figure(kael, gpt2_f16_dir):
+    out = bench(kael, gpt2_f16_dir, "--prompt-tokens", 8, "--max-tokens", 6, "--threads", 2)
+    assert KEYS <= out.keys()
+    assert out["prompt_tokens"] == 8 and out["generated_tokens"] == 6 and out["threads"] == 2
+    assert out["prefill_ms"] > 0 and out["decode_tok_s"] > 0
+    latency = out["latency_ms"]
+    assert 0 < latency["p50"] <= latency["p95"] and latency["mean"] > 0
+    # 4 layers of n_embd 256, vocab 50257, 256 positions: 16,090,880 parameters, 4 bytes each.
+    assert out["weights_mb"] == pytest.approx(16_090_880 * 4 / 1e6)
+    assert out["peak_rss_mb"] >= out["weights_mb"]
+    parts = out["breakdown_ms"]
+    assert PARTS <= parts.keys()
+    assert all(parts[p] >= 0 for p in PARTS - {"other"})
+    assert sum(parts[p] for p in PARTS) == pytest.approx(parts["total"], rel=1e-6, abs=1e-6)
+    # Decode time covers every step: tokens / (tokens / s) is the decode time.
+    assert out["generated_tokens"] / out["decode_tok_s"] * 1e3 == pytest.approx(out["decode_ms"], rel=1e-6)
+
+
+def test_batch_decodes_every_sequence(kael, gpt2_f16_dir):
+    out = bench(kael, gpt2_f16_dir, "--prompt-tokens", 4, "--max-tokens", 5, "--batch", 3, "--threads", 1)
+    assert out["batch"] == 3 and out["threads"] == 1
+    assert out["prompt_tokens"] == 12 and out["generated_tokens"] == 15
+
+
+def test_text_report(kael, gpt2_f16_dir):
+    text = kael("bench", "--model", gpt2_f16_dir, "--prompt-tokens", 4, "--max-tokens", 3).stdout.decode()
+    for word in ("prefill", "decode", "tokens/s", "p95", "peak RSS", "breakdown"):
+        assert word in text
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--batch", "0"], "--batch"),
+    (["--max-tokens", "0"], "--max-tokens"),
+    (["--prompt-tokens", "200", "--max-tokens", "100"], "256"),  # past n_positions: the counts are named
+    (["--threads", "-1"], "--threads"),
+])
+def test_bad_values_are_errors(kael, gpt2_f16_dir, args, message):
+    result = kael("bench", "--model", gpt2_f16_dir, *args, check=False)
+    assert result.returncode != 0
+    assert message in result.stderr.decode()
+
+
+def test_unknown_option_and_help(kael, gpt2_f16_dir):
+    assert kael("bench", "--model", gpt2_f16_dir, "--bogus", check=False).returncode != 0
+    assert "--batch" in kael("bench", "--help").stdout.decode()
