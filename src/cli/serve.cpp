@@ -1,0 +1,38 @@
+// `kael serve`: the OpenAI-compatible HTTP server (src/serve/). This file only parses options.
+#include <memory>
+
+#include "cli/command.hpp"
+#include "serve/server.hpp"
+
+namespace kael::cli {
+namespace {
+
+RunFn setup(CLI::App& app) {
+  auto options = std::make_shared<serve::ServerOptions>();
+  options->model_dir = kDefaultModelDir;
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "Serve the model over HTTP: OpenAI /v1/completions (streaming), /tokenize, /metrics, a page at /");
+  cmd->add_option("--model", options->model_dir, "Directory with model.safetensors, vocab.json, merges.txt")
+      ->capture_default_str();
+  cmd->add_option("--host", options->host, "Address to listen on (loopback by default: there is no authentication)")
+      ->capture_default_str();
+  cmd->add_option("--port", options->port, "TCP port")->capture_default_str();
+  cmd->add_option("--threads", options->threads, "Compute threads (0 = every core)")->capture_default_str();
+  cmd->add_option("--max-batch", options->max_batch, "Requests decoded together")->capture_default_str();
+  cmd->add_option("--max-queue", options->max_queue, "Requests waiting for a batch slot before 503s")
+      ->capture_default_str();
+  cmd->add_option("--prefill-chunk", options->prefill_chunk,
+                  "Prompt tokens prefilled per scheduler step (long prompts are split so others keep decoding)")
+      ->capture_default_str();
+  cmd->add_option("--timeout", options->timeout_seconds, "Seconds a request may take, queueing included")
+      ->capture_default_str();
+  cmd->add_option("--max-body", options->max_body_bytes, "Largest request body in bytes (larger: 413)")
+      ->capture_default_str();
+  cmd->add_option("--dtype", options->dtype, "Compute type (only f32 for now)")->capture_default_str();
+  return [options] { return serve::run_server(*options); };
+}
+
+const Registration registration("serve", setup);
+
+}  // namespace
+}  // namespace kael::cli

@@ -1,0 +1,289 @@
+// The continuous-batching loop (scheduler.hpp).
+#include "serve/scheduler.hpp"
+
+#include <algorithm>
+#include <exception>
+#include <optional>
+
+#include "kael/core/error.hpp"
+#include "serve/decode_batch.hpp"
+
+namespace kael::serve {
+namespace {
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+JobOutcome failure(int status, std::string type, std::string message) {
+  JobOutcome outcome;
+  outcome.finish_reason = "error";
+  outcome.error_status = status;
+  outcome.error_type = std::move(type);
+  outcome.error_message = std::move(message);
+  return outcome;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(const model::GPT2& model, const SchedulerOptions& options, Metrics& metrics)
+    : model_(model), options_(options), metrics_(metrics) {
+  if (options_.max_batch < 1) throw ValueError(str("max_batch must be >= 1, found ", options_.max_batch));
+  if (options_.max_queue < 0) throw ValueError(str("max_queue must be >= 0, found ", options_.max_queue));
+  if (options_.prefill_chunk < 1) throw ValueError(str("prefill_chunk must be >= 1, found ", options_.prefill_chunk));
+  thread_ = std::thread([this] { run(); });
+}
+
+Scheduler::~Scheduler() { stop(); }
+
+Scheduler::Admission Scheduler::submit(std::shared_ptr<Job> job) {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) return Admission::shutting_down;
+    // Free slots count as room too: a job admitted at the next iteration never waits.
+    const std::size_t free_slots = static_cast<std::size_t>(options_.max_batch - active_count());
+    if (queue_.size() >= static_cast<std::size_t>(options_.max_queue) + free_slots) return Admission::queue_full;
+    queue_.push_back(std::move(job));
+  }
+  wake_.notify_one();
+  return Admission::accepted;
+}
+
+void Scheduler::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+int Scheduler::queue_depth() const {
+  std::lock_guard lock(mutex_);
+  return static_cast<int>(queue_.size());
+}
+
+void Scheduler::run() {
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      // Idle: sleep until there is work. Otherwise never block, the batch is waiting.
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || !active_.empty(); });
+      if (stopping_) break;
+    }
+    try {
+      admit();
+      drop_cancelled_and_expired();
+      prefill();
+      decode();
+    } catch (const std::exception& e) {
+      // Nothing above should throw (per-job errors are caught where they happen); if
+      // something does, fail the batch rather than take the server down.
+      for (auto& slot : active_)
+        if (!slot.job->sequence().finished()) fail(slot, 500, "server_error", str("internal error: ", e.what()));
+    }
+    release_finished();
+  }
+  // Shutting down: nobody will run these.
+  std::deque<std::shared_ptr<Job>> queued;
+  {
+    std::lock_guard lock(mutex_);
+    queued.swap(queue_);
+  }
+  for (auto& job : queued) job->finish(failure(503, "server_error", "the server is shutting down"));
+  for (auto& slot : active_)
+    if (!slot.job->sequence().finished()) fail(slot, 503, "server_error", "the server is shutting down");
+  active_.clear();
+  active_count_.store(0);
+}
+
+model::Session Scheduler::take_session() {
+  if (spare_sessions_.empty()) return model_.new_session();
+  model::Session session = std::move(spare_sessions_.back());
+  spare_sessions_.pop_back();
+  session.reset();
+  return session;
+}
+
+void Scheduler::admit() {
+  sweep_queue();
+  while (active_.size() < static_cast<std::size_t>(options_.max_batch)) {
+    std::shared_ptr<Job> job;
+    {
+      std::lock_guard lock(mutex_);
+      if (queue_.empty()) return;
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    std::optional<model::Session> session;
+    try {
+      session = take_session();
+    } catch (const std::exception& e) {  // no memory for another KV cache: refuse this one
+      metrics_.count_finished("error");
+      job->finish(failure(503, "server_error", str("cannot start the request: ", e.what())));
+      continue;
+    }
+    active_.push_back(Slot{std::move(job), std::move(*session)});
+    active_count_.store(static_cast<int>(active_.size()), std::memory_order_relaxed);
+    Slot& added = active_.back();
+    if (added.job->sequence().finished())  // max_tokens = 0: nothing to run
+      end(added, JobOutcome{added.job->sequence().finish_reason(),
+                            static_cast<int>(added.job->sequence().prompt_ids().size()), 0, 0, {}, {}});
+  }
+}
+
+// Ends queued jobs whose client left or whose deadline passed, so a full batch does not keep
+// them waiting (and counting against the queue) for nothing.
+void Scheduler::sweep_queue() {
+  const auto now = Clock::now();
+  std::vector<std::shared_ptr<Job>> dropped;
+  {
+    std::lock_guard lock(mutex_);
+    std::erase_if(queue_, [&](const std::shared_ptr<Job>& job) {
+      const bool drop = job->cancelled() || now >= job->deadline();
+      if (drop) dropped.push_back(job);
+      return drop;
+    });
+  }
+  for (auto& job : dropped) {
+    if (job->cancelled()) {
+      metrics_.count_finished("cancelled");
+      job->finish(JobOutcome{"cancelled", static_cast<int>(job->sequence().prompt_ids().size()), 0, 0, {}, {}});
+    } else {
+      metrics_.count_finished("timeout");
+      job->finish(failure(504, "timeout", str("the request timed out after ", seconds_since(job->created()),
+                                               " s waiting for a batch slot")));
+    }
+  }
+}
+
+void Scheduler::drop_cancelled_and_expired() {
+  const auto now = Clock::now();
+  for (auto& slot : active_) {
+    auto& sequence = slot.job->sequence();
+    if (sequence.finished()) continue;
+    if (slot.job->cancelled()) {
+      sequence.cancel();
+      end(slot, JobOutcome{"cancelled", static_cast<int>(sequence.prompt_ids().size()),
+                           static_cast<int>(sequence.ids().size()), 0, {}, {}});
+    } else if (now >= slot.job->deadline()) {
+      sequence.cancel();
+      metrics_.count_finished("timeout");
+      slot.job->finish(failure(504, "timeout",
+                               str("the request timed out after ", seconds_since(slot.job->created()), " s with ",
+                                   sequence.ids().size(), " tokens generated")));
+    }
+  }
+}
+
+// Spends this iteration's prefill budget, shortest remaining prompt first: a short prompt
+// gets its first token within one iteration even while a long one is being prefilled, and the
+// long one still advances whenever the short ones leave budget over.
+void Scheduler::prefill() {
+  std::vector<Slot*> waiting;
+  for (auto& slot : active_) {
+    const auto& sequence = slot.job->sequence();
+    if (!sequence.finished() && slot.prefilled < sequence.prompt_ids().size()) waiting.push_back(&slot);
+  }
+  const auto remaining = [](const Slot* slot) { return slot->job->sequence().prompt_ids().size() - slot->prefilled; };
+  std::stable_sort(waiting.begin(), waiting.end(),
+                   [&](const Slot* a, const Slot* b) { return remaining(a) < remaining(b); });
+
+  std::size_t budget = static_cast<std::size_t>(options_.prefill_chunk);
+  for (Slot* slot : waiting) {
+    if (budget == 0) return;
+    auto& sequence = slot->job->sequence();
+    const std::size_t n = std::min(budget, remaining(slot));
+    try {
+      const auto chunk = sequence.pending().subspan(slot->prefilled, n);
+      const auto logits = model_.forward(slot->session, chunk);
+      slot->prefilled += n;
+      budget -= n;
+      metrics_.count_prompt_tokens(static_cast<std::int64_t>(n));
+      if (remaining(slot) == 0) accept(*slot, logits);  // the prompt's last logits give token 1
+    } catch (const std::exception& e) {
+      fail(*slot, 500, "server_error", str("prefill failed: ", e.what()));
+    }
+  }
+}
+
+void Scheduler::decode() {
+  std::vector<Slot*> batch;
+  std::vector<model::Session*> sessions;
+  std::vector<std::int32_t> tokens;
+  for (auto& slot : active_) {
+    const auto& sequence = slot.job->sequence();
+    if (sequence.finished() || slot.prefilled < sequence.prompt_ids().size() || slot.first_token) continue;
+    batch.push_back(&slot);
+    sessions.push_back(&slot.session);
+    tokens.push_back(sequence.pending()[0]);
+  }
+  if (batch.empty()) return;
+  const auto start = Clock::now();
+  std::vector<std::span<const float>> logits;
+  try {
+    logits = decode_batch(model_, sessions, tokens);
+  } catch (const std::exception& e) {
+    for (Slot* slot : batch) fail(*slot, 500, "server_error", str("decode failed: ", e.what()));
+    return;
+  }
+  metrics_.observe_batch(static_cast<int>(batch.size()), seconds_since(start));
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    try {
+      accept(*batch[i], logits[i]);
+    } catch (const std::exception& e) {
+      fail(*batch[i], 500, "server_error", str("sampling failed: ", e.what()));
+    }
+  }
+}
+
+// Chooses the next token from `logits`, hands it to the job and ends the job when done.
+void Scheduler::accept(Slot& slot, std::span<const float> logits) {
+  auto& sequence = slot.job->sequence();
+  generate::Step step = sequence.accept(logits);
+  if (slot.first_token) {
+    metrics_.observe_time_to_first_token(seconds_since(slot.job->created()));
+    slot.first_token = false;
+  }
+  metrics_.count_generated_tokens(1);
+  slot.job->push(TokenEvent{step.token, step.logprob, std::move(step.top_logprobs), std::move(step.text)});
+  if (step.finished)
+    end(slot, JobOutcome{sequence.finish_reason(), static_cast<int>(sequence.prompt_ids().size()),
+                         static_cast<int>(sequence.ids().size()), 0, {}, {}});
+}
+
+void Scheduler::end(Slot& slot, JobOutcome outcome) {
+  metrics_.count_finished(outcome.finish_reason);
+  metrics_.observe_request(seconds_since(slot.job->created()));
+  slot.job->finish(std::move(outcome));
+}
+
+void Scheduler::fail(Slot& slot, int status, std::string type, std::string message) {
+  auto& sequence = slot.job->sequence();
+  try {
+    if (!sequence.finished()) sequence.cancel();  // marks it finished so its slot is freed
+  } catch (const std::exception&) {
+    // Only the held-back text was being computed; the job fails either way.
+  }
+  metrics_.count_finished("error");
+  slot.job->finish(failure(status, std::move(type), std::move(message)));
+}
+
+// Frees the slots of finished sequences (their KV caches go back to the spare list).
+void Scheduler::release_finished() {
+  std::vector<Slot> kept;
+  kept.reserve(active_.size());
+  for (auto& slot : active_) {
+    if (slot.job->sequence().finished())
+      spare_sessions_.push_back(std::move(slot.session));
+    else
+      kept.push_back(std::move(slot));
+  }
+  active_ = std::move(kept);
+  active_count_.store(static_cast<int>(active_.size()), std::memory_order_relaxed);
+  // Keep at most one batch worth of caches: memory returns to the system after a burst.
+  if (spare_sessions_.size() > static_cast<std::size_t>(options_.max_batch))
+    spare_sessions_.erase(spare_sessions_.begin() + options_.max_batch, spare_sessions_.end());
+}
+
+}  // namespace kael::serve

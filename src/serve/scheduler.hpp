@@ -1,0 +1,86 @@
+// Continuous batching. One thread owns the model and every running sequence; HTTP threads
+// only submit jobs and read their events. Each iteration of the loop:
+//   1. admits queued jobs while the batch has free slots (a slot = a sequence + its KV cache),
+//   2. drops jobs whose client went away or whose deadline passed,
+//   3. prefills newly admitted prompts, shortest first, at most `prefill_chunk` prompt tokens per iteration
+//      (a long prompt takes several iterations, so running sequences keep decoding meanwhile,
+//      and a cancelled prompt stops between chunks),
+//   4. runs one decode step for every sequence past its prefill (decode_batch),
+// so requests join and leave at token boundaries and a long request never holds up a short one.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "kael/model/gpt2.hpp"
+#include "serve/job.hpp"
+#include "serve/metrics.hpp"
+
+namespace kael::serve {
+
+struct SchedulerOptions {
+  int max_batch = 16;      // sequences decoding together
+  int max_queue = 64;      // jobs waiting for a slot; more are refused (503)
+  int prefill_chunk = 128;  // prompt tokens prefilled per loop iteration, all sequences together
+};
+
+class Scheduler {
+ public:
+  Scheduler(const model::GPT2& model, const SchedulerOptions& options, Metrics& metrics);
+  ~Scheduler();  // stop()s
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  enum class Admission { accepted, queue_full, shutting_down };
+  Admission submit(std::shared_ptr<Job> job);
+  // Ends every queued and running job with a 503 and joins the thread. Idempotent.
+  void stop();
+
+  int queue_depth() const;
+  int active_count() const { return active_count_.load(std::memory_order_relaxed); }
+  const SchedulerOptions& options() const { return options_; }
+
+ private:
+  struct Slot {
+    std::shared_ptr<Job> job;
+    model::Session session;
+    std::size_t prefilled = 0;  // prompt tokens already in the KV cache
+    bool first_token = true;
+  };
+
+  void run();
+  void admit();
+  void sweep_queue();
+  void drop_cancelled_and_expired();
+  void prefill();
+  void decode();
+  void accept(Slot& slot, std::span<const float> logits);
+  void end(Slot& slot, JobOutcome outcome);
+  void fail(Slot& slot, int status, std::string type, std::string message);
+  void release_finished();
+  model::Session take_session();
+
+  const model::GPT2& model_;
+  const SchedulerOptions options_;
+  Metrics& metrics_;
+
+  mutable std::mutex mutex_;  // guards queue_ and stopping_
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  bool stopping_ = false;
+
+  // Scheduler thread only.
+  std::vector<Slot> active_;
+  std::vector<model::Session> spare_sessions_;  // KV caches kept for reuse (allocating one is not free)
+  std::atomic<int> active_count_{0};
+
+  std::thread thread_;
+};
+
+}  // namespace kael::serve
