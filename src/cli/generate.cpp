@@ -26,6 +26,7 @@ struct GenerateArgs {
   generate::GenerateOptions options;
   bool greedy = false;
   bool json = false;
+  int threads = 0;
   CLI::Option* prompt_option = nullptr;
   CLI::Option* ids_option = nullptr;
 };
@@ -38,6 +39,7 @@ void write_stdout(std::string_view piece) {
 int run_generate(const GenerateArgs& args) {
   if (args.prompt_option->count() > 0 && args.ids_option->count() > 0)
     throw ValueError("give either PROMPT or --ids, not both");
+  model::set_num_threads(args.threads);
   if (args.prompt_option->count() == 0 && args.ids_option->count() == 0)
     throw ValueError("nothing to continue: give a PROMPT or --ids");
 
@@ -104,6 +106,9 @@ RunFn setup(CLI::App& app) {
   cmd->add_flag("--ignore-eos", args->options.ignore_eos, "Keep generating after <|endoftext|>");
   cmd->add_flag("--truncate", args->options.truncate_prompt,
                 "Cut the prompt from the left to fit the context instead of failing");
+  cmd->add_option("--threads", args->threads, "Compute threads (0 = one per physical core)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", args->json, R"(Print {"prompt_ids", "ids", "text"} instead of streaming)");
   return [args] { return run_generate(*args); };
 }

@@ -106,7 +106,7 @@ RunFn setup(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", args->json, R"(Print {"ids": [...], "top": [{"id", "token", "logit"}]})");
-  cmd->add_option("--threads", args->threads, "Compute threads (0 = one per hardware thread)")
+  cmd->add_option("--threads", args->threads, "Compute threads (0 = one per physical core)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--no-mmap", args->no_mmap, "Read the weights into memory instead of mapping the file");
