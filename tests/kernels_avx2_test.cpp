@@ -16,27 +16,14 @@
 #include "kernels/norm.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/thread_pool.hpp"
+#include "kernels_testing.hpp"
 
 using namespace kael::kernels;
 
 namespace {
 
-std::vector<float> random_vector(std::int64_t n, unsigned seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, scale);
-  std::vector<float> v(static_cast<std::size_t>(n));
-  for (float& x : v) x = normal(rng);
-  return v;
-}
-
-// Largest |a - b| / (1 + |b|): absolute near zero, relative for large values.
-double max_error(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double worst = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]) / (1.0 + std::abs(b[i])));
-  return worst;
-}
+using test_util::max_error;
+using test_util::random_vector;
 
 std::vector<float> packed(const std::vector<float>& w, std::int64_t K, std::int64_t N) {
   std::vector<float> p(w.size());

@@ -13,27 +13,14 @@
 #include "kernels/linear.hpp"
 #include "kernels/norm.hpp"
 #include "kernels/thread_pool.hpp"
+#include "kernels_testing.hpp"
 
 using namespace kael::kernels;
 
 namespace {
 
-std::vector<float> random_vector(std::size_t n, unsigned seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = normal(rng);
-  return v;
-}
-
-// Largest |a - b| / (1 + |b|): absolute near zero, relative for large values.
-double max_error(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double worst = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]) / (1.0 + std::abs(b[i])));
-  return worst;
-}
+using test_util::max_error;
+using test_util::random_vector;
 
 // Runs each test body with one thread and with several, then restores the default.
 class Kernels : public ::testing::TestWithParam<int> {
