@@ -16,6 +16,8 @@ Measures (every figure printed, with what it is compared against):
               forward over the 512-token prompt.
   CTranslate2 converted from the same checkpoint (float32), Generator(intra_threads=THREADS),
               generate_batch(sampling_topk=1, min_length = max_length), the same t(N) - t(1) rule.
+  narrow weights  `kael bench --dtype D` batch 1 decode for each of --dtypes (f16, int8), against
+              kael f32 and CTranslate2 compute_type="int8" (same converted model, batch 1).
 
 Prefill FLOPs (512 tokens): 2 x matrix parameters of the blocks x T, plus the causal attention
 2 x 2 x head_dim x n_head x n_layer x T(T+1)/2, plus the head for the last position.
@@ -110,14 +112,16 @@ def measure_transformers(model: pathlib.Path, threads: int, tokens: int, prefill
     return result
 
 
-def measure_ctranslate2(model: pathlib.Path, workdir: pathlib.Path, threads: int, tokens: int, prefill: int) -> dict:
+def measure_ctranslate2(model: pathlib.Path, workdir: pathlib.Path, threads: int, tokens: int, prefill: int,
+                        compute_type: str = "default", batches=(1, 16)) -> dict:
     import ctranslate2
     import gpt2_reference
 
     out_dir = workdir / "ct2-f32"
     if not (out_dir / "model.bin").exists():
         ctranslate2.converters.TransformersConverter(str(model)).convert(str(out_dir), force=True)
-    generator = ctranslate2.Generator(str(out_dir), device="cpu", intra_threads=threads, inter_threads=1)
+    generator = ctranslate2.Generator(str(out_dir), device="cpu", intra_threads=threads, inter_threads=1,
+                                      compute_type=compute_type)
     id_to_token = {i: t for t, i in json.loads((model / "vocab.json").read_text()).items()}
     vocab = len(id_to_token)
 
@@ -132,11 +136,12 @@ def measure_ctranslate2(model: pathlib.Path, workdir: pathlib.Path, threads: int
         return elapsed
 
     result = {}
-    for batch in (1, 16):
+    for batch in batches:
         generate(batch, 16, 2)  # warm-up
         t1, tn = generate(batch, 16, 1), generate(batch, 16, tokens)
         result[f"b{batch}_tok_s"] = batch * (tokens - 1) / (tn - t1)
-    result["prefill_ms"] = 1e3 * generate(1, prefill, 1)  # the prompt plus one token
+    if prefill:
+        result["prefill_ms"] = 1e3 * generate(1, prefill, 1)  # the prompt plus one token
     return result
 
 
@@ -151,6 +156,7 @@ def main(argv=None) -> int:
     parser.add_argument("--tokens", type=int, default=128, help="tokens generated per sequence")
     parser.add_argument("--prefill", type=int, default=512, help="prompt length of the prefill test")
     parser.add_argument("--skip", default="", help="comma list of peers to skip: transformers,ctranslate2")
+    parser.add_argument("--dtypes", default="f16,int8", help="kael weight dtypes measured beside f32 (batch 1)")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args(argv)
 
@@ -182,6 +188,12 @@ def main(argv=None) -> int:
         figures["transformers"] = measure_transformers(model, t, args.tokens, args.prefill)
     if "ctranslate2" not in skip:
         figures["ctranslate2"] = measure_ctranslate2(model, args.workdir, t, args.tokens, args.prefill)
+    dtypes = [d for d in args.dtypes.split(",") if d and d != "f32"]
+    figures["kael_dtypes"] = {
+        d: run_json([args.kael, "bench", "--model", model, "--threads", t, "--json", "--dtype", d, "--batch", 1,
+                     "--prompt-tokens", 16, "--max-tokens", args.tokens]) for d in dtypes}
+    if "ctranslate2" not in skip and "int8" in dtypes:
+        figures["ctranslate2_int8"] = measure_ctranslate2(model, args.workdir, t, args.tokens, 0, "int8", (1,))
     figures["load_avg_end"] = load_avg()
 
     k = figures["kael"]
@@ -204,6 +216,11 @@ def main(argv=None) -> int:
             ratios[f"kael_b1_vs_{peer}"] = kb1 / p["b1_tok_s"]
             ratios[f"kael_b16_vs_{peer}"] = kb16 / p["b16_tok_s"]
             ratios[f"kael_prefill_vs_{peer}"] = p["prefill_ms"] / kpre
+    for d, out in figures["kael_dtypes"].items():
+        ratios[f"kael_{d}_b1_vs_f32"] = out["decode_tok_s"] / kb1
+    if "ctranslate2_int8" in figures and "int8" in figures["kael_dtypes"]:
+        ratios["kael_int8_b1_vs_ctranslate2_int8"] = (figures["kael_dtypes"]["int8"]["decode_tok_s"]
+                                                      / figures["ctranslate2_int8"]["b1_tok_s"])
     figures["ratios"] = ratios
 
     if args.json:
@@ -226,6 +243,10 @@ def main(argv=None) -> int:
         print(f"{label:34}{cells[0]:>10}{cells[1]:>14}{cells[2]:>13}{cells[3]:>10}")
     print(f"prefill: {gflop / (kpre / 1e3):.1f} GFLOP/s wall, "
           f"{gflop / (k['prefill']['prefill_cpu_ms'] / 1e3):.1f} GFLOP/s per core (flops / CPU seconds of all threads)")
+    for d, out in figures["kael_dtypes"].items():
+        ct = figures.get("ctranslate2_int8", {}).get("b1_tok_s") if d == "int8" else None
+        print(f"decode batch 1, --dtype {d:5}: kael {out['decode_tok_s']:.1f} tok/s ({out['decode_tok_s'] / kb1:.2f}x "
+              f"kael f32)" + (f"; CTranslate2 int8 {ct:.1f} tok/s" if ct else ""))
     print("ratios: " + ", ".join(f"{name} {value:.2f}" for name, value in ratios.items()))
     b = k["b1"]["breakdown_ms"]
     print(f"kael batch 1: latency p50 {k['b1']['latency_ms']['p50']:.2f} ms, p95 {k['b1']['latency_ms']['p95']:.2f} ms;"

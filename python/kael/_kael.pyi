@@ -58,7 +58,9 @@ class GenerationStream(Iterator[str]):
 
 class Model:
     @staticmethod
-    def from_pretrained(dir: str | os.PathLike[str], dtype: str = "f32", threads: int | None = None) -> Model: ...
+    def from_pretrained(
+        dir: str | os.PathLike[str], dtype: Literal["f32", "f16", "int8"] = "f32", threads: int | None = None
+    ) -> Model: ...
     @property
     def tokenizer(self) -> BpeTokenizer: ...
     @property

@@ -105,8 +105,8 @@ void init_model(py::module_& m) {
       .def_static(
           "from_pretrained",
           [](const std::filesystem::path& dir, const std::string& dtype, std::optional<int> threads) {
-            if (dtype != "f32")
-              throw kael::ValueError(str("dtype '", dtype, "' is not supported by this build; use 'f32'"));
+            model::LoadOptions options;
+            options.dtype = model::parse_weight_dtype(dtype);  // ValueError listing the choices
             if (threads) {
               if (*threads < 1) throw kael::ValueError(str("threads must be at least 1, got ", *threads));
               kernels::set_num_threads(*threads);
@@ -114,11 +114,12 @@ void init_model(py::module_& m) {
             py::gil_scoped_release release;
             Model model;
             model.tokenizer = std::make_shared<text::Tokenizer>(text::Tokenizer::from_directory(dir));
-            model.gpt2 = std::make_shared<const model::GPT2>(model::GPT2::load(dir));
+            model.gpt2 = std::make_shared<const model::GPT2>(model::GPT2::load(dir, options));
             return model;
           },
           "dir"_a, "dtype"_a = "f32", "threads"_a = py::none(),
-          "Loads DIR/model.safetensors, DIR/config.json (optional), DIR/vocab.json and DIR/merges.txt.")
+          "Loads DIR/model.safetensors, DIR/config.json (optional), DIR/vocab.json and DIR/merges.txt.\n"
+          "dtype: weight storage, 'f32', 'f16' or 'int8' (converted at load; activations stay f32).")
       .def_property_readonly("tokenizer", [](const Model& m) { return m.tokenizer; })
       .def_property_readonly("config",
                              [](const Model& m) {

@@ -30,6 +30,7 @@ struct BenchArgs {
   int threads = 0;
   unsigned seed = 1;
   bool json = false;
+  std::string dtype = "f32";
 };
 
 using Clock = std::chrono::steady_clock;
@@ -74,10 +75,12 @@ int run_bench(const BenchArgs& args) {
   if (args.max_tokens < 1) throw ValueError(str("--max-tokens must be at least 1, found ", args.max_tokens));
   if (args.batch < 1) throw ValueError(str("--batch must be at least 1, found ", args.batch));
   if (args.threads < 0) throw ValueError(str("--threads must be >= 0 (0 = one per core), found ", args.threads));
+  model::LoadOptions load_options;
+  load_options.dtype = model::parse_weight_dtype(args.dtype);
   model::set_num_threads(args.threads);
 
   const auto load_start = Clock::now();
-  const auto model = model::GPT2::load(args.model_dir);
+  const auto model = model::GPT2::load(args.model_dir, load_options);
   const double load_ms = ms_since(load_start);
   const model::Config& config = model.config();
   if (args.prompt_tokens + args.max_tokens > config.n_positions)
@@ -145,6 +148,7 @@ int run_bench(const BenchArgs& args) {
       {"peak_rss_mb", peak_rss_mb()},
       {"threads", model::num_threads()},
       {"isa", model::kernel_isa()},
+      {"dtype", args.dtype},
       {"weights_mb", weights_mb},
       {"load_ms", load_ms},
       {"breakdown_ms", breakdown(decode_profile)},
@@ -155,8 +159,8 @@ int run_bench(const BenchArgs& args) {
     return 0;
   }
   const auto& b = out["breakdown_ms"];
-  std::printf("model        %s (%.1f MB of F32 weights, loaded in %.0f ms)\n", args.model_dir.c_str(), weights_mb,
-              load_ms);
+  std::printf("model        %s (%.1f MB as F32, stored as %s, loaded in %.0f ms)\n", args.model_dir.c_str(),
+              weights_mb, args.dtype.c_str(), load_ms);
   std::printf("threads      %d (%s kernels)\n", model::num_threads(), model::kernel_isa());
   std::printf("prefill      %d x %d tokens in %.1f ms (%.1f tokens/s)\n", args.batch, args.prompt_tokens, prefill_ms,
               out["prefill_tok_s"].get<double>());
@@ -181,6 +185,7 @@ RunFn setup(CLI::App& app) {
   cmd->add_option("--batch", args->batch, "Sequences decoded together in one forward pass")->capture_default_str();
   cmd->add_option("--threads", args->threads, "Compute threads (0 = one per physical core)")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the random prompts")->capture_default_str();
+  cmd->add_option("--dtype", args->dtype, "Weight storage: f32, f16 or int8 (converted at load; activations stay f32)")->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object");
   return [args] { return run_bench(*args); };
 }

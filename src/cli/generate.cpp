@@ -27,6 +27,7 @@ struct GenerateArgs {
   bool greedy = false;
   bool json = false;
   int threads = 0;
+  std::string dtype = "f32";
   CLI::Option* prompt_option = nullptr;
   CLI::Option* ids_option = nullptr;
 };
@@ -46,11 +47,13 @@ int run_generate(const GenerateArgs& args) {
   generate::GenerateOptions options = args.options;
   if (args.greedy) options.sampling.temperature = 0.0f;
   options.sampling.validate();  // before the (slow) model load
+  model::LoadOptions load_options;
+  load_options.dtype = model::parse_weight_dtype(args.dtype);
 
   const auto tokenizer = text::Tokenizer::from_directory(args.model_dir);
   const auto prompt_ids = args.ids_option->count() > 0 ? parse_ids(args.ids) : tokenizer.encode(args.prompt);
   if (prompt_ids.empty()) throw ValueError("the prompt is empty: generation needs at least one prompt token");
-  const auto model = model::GPT2::load(args.model_dir);
+  const auto model = model::GPT2::load(args.model_dir, load_options);
 
   generate::PieceCallback on_piece;
   if (!args.json) on_piece = [](std::string_view piece) {
@@ -109,6 +112,7 @@ RunFn setup(CLI::App& app) {
   cmd->add_option("--threads", args->threads, "Compute threads (0 = one per physical core)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--dtype", args->dtype, "Weight storage: f32, f16 or int8 (converted at load; activations stay f32)")->capture_default_str();
   cmd->add_flag("--json", args->json, R"(Print {"prompt_ids", "ids", "text"} instead of streaming)");
   return [args] { return run_generate(*args); };
 }

@@ -29,6 +29,7 @@ struct LogitsArgs {
   bool json = false;
   bool no_mmap = false;
   bool timings = false;
+  std::string dtype = "f32";
   CLI::Option* prompt_option = nullptr;
   CLI::Option* ids_option = nullptr;
 };
@@ -54,6 +55,7 @@ int run_logits(const LogitsArgs& args) {
   if (args.prompt_option->count() == 0 && args.ids_option->count() == 0)
     throw ValueError("nothing to score: give a PROMPT or --ids");
   model::set_num_threads(args.threads);
+  const model::WeightDType dtype = model::parse_weight_dtype(args.dtype);  // before the slow parts
 
   const auto tokenizer = text::Tokenizer::from_directory(args.model_dir);
   const auto ids = args.ids_option->count() > 0 ? parse_ids(args.ids) : tokenizer.encode(args.prompt);
@@ -62,6 +64,7 @@ int run_logits(const LogitsArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   model::LoadOptions options;
   options.mmap = !args.no_mmap;
+  options.dtype = dtype;
   const auto model = model::GPT2::load(args.model_dir, options);
   const double load_ms = ms_since(start);
   auto session = model.new_session();
@@ -110,6 +113,7 @@ RunFn setup(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--no-mmap", args->no_mmap, "Read the weights into memory instead of mapping the file");
+  cmd->add_option("--dtype", args->dtype, "Weight storage: f32, f16 or int8 (converted at load; activations stay f32)")->capture_default_str();
   cmd->add_flag("--timings", args->timings, "Print load and forward times to stderr");
   return [args] { return run_logits(*args); };
 }

@@ -36,7 +36,9 @@ const char* isa_name(Isa isa) { return isa == Isa::avx2 ? "avx2" : "scalar"; }
 Isa detected_isa() {
   // libgcc's check includes the OS's XSAVE support for the YMM registers.
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? Isa::avx2 : Isa::scalar;
+  // F16C (every AVX2 CPU has it) converts the F16 weights of quant.hpp.
+  const bool f16c = __builtin_cpu_supports("f16c");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c ? Isa::avx2 : Isa::scalar;
 }
 
 Isa active_isa() {

@@ -5,6 +5,7 @@
 #include "kernels/gemm.hpp"
 #include "kernels/linear.hpp"
 #include "kernels/norm.hpp"
+#include "kernels/quant.hpp"
 #include "model/profile.hpp"
 
 namespace kael::model {
@@ -21,7 +22,7 @@ void attention_block(const Config& config, const LayerWeights& w, Session::State
   const std::int64_t layer_floats = k::kv_layer_floats(NH, D, config.n_positions);
   float* k_layer = s.k_cache.get() + layer * layer_floats;
   float* v_layer = s.v_cache.get() + layer * layer_floats;
-  k::linear_packed(s.qkv.get(), s.ln.get(), w.qkv_weight, w.qkv_bias, T, C, 3 * C);  // (T, 3C)
+  k::linear_matrix(s.qkv.get(), s.ln.get(), w.qkv, w.qkv_bias, T, C, 3 * C);  // (T, 3C)
   for (std::int64_t t = 0; t < T; ++t) {
     const float* row = s.qkv.get() + t * 3 * C;  // q, k, v
     k::kv_store(k_layer, v_layer, row + C, row + 2 * C, pos0 + t, NH, D, capacity);
@@ -29,14 +30,14 @@ void attention_block(const Config& config, const LayerWeights& w, Session::State
   k::cached_attention(s.att.get(), s.scores.get(), s.qkv.get(), 3 * C, k_layer, v_layer, T, pos0, NH, D,
                       capacity);  // (T, C)
   // The projection adds itself to the residual stream: no separate pass over x.
-  k::linear_packed(s.x.get(), s.att.get(), w.attn_proj_weight, w.attn_proj_bias, T, C, C, Epilogue::residual);
+  k::linear_matrix(s.x.get(), s.att.get(), w.attn_proj, w.attn_proj_bias, T, C, C, Epilogue::residual);
 }
 
 // x += mlp(ln(x)): C -> H with GELU (fused into the first product) -> C, added to x.
 void mlp_block(const Config& config, const LayerWeights& w, float* x, const float* ln, float* fc, std::int64_t T) {
   const std::int64_t C = config.n_embd, H = config.mlp_dim();
-  k::linear_packed(fc, ln, w.fc_weight, w.fc_bias, T, C, H, Epilogue::gelu);                 // (T, H)
-  k::linear_packed(x, fc, w.mlp_proj_weight, w.mlp_proj_bias, T, H, C, Epilogue::residual);  // (T, C)
+  k::linear_matrix(fc, ln, w.fc, w.fc_bias, T, C, H, Epilogue::gelu);                 // (T, H)
+  k::linear_matrix(x, fc, w.mlp_proj, w.mlp_proj_bias, T, H, C, Epilogue::residual);  // (T, C)
 }
 
 }  // namespace
@@ -64,7 +65,7 @@ void forward_chunk(const Config& config, const Weights& weights, Session::State&
     // logits (V) = ln_f(x[last]) @ head^T: only the last position is ever needed.
     k::layernorm(state.ln.get(), state.x.get() + (T - 1) * C, weights.ln_f_weight, weights.ln_f_bias, 1, C, eps);
     timer.lap(&ForwardProfile::layernorm_ms);
-    k::linear_packed(state.logits.get(), state.ln.get(), weights.lm_head, nullptr, 1, C, config.vocab_size);  // (V)
+    k::linear_matrix(state.logits.get(), state.ln.get(), weights.head, nullptr, 1, C, config.vocab_size);  // (V)
     timer.lap(&ForwardProfile::logits_ms);
   }
   timer.finish();

@@ -9,6 +9,7 @@
 #include "kernels/gemm.hpp"
 #include "kernels/linear.hpp"
 #include "kernels/norm.hpp"
+#include "kernels/quant.hpp"
 #include "model/forward.hpp"
 #include "model/profile.hpp"
 
@@ -31,7 +32,7 @@ void attention_step(const Config& config, const LayerWeights& w, BatchWorkspace&
   const std::int64_t C = config.n_embd, NH = config.n_head, D = config.head_dim();
   const std::int64_t capacity = k::kv_capacity(config.n_positions);
   const std::int64_t layer_floats = k::kv_layer_floats(NH, D, config.n_positions);
-  k::linear_packed(ws.qkv.data(), ws.ln.data(), w.qkv_weight, w.qkv_bias, B, C, 3 * C);  // (B, 3C)
+  k::linear_matrix(ws.qkv.data(), ws.ln.data(), w.qkv, w.qkv_bias, B, C, 3 * C);  // (B, 3C)
   for (std::int64_t b = 0; b < B; ++b) {
     Session::State& s = *states[b];
     const float* row = ws.qkv.data() + b * 3 * C;  // q, k, v
@@ -41,7 +42,7 @@ void attention_step(const Config& config, const LayerWeights& w, BatchWorkspace&
     ws.rows[static_cast<std::size_t>(b)] = {ws.att.data() + b * C, row, k_layer, v_layer, s.length};
   }
   k::cached_attention_rows(ws.rows.data(), B, ws.scores.data(), config.n_positions, NH, D, capacity);  // (B, C)
-  k::linear_packed(ws.x.data(), ws.att.data(), w.attn_proj_weight, w.attn_proj_bias, B, C, C, Epilogue::residual);
+  k::linear_matrix(ws.x.data(), ws.att.data(), w.attn_proj, w.attn_proj_bias, B, C, C, Epilogue::residual);
 }
 
 }  // namespace
@@ -78,14 +79,14 @@ void forward_batch_step(const Config& config, const Weights& weights, BatchWorks
     timer.lap(&ForwardProfile::attention_ms);
     layernorm_rows(ws.ln.data(), ws.x.data(), w.ln_2_weight, w.ln_2_bias, B, config);  // (B, C)
     timer.lap(&ForwardProfile::layernorm_ms);
-    k::linear_packed(ws.fc.data(), ws.ln.data(), w.fc_weight, w.fc_bias, B, C, H, Epilogue::gelu);  // (B, H)
-    k::linear_packed(ws.x.data(), ws.fc.data(), w.mlp_proj_weight, w.mlp_proj_bias, B, H, C,
+    k::linear_matrix(ws.fc.data(), ws.ln.data(), w.fc, w.fc_bias, B, C, H, Epilogue::gelu);  // (B, H)
+    k::linear_matrix(ws.x.data(), ws.fc.data(), w.mlp_proj, w.mlp_proj_bias, B, H, C,
                      Epilogue::residual);  // (B, C)
     timer.lap(&ForwardProfile::mlp_ms);
   }
   layernorm_rows(ws.ln.data(), ws.x.data(), weights.ln_f_weight, weights.ln_f_bias, B, config);
   timer.lap(&ForwardProfile::layernorm_ms);
-  k::linear_packed(ws.logits.data(), ws.ln.data(), weights.lm_head, nullptr, B, C, V);  // (B, V)
+  k::linear_matrix(ws.logits.data(), ws.ln.data(), weights.head, nullptr, B, C, V);  // (B, V)
   timer.lap(&ForwardProfile::logits_ms);
   for (std::int64_t b = 0; b < B; ++b) {
     std::copy_n(ws.logits.data() + b * V, V, states[b]->logits.get());

@@ -36,6 +36,26 @@ Session::State::State(const void* owner_, const Config& c)
       scores(kChunk * c.n_head * std::int64_t{c.n_positions}),
       logits(c.vocab_size) {}
 
+std::optional<WeightDType> weight_dtype_from_name(std::string_view name) {
+  if (name == "f32") return WeightDType::f32;
+  if (name == "f16") return WeightDType::f16;
+  if (name == "int8") return WeightDType::int8;
+  return std::nullopt;
+}
+
+const char* weight_dtype_name(WeightDType dtype) {
+  switch (dtype) {
+    case WeightDType::f16: return "f16";
+    case WeightDType::int8: return "int8";
+    default: return "f32";
+  }
+}
+
+WeightDType parse_weight_dtype(std::string_view name) {
+  if (const auto dtype = weight_dtype_from_name(name)) return *dtype;
+  throw ValueError(str("unknown dtype '", name, "' (choices: f32, f16, int8)"));
+}
+
 void set_num_threads(int n) { kernels::set_num_threads(n); }
 int num_threads() { return kernels::num_threads(); }
 const char* kernel_isa() { return kernels::isa_name(kernels::active_isa()); }
@@ -75,17 +95,19 @@ GPT2 GPT2::load(const std::filesystem::path& dir, const LoadOptions& options) {
   io_options.mmap = options.mmap && mapping_pays_off(io::read_safetensors_header(file));
   io::SafetensorsFile checkpoint = io::load_safetensors(file, io_options);
   // The tensors were just read or mapped privately for this model: no one else sees them.
-  return build(config, std::move(checkpoint.tensors), str("'", file.string(), "'"), true);
+  return build(config, std::move(checkpoint.tensors), str("'", file.string(), "'"), true, options.dtype);
 }
 
-GPT2 GPT2::from_tensors(const Config& config, std::map<std::string, Tensor> tensors, std::string_view source) {
-  return build(config, std::move(tensors), source, false);
+GPT2 GPT2::from_tensors(const Config& config, std::map<std::string, Tensor> tensors, std::string_view source,
+                        WeightDType dtype) {
+  return build(config, std::move(tensors), source, false, dtype);
 }
 
-GPT2 GPT2::build(const Config& config, std::map<std::string, Tensor> tensors, std::string_view source, bool owned) {
+GPT2 GPT2::build(const Config& config, std::map<std::string, Tensor> tensors, std::string_view source, bool owned,
+                 WeightDType dtype) {
   auto impl = std::make_unique<Impl>();
   impl->config = config;
-  impl->weights = load_weights(config, std::move(tensors), source, owned);
+  impl->weights = load_weights(config, std::move(tensors), source, owned, dtype);
   return GPT2(std::move(impl));
 }
 

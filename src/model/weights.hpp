@@ -9,6 +9,9 @@
 // streamed GEMV/GEMM and a token's embedding is gathered from its column (embed()). A load from a file owns its tensors and
 // packs each matrix in place (through one matrix of scratch), so the peak memory stays at
 // the weights' size; tensors handed in by a caller are left untouched and copied.
+// With LoadOptions::dtype f16 or int8, the four block matrices and the head are stored in
+// that type instead, in the same panel layout (kernels/quant.hpp), and wte stays row-major
+// F32 beside the narrow head for the embedding lookup.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +22,7 @@
 
 #include "kael/core/tensor.hpp"
 #include "kael/model/gpt2.hpp"
+#include "kernels/quant.hpp"
 
 namespace kael::model {
 
@@ -36,6 +40,9 @@ struct LayerWeights {
   const float* fc_bias = nullptr;       // (H)
   const float* mlp_proj_weight = nullptr;  // (H, C) packed  mlp.c_proj
   const float* mlp_proj_bias = nullptr;    // (C)
+  // The four matrices as the forward pass reads them: the *_weight pointers above for f32,
+  // int8 or F16 panels (those pointers null) otherwise.
+  kernels::PackedMatrix qkv, attn_proj, fc, mlp_proj;
 };
 
 struct Weights {
@@ -44,7 +51,8 @@ struct Weights {
   std::vector<LayerWeights> layers;
   const float* ln_f_weight = nullptr;  // (C)
   const float* ln_f_bias = nullptr;    // (C)
-  const float* lm_head = nullptr;      // (C, V) packed: the output head transposed (tied: wte, packed)
+  const float* lm_head = nullptr;      // (C, V) packed: the output head transposed (tied: wte, packed); f32 only
+  kernels::PackedMatrix head;          // (C, V) packed, of the load's dtype: what the logits read
   std::int64_t parameter_count = 0;
   std::vector<Tensor> storage;  // owns (or keeps the mapping of) everything pointed to above
 };
@@ -57,7 +65,9 @@ struct Weights {
 void embed(float* x, const Weights& weights, const Config& config, const std::int32_t* tokens, std::int64_t T,
            std::int64_t pos0);
 
+// `dtype` chooses the storage of the block matrices and the head (WeightDType); with f16 or
+// int8, wte stays F32 and unpacked for the embedding lookup; biases and LayerNorm stay F32.
 Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors, std::string_view source,
-                     bool owned = false);
+                     bool owned = false, WeightDType dtype = WeightDType::f32);
 
 }  // namespace kael::model

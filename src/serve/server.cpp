@@ -23,8 +23,7 @@ namespace kael::serve {
 namespace {
 
 void validate(const ServerOptions& o) {
-  if (o.dtype != "f32")
-    throw ValueError(str("--dtype ", o.dtype, " is not supported yet: kael serve computes in f32 only (use --dtype f32)"));
+  model::parse_weight_dtype(o.dtype);  // ValueError listing the choices
   if (o.port < 0 || o.port > 65535) throw ValueError(str("--port must be in [0, 65535], found ", o.port));
   if (o.threads < 0) throw ValueError(str("--threads must be >= 0 (0 = every core), found ", o.threads));
   if (o.max_batch < 1 || o.max_batch > 1024) throw ValueError(str("--max-batch must be in [1, 1024], found ", o.max_batch));
@@ -62,7 +61,9 @@ int run_server(const ServerOptions& options) {
   kernels::set_num_threads(options.threads);  // after the mask: its workers inherit it
 
   const auto tokenizer = text::Tokenizer::from_directory(options.model_dir);
-  const auto model = model::GPT2::load(options.model_dir);
+  model::LoadOptions load_options;
+  load_options.dtype = model::parse_weight_dtype(options.dtype);
+  const auto model = model::GPT2::load(options.model_dir, load_options);
   const auto& config = model.config();
 
   Metrics metrics;

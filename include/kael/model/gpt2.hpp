@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -42,11 +43,25 @@ struct Config {
   static Config from_directory(const std::filesystem::path& dir);
 };
 
+// How the four matrices of each block and the output head are stored (activations and sums
+// stay F32): f32 as in the checkpoint, f16 (half the bytes), or int8 with one F32 scale per
+// output column (a quarter). Converted at load from any checkpoint dtype. With f16 or int8
+// the token embeddings keep an F32 copy for the lookup (one row per token, so it costs
+// memory, not decode time), and only the head's logits see the narrow weights.
+enum class WeightDType { f32, f16, int8 };
+
+// "f32", "f16", "int8"; nullopt for anything else.
+std::optional<WeightDType> weight_dtype_from_name(std::string_view name);
+const char* weight_dtype_name(WeightDType dtype);
+// ValueError naming the choices unless `name` is one of them.
+WeightDType parse_weight_dtype(std::string_view name);
+
 struct LoadOptions {
   // Map model.safetensors (see kael::io::LoadOptions) so F32 weights are used in place. The
   // file is read instead, mmap or not, when mapping cannot save memory: data misaligned for
   // floats (as in the published gpt2 file) or mostly F16/BF16 weights, which are converted.
   bool mmap = true;
+  WeightDType dtype = WeightDType::f32;  // weight storage, see WeightDType
 };
 
 class Session;
@@ -86,7 +101,7 @@ class GPT2 {
   // The same from tensors already in memory (named as in a checkpoint file); `source` names
   // them in messages. F32 tensors are used in place, without a copy.
   static GPT2 from_tensors(const Config& config, std::map<std::string, Tensor> tensors,
-                           std::string_view source = "checkpoint");
+                           std::string_view source = "checkpoint", WeightDType dtype = WeightDType::f32);
   GPT2(GPT2&&) noexcept;
   GPT2& operator=(GPT2&&) noexcept;
   ~GPT2();
@@ -122,7 +137,7 @@ class GPT2 {
   // from_tensors; with `owned`, the tensors are known to be this load's alone, so weights are
   // laid out for the kernels in their own memory instead of a copy.
   static GPT2 build(const Config& config, std::map<std::string, Tensor> tensors, std::string_view source,
-                    bool owned);
+                    bool owned, WeightDType dtype);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""How much accuracy kael's narrow weight storage (--dtype f16|int8) costs, measured against
+transformers computing in F32 on the seeded parity checkpoints of gpt2_reference.py.
+
+For each checkpoint and dtype (f32 is the baseline row) it prints, over --prompts seeded random
+prompts and every --stride-th prefix of each (the next-token distribution after it):
+  max_err, mean_err  largest and mean |kael logit - transformers logit| over vocabulary and positions
+  top1               share of positions where both pick the same next token
+  kl                 mean KL(transformers || kael) of the next-token distributions, in nats
+  greedy             mean number of leading tokens `kael generate --greedy` shares with
+                     transformers' greedy continuation of each prompt (out of --greedy-tokens)
+
+  quant_accuracy.py --kael build/kael [--workdir DIR] [--dtypes f32,f16,int8] [--checkpoints NAME,...]
+
+kael runs as `kael logits --json --top 0 --dtype X` (one process per prefix) and
+`kael generate --greedy --ignore-eos --json --dtype X`. --json prints the table as JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import gpt2_reference  # noqa: E402
+
+
+def _log_softmax(x):
+    import numpy as np
+
+    x = x.astype(np.float64)
+    m = x.max()
+    return x - m - np.log(np.exp(x - m).sum())
+
+
+def kael_greedy(kael, model_dir, ids, n, dtype, threads):
+    out = subprocess.run([str(kael), "generate", "--model", str(model_dir), "--ids", ",".join(map(str, ids)),
+                          "--greedy", "--ignore-eos", "--max-tokens", str(n), "--json", "--dtype", dtype,
+                          "--threads", str(threads)], check=True, capture_output=True).stdout
+    return json.loads(out)["ids"]
+
+
+def prompts_for(vocab_size, count, length, seed):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, vocab_size, size=length).tolist() for _ in range(count)]
+
+
+def measure(kael, model_dir, dtypes, *, prompts, length, stride, greedy_tokens, threads, seed=0):
+    """{dtype: {metric: value}} for one checkpoint directory."""
+    import numpy as np
+    import torch
+
+    hf = gpt2_reference.load_hf(model_dir)
+    vocab = hf.config.vocab_size
+    cases = prompts_for(vocab, prompts, length, seed)
+    # transformers: every position's logits from one forward per prompt.
+    with torch.no_grad():
+        hf_all = [hf(torch.tensor([ids], dtype=torch.long)).logits[0].float().numpy() for ids in cases]
+    hf_greedy = [gpt2_reference.hf_greedy(hf, ids, greedy_tokens) for ids in cases]
+    ends = list(range(stride, length + 1, stride))  # prefix lengths scored
+
+    table = {}
+    for dtype in dtypes:
+        max_err, abs_sum, count, agree, kl_sum, positions = 0.0, 0.0, 0, 0, 0.0, 0
+        for ids, expected_all in zip(cases, hf_all):
+            for end in ends:
+                expected = expected_all[end - 1]
+                got = gpt2_reference.kael_last_logits(kael, model_dir, ids[:end],
+                                                      extra_args=["--dtype", dtype, "--threads", str(threads)])
+                err = np.abs(got.astype(np.float64) - expected)
+                max_err = max(max_err, float(err.max()))
+                abs_sum += float(err.sum())
+                count += err.size
+                agree += int(np.argmax(got) == np.argmax(expected))
+                lp, lq = _log_softmax(expected), _log_softmax(got)
+                kl_sum += float((np.exp(lp) * (lp - lq)).sum())
+                positions += 1
+        shared = []
+        for ids, reference in zip(cases, hf_greedy):
+            mine = kael_greedy(kael, model_dir, ids, greedy_tokens, dtype, threads)
+            n = 0
+            while n < min(len(mine), len(reference)) and mine[n] == reference[n]:
+                n += 1
+            shared.append(n)
+        table[dtype] = {"max_err": max_err, "mean_err": abs_sum / count, "top1": agree / positions,
+                        "kl": kl_sum / positions, "greedy": sum(shared) / len(shared), "positions": positions,
+                        "greedy_of": greedy_tokens}
+    return table
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kael", required=True, help="path to the kael binary")
+    parser.add_argument("--workdir", help="where the checkpoints are built (reused when present)")
+    parser.add_argument("--checkpoints", default=",".join(gpt2_reference.PARITY_CHECKPOINTS),
+                        help="names from gpt2_reference.PARITY_CHECKPOINTS")
+    parser.add_argument("--dtypes", default="f32,f16,int8")
+    parser.add_argument("--prompts", type=int, default=4, help="seeded random prompts per checkpoint")
+    parser.add_argument("--length", type=int, default=32, help="tokens per prompt")
+    parser.add_argument("--stride", type=int, default=2, help="score every stride-th prefix")
+    parser.add_argument("--greedy-tokens", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+
+    workdir = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="kael-quant-"))
+    dtypes = args.dtypes.split(",")
+    results = {}
+    for name in args.checkpoints.split(","):
+        model_dir = workdir / name
+        if not (model_dir / "model.safetensors").exists():
+            gpt2_reference.make_checkpoint(model_dir, **gpt2_reference.PARITY_CHECKPOINTS[name])
+        results[name] = measure(args.kael, model_dir, dtypes, prompts=args.prompts, length=args.length,
+                                stride=args.stride, greedy_tokens=args.greedy_tokens, threads=args.threads)
+    if args.json:
+        print(json.dumps(results, indent=1))
+        return 0
+    print("kael --dtype X vs transformers F32 (next-token logits after each scored prefix)")
+    print(f"{'checkpoint':16} {'dtype':5} {'max_err':>9} {'mean_err':>9} {'top1':>7} {'kl_nats':>9} "
+          f"{'greedy':>7} {'positions':>9}")
+    for name, table in results.items():
+        for dtype, r in table.items():
+            print(f"{name:16} {dtype:5} {r['max_err']:9.4f} {r['mean_err']:9.5f} {r['top1']:7.3f} {r['kl']:9.5f} "
+                  f"{r['greedy']:5.1f}/{r['greedy_of']} {r['positions']:9d}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+// quant.hpp: conversion at load, the scalar F16 bits, the portable dequantizer, and the
+// threaded dispatch of linear_matrix (baseline code; each piece runs on the active ISA).
+#include "kernels/quant.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu_features.hpp"
+#include "kernels/isa.hpp"
+#include "kernels/thread_pool.hpp"
+
+namespace kael::kernels {
+namespace {
+
+float element(const float* src, std::int64_t K, std::int64_t N, std::int64_t k, std::int64_t n, bool transposed) {
+  return transposed ? src[n * K + k] : src[k * N + n];
+}
+
+// Panels dequantized per pass: 4 lets the M = 1 GEMV run 4 panel streams (8 FMA chains, as
+// linear_packed does); fewer when K is long, so the scratch block (<= 512 KiB) stays in L2.
+std::int64_t panels_per_pass(std::int64_t K) {
+  return std::clamp<std::int64_t>((std::int64_t{1} << 19) / (kPanel * K * std::int64_t{sizeof(float)}), 1, 4);
+}
+
+}  // namespace
+
+void quantize_int8_panels(std::int8_t* dst, float* scales, const float* src, std::int64_t K, std::int64_t N,
+                          bool transposed) {
+  for (std::int64_t n = 0; n < N; ++n) {
+    float amax = 0.0f;
+    for (std::int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(element(src, K, N, k, n, transposed)));
+    scales[n] = amax / 127.0f;
+  }
+  for (std::int64_t col = 0; col < N; col += kPanel) {
+    const std::int64_t w = std::min(kPanel, N - col);
+    std::int8_t* panel = dst + col * K;  // (K, w)
+    for (std::int64_t k = 0; k < K; ++k)
+      for (std::int64_t j = 0; j < w; ++j) {
+        const float s = scales[col + j];
+        const float q = s > 0.0f ? std::nearbyint(element(src, K, N, k, col + j, transposed) / s) : 0.0f;
+        panel[k * w + j] = static_cast<std::int8_t>(std::clamp(q, -127.0f, 127.0f));
+      }
+  }
+}
+
+void convert_f16_panels(std::uint16_t* dst, const float* src, std::int64_t K, std::int64_t N, bool transposed) {
+  for (std::int64_t col = 0; col < N; col += kPanel) {
+    const std::int64_t w = std::min(kPanel, N - col);
+    std::uint16_t* panel = dst + col * K;
+    for (std::int64_t k = 0; k < K; ++k)
+      for (std::int64_t j = 0; j < w; ++j) panel[k * w + j] = f32_to_f16(element(src, K, N, k, col + j, transposed));
+  }
+}
+
+std::uint16_t f32_to_f16(float x) {
+  const std::uint32_t b = std::bit_cast<std::uint32_t>(x);
+  const std::uint32_t sign = (b >> 16) & 0x8000u;
+  const std::uint32_t abs = b & 0x7fffffffu;
+  if (abs >= 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
+  if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds past 65504: inf
+  if (abs < 0x38800000u) {
+    // Subnormal half (or zero): value / 2^-24, rounded to nearest even by the FPU.
+    const float scaled = std::bit_cast<float>(abs) * 16777216.0f;  // exact: a power of two
+    return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(std::nearbyint(scaled)));
+  }
+  // Normal: drop 13 mantissa bits, round to nearest even (a carry into the exponent is right).
+  const std::uint32_t rounded = abs + 0xfffu + ((abs >> 13) & 1u);
+  return static_cast<std::uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
+}
+
+float f16_to_f32(std::uint16_t h) {
+  const std::uint32_t sign = (std::uint32_t{h} & 0x8000u) << 16;
+  const std::uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  if (exp == 0) {
+    const float v = static_cast<float>(mant) / 16777216.0f;  // mant * 2^-24
+    return std::bit_cast<float>(sign | std::bit_cast<std::uint32_t>(v));
+  }
+  if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
+  return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (mant << 13));
+}
+
+namespace portable {
+void dequantize_panel(float* dst, const void* panel, const float* scales, WeightType type, std::int64_t K,
+                      std::int64_t w) {
+  if (type == WeightType::int8) {
+    const auto* q = static_cast<const std::int8_t*>(panel);
+    for (std::int64_t k = 0; k < K; ++k)
+      for (std::int64_t j = 0; j < w; ++j) dst[k * w + j] = static_cast<float>(q[k * w + j]) * scales[j];
+  } else {
+    const auto* h = static_cast<const std::uint16_t*>(panel);
+    for (std::int64_t i = 0; i < K * w; ++i) dst[i] = f16_to_f32(h[i]);
+  }
+}
+}  // namespace portable
+
+void linear_matrix(float* out, const float* inp, const PackedMatrix& w, const float* bias, std::int64_t T,
+                   std::int64_t K, std::int64_t N, Epilogue epilogue) {
+  if (w.type == WeightType::f32) {
+    linear_packed(out, inp, static_cast<const float*>(w.data), bias, T, K, N, epilogue);
+    return;
+  }
+  const std::int64_t panels = (N + kPanel - 1) / kPanel, group = panels_per_pass(K);
+  const std::int64_t min_panels = std::max<std::int64_t>(1, (1 << 18) / std::max<std::int64_t>(1, T * K * kPanel));
+  const bool avx2 = active_isa() == Isa::avx2;
+  const std::size_t elem = w.type == WeightType::int8 ? 1 : 2;
+  parallel_for(panels, min_panels, [&](std::int64_t first, std::int64_t last) {
+    thread_local std::vector<float> scratch;
+    scratch.resize(static_cast<std::size_t>(group * kPanel * K));
+    std::int64_t p = first;
+    if (avx2 && T <= 2) {  // decode: full panels straight from the narrow weights
+      const std::int64_t full = std::min(last, N / kPanel) - first;
+      if (full > 0) {
+        const std::int64_t col = first * kPanel;
+        avx2::narrow_gemv(out + col, N, inp, K, static_cast<const char*>(w.data) + static_cast<std::size_t>(col * K) * elem,
+                          w.scales ? w.scales + col : nullptr, w.type, T, full, K, bias ? bias + col : nullptr,
+                          epilogue);
+        p += full;
+      }
+    }
+    for (; p < last; p += group) {
+      const std::int64_t col = p * kPanel;
+      const std::int64_t cols = std::min(N, std::min(last, p + group) * kPanel) - col;
+      // Panels p.. are contiguous in both the source and (with the same layout) the scratch.
+      const void* src = static_cast<const char*>(w.data) + static_cast<std::size_t>(col * K) * elem;
+      const float* scales = w.scales ? w.scales + col : nullptr;
+      for (std::int64_t c = 0; c < cols; c += kPanel) {
+        const std::int64_t width = std::min(kPanel, cols - c);
+        const void* panel = static_cast<const char*>(src) + static_cast<std::size_t>(c * K) * elem;
+        if (avx2)
+          avx2::dequantize_panel(scratch.data() + c * K, panel, scales ? scales + c : nullptr, w.type, K, width);
+        else
+          portable::dequantize_panel(scratch.data() + c * K, panel, scales ? scales + c : nullptr, w.type, K, width);
+      }
+      const float* bs = bias ? bias + col : nullptr;
+      if (avx2)
+        avx2::gemm_panels(out + col, N, inp, K, scratch.data(), kPanel, kPanel * K, true, T, cols, K, bs, epilogue);
+      else
+        portable::gemm_panels(out + col, N, inp, K, scratch.data(), kPanel, kPanel * K, true, T, cols, K, bs,
+                              epilogue);
+    }
+  });
+}
+
+void unpack_matrix_column(float* out, const PackedMatrix& w, std::int64_t K, std::int64_t N, std::int64_t n) {
+  const std::int64_t col = n / kPanel * kPanel, width = std::min(kPanel, N - col), j = n - col;
+  for (std::int64_t k = 0; k < K; ++k) {
+    const std::int64_t i = col * K + k * width + j;
+    if (w.type == WeightType::f32)
+      out[k] = static_cast<const float*>(w.data)[i];
+    else if (w.type == WeightType::f16)
+      out[k] = f16_to_f32(static_cast<const std::uint16_t*>(w.data)[i]);
+    else
+      out[k] = static_cast<float>(static_cast<const std::int8_t*>(w.data)[i]) * w.scales[n];
+  }
+}
+
+namespace ref {
+void linear_matrix(float* out, const float* inp, const PackedMatrix& w, const float* bias, std::int64_t T,
+                   std::int64_t K, std::int64_t N, Epilogue epilogue) {
+  std::vector<float> column(static_cast<std::size_t>(K));
+  const double k_gelu = std::sqrt(2.0 / 3.14159265358979323846);
+  for (std::int64_t n = 0; n < N; ++n) {
+    unpack_matrix_column(column.data(), w, K, N, n);
+    for (std::int64_t t = 0; t < T; ++t) {
+      double y = bias ? bias[n] : 0.0;
+      for (std::int64_t k = 0; k < K; ++k) y += static_cast<double>(inp[t * K + k]) * column[static_cast<std::size_t>(k)];
+      if (epilogue == Epilogue::gelu) y = 0.5 * y * (1.0 + std::tanh(k_gelu * (y + 0.044715 * y * y * y)));
+      float& o = out[t * N + n];
+      o = static_cast<float>(epilogue == Epilogue::residual ? o + y : y);
+    }
+  }
+}
+}  // namespace ref
+
+}  // namespace kael::kernels

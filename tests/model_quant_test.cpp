@@ -1,0 +1,72 @@
+// The model with f16 and int8 weight storage (LoadOptions::dtype): forward_batch still equals
+// each session's forward() bit for bit (the batch of 3 takes the kernels' scratch path, a
+// single row the fused decode path), and the logits stay near the F32 model's.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kael/core/error.hpp"
+#include "kael/model/gpt2.hpp"
+#include "model_testing.hpp"
+
+using namespace kael;
+using namespace kael::model;
+using namespace kael::model::testing;
+
+namespace {
+
+class Narrow : public ::testing::TestWithParam<WeightDType> {
+ protected:
+  Config config = tiny_config();
+  std::map<std::string, Tensor> tensors = tiny_checkpoint(config);
+};
+
+std::string name(const ::testing::TestParamInfo<WeightDType>& info) { return weight_dtype_name(info.param); }
+
+}  // namespace
+
+TEST_P(Narrow, BatchEqualsForwardAndStaysNearF32) {
+  const GPT2 narrow = GPT2::from_tensors(config, share(tensors), "tiny", GetParam());
+  const GPT2 wide = GPT2::from_tensors(config, share(tensors), "tiny");
+  const std::vector<std::int32_t> prompt = {1, 7, 3, 9, 4};
+  std::vector<Session> batched, alone;
+  for (int i = 0; i < 3; ++i) {
+    batched.push_back(narrow.new_session());
+    alone.push_back(narrow.new_session());
+    narrow.forward(batched.back(), std::span(prompt).first(static_cast<std::size_t>(2 + i)));
+    narrow.forward(alone.back(), std::span(prompt).first(static_cast<std::size_t>(2 + i)));
+  }
+  std::vector<Session*> pointers;
+  for (auto& s : batched) pointers.push_back(&s);
+  std::vector<std::int32_t> next = {2, 5, 8};
+  const auto got = narrow.forward_batch(pointers, next);
+  for (std::size_t i = 0; i < 3; ++i) {
+    const auto expected = narrow.forward(alone[i], std::span(&next[i], 1));
+    ASSERT_TRUE(std::equal(got[i].begin(), got[i].end(), expected.begin())) << "session " << i;
+  }
+
+  auto s_narrow = narrow.new_session(), s_wide = wide.new_session();
+  const auto a = narrow.forward(s_narrow, prompt);
+  const std::vector<float> narrow_logits(a.begin(), a.end());
+  const auto b = wide.forward(s_wide, prompt);
+  double worst = 0.0, spread = 0.0;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(narrow_logits[i]) - b[i]));
+    spread = std::max(spread, std::abs(static_cast<double>(b[i])));
+  }
+  EXPECT_GT(spread, 0.0);
+  // int8 steps are 1/254 of each column's range; F16's 1/2048 of each value.
+  EXPECT_LT(worst, (GetParam() == WeightDType::int8 ? 0.05 : 0.005) * spread);
+}
+
+TEST(NarrowNames, ParseAndList) {
+  EXPECT_EQ(parse_weight_dtype("int8"), WeightDType::int8);
+  EXPECT_EQ(parse_weight_dtype("f16"), WeightDType::f16);
+  EXPECT_EQ(parse_weight_dtype("f32"), WeightDType::f32);
+  EXPECT_THROW(parse_weight_dtype("bf16"), ValueError);
+  EXPECT_FALSE(weight_dtype_from_name("INT8").has_value());
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, Narrow, ::testing::Values(WeightDType::f16, WeightDType::int8), name);
