@@ -16,19 +16,6 @@
 namespace kael::kernels::avx2 {
 namespace {
 
-// Stores one 8-wide group of outputs after the epilogue; `mask` set for ragged groups.
-template <bool MASKED>
-inline void finish(float* c, __m256 y, const float* bias, Epilogue epilogue, __m256i mask) {
-  if (bias != nullptr) y = _mm256_add_ps(y, MASKED ? _mm256_maskload_ps(bias, mask) : _mm256_loadu_ps(bias));
-  if (epilogue == Epilogue::gelu) y = gelu8(y);
-  if (epilogue == Epilogue::residual)
-    y = _mm256_add_ps(MASKED ? _mm256_maskload_ps(c, mask) : _mm256_loadu_ps(c), y);
-  if (MASKED)
-    _mm256_maskstore_ps(c, mask, y);
-  else
-    _mm256_storeu_ps(c, y);
-}
-
 // c (MR, 16 NP) for panels b, b + panel_stride, ... With MASKED (NP = 1 only) the panel has
 // w < 16 valid columns; masked loads never touch memory past them. `next`, when not null, is
 // a panel of the same shape to pull towards the cache meanwhile, one 64-byte row per k.

@@ -1,8 +1,11 @@
-// Vector exp and GELU for the AVX2 units. Only avx2/*.cpp may include this: it is compiled
-// with -mavx2 -mfma, and its functions are `static` so no baseline unit can ever link them.
+// Vector exp, GELU, tail masks and the output epilogue (bias, GELU, residual, store) shared by
+// the F32 and quantized AVX2 kernels. Only avx2/*.cpp may include this: it is compiled with
+// -mavx2 -mfma, and its functions are `static` so no baseline unit can ever link them.
 #pragma once
 
 #include <immintrin.h>
+
+#include "kernels/gemm.hpp"
 
 namespace kael::kernels::avx2 {
 
@@ -56,6 +59,19 @@ static inline float hmax8(__m256 v) {
 static inline __m256i tail_mask(long count) {
   const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)), lanes);
+}
+
+// Stores one 8-wide group of outputs after the epilogue; `mask` set for ragged groups.
+template <bool MASKED>
+static inline void finish(float* c, __m256 y, const float* bias, Epilogue epilogue, __m256i mask) {
+  if (bias != nullptr) y = _mm256_add_ps(y, MASKED ? _mm256_maskload_ps(bias, mask) : _mm256_loadu_ps(bias));
+  if (epilogue == Epilogue::gelu) y = gelu8(y);
+  if (epilogue == Epilogue::residual)
+    y = _mm256_add_ps(MASKED ? _mm256_maskload_ps(c, mask) : _mm256_loadu_ps(c), y);
+  if (MASKED)
+    _mm256_maskstore_ps(c, mask, y);
+  else
+    _mm256_storeu_ps(c, y);
 }
 
 }  // namespace kael::kernels::avx2

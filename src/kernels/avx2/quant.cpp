@@ -52,12 +52,7 @@ void fused_tile(float* c, long ldc, const float* a, long lda, const void* b, con
 #pragma GCC unroll 16
   for (int i = 0; i < kAcc; ++i) {
     const int r = i / (NP * 2), col = 8 * (i % (NP * 2));
-    float* out = c + r * ldc + col;
-    __m256 y = acc[i];
-    if (bias != nullptr) y = _mm256_add_ps(y, _mm256_loadu_ps(bias + col));
-    if (epilogue == Epilogue::gelu) y = gelu8(y);
-    if (epilogue == Epilogue::residual) y = _mm256_add_ps(_mm256_loadu_ps(out), y);
-    _mm256_storeu_ps(out, y);
+    finish<false>(c + r * ldc + col, acc[i], bias ? bias + col : nullptr, epilogue, _mm256_setzero_si256());
   }
 }
 
