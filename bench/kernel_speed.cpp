@@ -1,7 +1,9 @@
-// Speed of the linear kernels on GPT-2 small's shapes, per instruction set: GEMV (decode, one
-// row, reported as GB/s of weights streamed), and GEMM (T rows, GFLOP/s). Both wall-clock and
-// per-CPU-second figures are printed, the latter holds on a machine shared with other work.
-// Usage: kernel_speed [threads] [isa: scalar|avx2]
+// Speed of the linear kernels on GPT-2 small's shapes, per instruction set and weight type:
+// GEMV (decode, one row, reported as GB/s of weights streamed), and GEMM (T rows, GFLOP/s).
+// Both wall-clock and per-CPU-second figures are printed, the latter holds on a machine shared
+// with other work.
+// Usage: kernel_speed [threads] [isa: scalar|avx2] [dtype: f32|f16|int8]
+// (int8 uses AVX-VNNI where the CPU has it; KAEL_VNNI=0 times the pmaddubsw kernel instead.)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +13,8 @@
 
 #include "kernels/cpu_features.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/int8.hpp"
+#include "kernels/quant.hpp"
 #include "kernels/thread_pool.hpp"
 
 using namespace kael::kernels;
@@ -31,27 +35,50 @@ double wall_now() {
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : physical_cores();
   if (argc > 2) set_isa(std::string(argv[2]) == "avx2" ? Isa::avx2 : Isa::scalar);
+  const std::string dtype = argc > 3 ? argv[3] : "f32";
   set_num_threads(threads);
-  // One GPT-2 small layer's four matrices, 12 times over: 340 MB, far beyond the caches.
+  // One GPT-2 small layer's four matrices, 12 times over: 340 MB in F32, far beyond the caches.
   const std::int64_t C = 768, layers = 12;
   const std::int64_t shapes[4][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}};
   std::vector<std::vector<float>> weights;
-  for (std::int64_t l = 0; l < layers; ++l)
-    for (auto& s : shapes) weights.emplace_back(static_cast<std::size_t>(s[0] * s[1]), 0.01f);
-  std::vector<float> bias(4 * C, 0.0f), inp(512 * 4 * C, 0.5f), out(512 * 4 * C);
+  std::vector<std::vector<std::int8_t>> q;         // int8 weights
+  std::vector<std::vector<std::uint16_t>> narrow;  // F16 weights or int8 scales
+  std::vector<PackedMatrix> matrices;
   double bytes = 0, flops_per_row = 0;
-  for (std::size_t i = 0; i < weights.size(); ++i) {
-    bytes += 4.0 * static_cast<double>(weights[i].size());
-    flops_per_row += 2.0 * static_cast<double>(weights[i].size());
-  }
-  std::printf("isa %s, threads %d, weights %.0f MB\n", isa_name(active_isa()), threads, bytes / 1e6);
+  for (std::int64_t l = 0; l < layers; ++l)
+    for (auto& s : shapes) {
+      const std::int64_t K = s[0], N = s[1];
+      std::vector<float> w(static_cast<std::size_t>(K * N));
+      for (std::size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(static_cast<int>(i % 17) - 8);
+      flops_per_row += 2.0 * static_cast<double>(K * N);
+      if (dtype == "int8") {
+        q.emplace_back(static_cast<std::size_t>(int8_weight_bytes(K, N)));
+        narrow.emplace_back(static_cast<std::size_t>(int8_scale_count(K, N)));
+        quantize_int8_panels(q.back().data(), narrow.back().data(), w.data(), K, N, false);
+        matrices.push_back({WeightType::int8, q.back().data(), narrow.back().data()});
+        bytes += static_cast<double>(q.back().size()) + 2.0 * static_cast<double>(narrow.back().size());
+      } else if (dtype == "f16") {
+        narrow.emplace_back(static_cast<std::size_t>(K * N));
+        convert_f16_panels(narrow.back().data(), w.data(), K, N, false);
+        matrices.push_back({WeightType::f16, narrow.back().data(), nullptr});
+        bytes += 2.0 * static_cast<double>(K * N);
+      } else {
+        weights.emplace_back(static_cast<std::size_t>(K * N));
+        pack_panels(weights.back().data(), w.data(), K, N);
+        matrices.push_back({WeightType::f32, weights.back().data(), nullptr});
+        bytes += 4.0 * static_cast<double>(K * N);
+      }
+    }
+  std::vector<float> bias(4 * C, 0.0f), inp(512 * 4 * C, 0.5f), out(512 * 4 * C);
+  std::printf("isa %s, threads %d, %s weights %.0f MB%s%s\n", isa_name(active_isa()), threads, dtype.c_str(),
+              bytes / 1e6, dtype == "int8" ? ", int8 dot " : "", dtype == "int8" ? int8_dot_name() : "");
   for (std::int64_t T : {1, 2, 4, 16, 64, 128, 256, 512}) {
     double best_wall = 1e30, best_cpu = 1e30;
     for (int repeat = 0; repeat < (T <= 16 ? 10 : 3); ++repeat) {
       const double w0 = wall_now(), c0 = cpu_now();
-      for (std::size_t i = 0; i < weights.size(); ++i) {
+      for (std::size_t i = 0; i < matrices.size(); ++i) {
         const auto& s = shapes[i % 4];
-        linear_packed(out.data(), inp.data(), weights[i].data(), bias.data(), T, s[0], s[1]);
+        linear_matrix(out.data(), inp.data(), matrices[i], bias.data(), T, s[0], s[1]);
       }
       const double w = wall_now() - w0, c = cpu_now() - c0;
       if (w < best_wall) best_wall = w;

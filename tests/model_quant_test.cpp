@@ -1,6 +1,7 @@
 // The model with f16 and int8 weight storage (LoadOptions::dtype): forward_batch still equals
-// each session's forward() bit for bit (the batch of 3 takes the kernels' scratch path, a
-// single row the fused decode path), and the logits stay near the F32 model's.
+// each session's forward() bit for bit (for F16 the batch of 3 takes the kernels' scratch
+// path, a single row the fused decode path; int8 rows never depend on their neighbours), and
+// the logits stay near the F32 model's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -57,7 +58,8 @@ TEST_P(Narrow, BatchEqualsForwardAndStaysNearF32) {
     spread = std::max(spread, std::abs(static_cast<double>(b[i])));
   }
   EXPECT_GT(spread, 0.0);
-  // int8 steps are 1/254 of each column's range; F16's 1/2048 of each value.
+  // int8 steps are 1/254 of each group's range, for weights and activations; F16's 1/2048 of
+  // each value.
   EXPECT_LT(worst, (GetParam() == WeightDType::int8 ? 0.05 : 0.005) * spread);
 }
 

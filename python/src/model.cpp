@@ -119,7 +119,8 @@ void init_model(py::module_& m) {
           },
           "dir"_a, "dtype"_a = "f32", "threads"_a = py::none(),
           "Loads DIR/model.safetensors, DIR/config.json (optional), DIR/vocab.json and DIR/merges.txt.\n"
-          "dtype: weight storage, 'f32', 'f16' or 'int8' (converted at load; activations stay f32).")
+          "dtype: weight storage, converted at load: 'f32', 'f16' (half the bytes) or 'int8' (a scale per 32 "
+          "weights; int8 matrix products).")
       .def_property_readonly("tokenizer", [](const Model& m) { return m.tokenizer; })
       .def_property_readonly("config",
                              [](const Model& m) {

@@ -148,6 +148,7 @@ int run_bench(const BenchArgs& args) {
       {"peak_rss_mb", peak_rss_mb()},
       {"threads", model::num_threads()},
       {"isa", model::kernel_isa()},
+      {"int8_dot", model::int8_dot()},
       {"dtype", args.dtype},
       {"weights_mb", weights_mb},
       {"load_ms", load_ms},
@@ -161,7 +162,11 @@ int run_bench(const BenchArgs& args) {
   const auto& b = out["breakdown_ms"];
   std::printf("model        %s (%.1f MB as F32, stored as %s, loaded in %.0f ms)\n", args.model_dir.c_str(),
               weights_mb, args.dtype.c_str(), load_ms);
-  std::printf("threads      %d (%s kernels)\n", model::num_threads(), model::kernel_isa());
+  if (args.dtype == "int8")
+    std::printf("threads      %d (%s kernels, %s int8 dot)\n", model::num_threads(), model::kernel_isa(),
+                model::int8_dot());
+  else
+    std::printf("threads      %d (%s kernels)\n", model::num_threads(), model::kernel_isa());
   std::printf("prefill      %d x %d tokens in %.1f ms (%.1f tokens/s)\n", args.batch, args.prompt_tokens, prefill_ms,
               out["prefill_tok_s"].get<double>());
   std::printf("decode       %d x %d tokens in %.1f ms: %.1f tokens/s\n", args.batch, args.max_tokens, decode_ms,
@@ -185,7 +190,7 @@ RunFn setup(CLI::App& app) {
   cmd->add_option("--batch", args->batch, "Sequences decoded together in one forward pass")->capture_default_str();
   cmd->add_option("--threads", args->threads, "Compute threads (0 = one per physical core)")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the random prompts")->capture_default_str();
-  cmd->add_option("--dtype", args->dtype, "Weight storage: f32, f16 or int8 (converted at load; activations stay f32)")->capture_default_str();
+  cmd->add_option("--dtype", args->dtype, kDtypeHelp)->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object");
   return [args] { return run_bench(*args); };
 }

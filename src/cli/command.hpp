@@ -28,5 +28,9 @@ std::vector<RegisteredCommand>& registry();
 
 // Default model directory of every subcommand that takes --model.
 inline constexpr const char* kDefaultModelDir = "data/gpt2";
+// Help of --dtype, on every subcommand that loads a model.
+inline constexpr const char* kDtypeHelp =
+    "Weight storage, converted at load: f32, f16 (half the bytes) or int8 (a scale per 32 weights; "
+    "int8 matrix products)";
 
 }  // namespace kael::cli

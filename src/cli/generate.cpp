@@ -112,7 +112,7 @@ RunFn setup(CLI::App& app) {
   cmd->add_option("--threads", args->threads, "Compute threads (0 = one per physical core)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--dtype", args->dtype, "Weight storage: f32, f16 or int8 (converted at load; activations stay f32)")->capture_default_str();
+  cmd->add_option("--dtype", args->dtype, kDtypeHelp)->capture_default_str();
   cmd->add_flag("--json", args->json, R"(Print {"prompt_ids", "ids", "text"} instead of streaming)");
   return [args] { return run_generate(*args); };
 }

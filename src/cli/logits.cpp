@@ -113,7 +113,7 @@ RunFn setup(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--no-mmap", args->no_mmap, "Read the weights into memory instead of mapping the file");
-  cmd->add_option("--dtype", args->dtype, "Weight storage: f32, f16 or int8 (converted at load; activations stay f32)")->capture_default_str();
+  cmd->add_option("--dtype", args->dtype, kDtypeHelp)->capture_default_str();
   cmd->add_flag("--timings", args->timings, "Print load and forward times to stderr");
   return [args] { return run_logits(*args); };
 }

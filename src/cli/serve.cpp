@@ -28,7 +28,7 @@ RunFn setup(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-body", options->max_body_bytes, "Largest request body in bytes (larger: 413)")
       ->capture_default_str();
-  cmd->add_option("--dtype", options->dtype, "Weight storage: f32, f16 or int8 (converted at load; activations stay f32)")->capture_default_str();
+  cmd->add_option("--dtype", options->dtype, kDtypeHelp)->capture_default_str();
   return [options] { return serve::run_server(*options); };
 }
 

@@ -1,8 +1,12 @@
 #include "io/mapping.hpp"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <cstdint>
 #include <limits>
+
+#include "kael/io/safetensors.hpp"
 
 namespace kael::io {
 
@@ -14,5 +18,15 @@ std::shared_ptr<Mapping> Mapping::map(int fd, std::uint64_t size) {
 }
 
 Mapping::~Mapping() { ::munmap(data_, static_cast<std::size_t>(size_)); }
+
+void release_mapped_pages(const Tensor& tensor) {
+  if (!tensor.is_borrowed()) return;
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<std::uintptr_t>(tensor.raw_data());
+  const std::uintptr_t first = (begin + page - 1) / page * page, last = (begin + tensor.nbytes()) / page * page;
+  // Pages shared with a neighbouring tensor stay. MADV_DONTNEED on a private file mapping
+  // drops the pages (and any private copies); failure only means the memory stays in use.
+  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
 
 }  // namespace kael::io

@@ -1,5 +1,5 @@
-// quant.hpp: conversion at load, the scalar F16 bits, the portable dequantizer, and the
-// threaded dispatch of linear_matrix (baseline code; each piece runs on the active ISA).
+// quant.hpp: the F16 conversion at load, the scalar F16 bits, the portable dequantizer, the
+// dispatch of linear_matrix (int8 goes to int8.hpp) and the reference.
 #include "kernels/quant.hpp"
 
 #include <algorithm>
@@ -25,25 +25,6 @@ std::int64_t panels_per_pass(std::int64_t K) {
 }
 
 }  // namespace
-
-void quantize_int8_panels(std::int8_t* dst, float* scales, const float* src, std::int64_t K, std::int64_t N,
-                          bool transposed) {
-  for (std::int64_t n = 0; n < N; ++n) {
-    float amax = 0.0f;
-    for (std::int64_t k = 0; k < K; ++k) amax = std::max(amax, std::fabs(element(src, K, N, k, n, transposed)));
-    scales[n] = amax / 127.0f;
-  }
-  for (std::int64_t col = 0; col < N; col += kPanel) {
-    const std::int64_t w = std::min(kPanel, N - col);
-    std::int8_t* panel = dst + col * K;  // (K, w)
-    for (std::int64_t k = 0; k < K; ++k)
-      for (std::int64_t j = 0; j < w; ++j) {
-        const float s = scales[col + j];
-        const float q = s > 0.0f ? std::nearbyint(element(src, K, N, k, col + j, transposed) / s) : 0.0f;
-        panel[k * w + j] = static_cast<std::int8_t>(std::clamp(q, -127.0f, 127.0f));
-      }
-  }
-}
 
 void convert_f16_panels(std::uint16_t* dst, const float* src, std::int64_t K, std::int64_t N, bool transposed) {
   for (std::int64_t col = 0; col < N; col += kPanel) {
@@ -82,16 +63,8 @@ float f16_to_f32(std::uint16_t h) {
 }
 
 namespace portable {
-void dequantize_panel(float* dst, const void* panel, const float* scales, WeightType type, std::int64_t K,
-                      std::int64_t w) {
-  if (type == WeightType::int8) {
-    const auto* q = static_cast<const std::int8_t*>(panel);
-    for (std::int64_t k = 0; k < K; ++k)
-      for (std::int64_t j = 0; j < w; ++j) dst[k * w + j] = static_cast<float>(q[k * w + j]) * scales[j];
-  } else {
-    const auto* h = static_cast<const std::uint16_t*>(panel);
-    for (std::int64_t i = 0; i < K * w; ++i) dst[i] = f16_to_f32(h[i]);
-  }
+void dequantize_f16_panel(float* dst, const std::uint16_t* panel, std::int64_t K, std::int64_t w) {
+  for (std::int64_t i = 0; i < K * w; ++i) dst[i] = f16_to_f32(panel[i]);
 }
 }  // namespace portable
 
@@ -101,21 +74,23 @@ void linear_matrix(float* out, const float* inp, const PackedMatrix& w, const fl
     linear_packed(out, inp, static_cast<const float*>(w.data), bias, T, K, N, epilogue);
     return;
   }
+  if (w.type == WeightType::int8) {
+    int8_linear(out, inp, static_cast<const std::int8_t*>(w.data), w.scales, bias, T, K, N, epilogue);
+    return;
+  }
+  const auto* h = static_cast<const std::uint16_t*>(w.data);
   const std::int64_t panels = (N + kPanel - 1) / kPanel, group = panels_per_pass(K);
   const std::int64_t min_panels = std::max<std::int64_t>(1, (1 << 18) / std::max<std::int64_t>(1, T * K * kPanel));
   const bool avx2 = active_isa() == Isa::avx2;
-  const std::size_t elem = w.type == WeightType::int8 ? 1 : 2;
   parallel_for(panels, min_panels, [&](std::int64_t first, std::int64_t last) {
     thread_local std::vector<float> scratch;
     scratch.resize(static_cast<std::size_t>(group * kPanel * K));
     std::int64_t p = first;
-    if (avx2 && T <= 2) {  // decode: full panels straight from the narrow weights
+    if (avx2 && T <= 2) {  // decode: full panels straight from the F16 weights
       const std::int64_t full = std::min(last, N / kPanel) - first;
       if (full > 0) {
         const std::int64_t col = first * kPanel;
-        avx2::narrow_gemv(out + col, N, inp, K, static_cast<const char*>(w.data) + static_cast<std::size_t>(col * K) * elem,
-                          w.scales ? w.scales + col : nullptr, w.type, T, full, K, bias ? bias + col : nullptr,
-                          epilogue);
+        avx2::f16_gemv(out + col, N, inp, K, h + col * K, T, full, K, bias ? bias + col : nullptr, epilogue);
         p += full;
       }
     }
@@ -123,15 +98,12 @@ void linear_matrix(float* out, const float* inp, const PackedMatrix& w, const fl
       const std::int64_t col = p * kPanel;
       const std::int64_t cols = std::min(N, std::min(last, p + group) * kPanel) - col;
       // Panels p.. are contiguous in both the source and (with the same layout) the scratch.
-      const void* src = static_cast<const char*>(w.data) + static_cast<std::size_t>(col * K) * elem;
-      const float* scales = w.scales ? w.scales + col : nullptr;
       for (std::int64_t c = 0; c < cols; c += kPanel) {
         const std::int64_t width = std::min(kPanel, cols - c);
-        const void* panel = static_cast<const char*>(src) + static_cast<std::size_t>(c * K) * elem;
         if (avx2)
-          avx2::dequantize_panel(scratch.data() + c * K, panel, scales ? scales + c : nullptr, w.type, K, width);
+          avx2::dequantize_f16_panel(scratch.data() + c * K, h + (col + c) * K, K, width);
         else
-          portable::dequantize_panel(scratch.data() + c * K, panel, scales ? scales + c : nullptr, w.type, K, width);
+          portable::dequantize_f16_panel(scratch.data() + c * K, h + (col + c) * K, K, width);
       }
       const float* bs = bias ? bias + col : nullptr;
       if (avx2)
@@ -144,15 +116,18 @@ void linear_matrix(float* out, const float* inp, const PackedMatrix& w, const fl
 }
 
 void unpack_matrix_column(float* out, const PackedMatrix& w, std::int64_t K, std::int64_t N, std::int64_t n) {
+  if (w.type == WeightType::int8) {
+    for (std::int64_t k = 0; k < K; ++k)
+      out[k] = int8_weight(static_cast<const std::int8_t*>(w.data), w.scales, K, k, n);
+    return;
+  }
   const std::int64_t col = n / kPanel * kPanel, width = std::min(kPanel, N - col), j = n - col;
   for (std::int64_t k = 0; k < K; ++k) {
     const std::int64_t i = col * K + k * width + j;
     if (w.type == WeightType::f32)
       out[k] = static_cast<const float*>(w.data)[i];
-    else if (w.type == WeightType::f16)
-      out[k] = f16_to_f32(static_cast<const std::uint16_t*>(w.data)[i]);
     else
-      out[k] = static_cast<float>(static_cast<const std::int8_t*>(w.data)[i]) * w.scales[n];
+      out[k] = f16_to_f32(static_cast<const std::uint16_t*>(w.data)[i]);
   }
 }
 
@@ -160,12 +135,24 @@ namespace ref {
 void linear_matrix(float* out, const float* inp, const PackedMatrix& w, const float* bias, std::int64_t T,
                    std::int64_t K, std::int64_t N, Epilogue epilogue) {
   std::vector<float> column(static_cast<std::size_t>(K));
+  // int8 multiplies the activations as quantize_rows rounds them (its scalar form).
+  std::vector<double> x(inp, inp + T * K);
+  if (w.type == WeightType::int8) {
+    const std::int64_t Kp = int8_padded_k(K), groups = Kp / kInt8Group;
+    std::vector<std::int8_t> xq(static_cast<std::size_t>(T * Kp));
+    std::vector<float> xs(static_cast<std::size_t>(T * groups));
+    portable::quantize_rows(xq.data(), xs.data(), inp, T, K);
+    for (std::int64_t t = 0; t < T; ++t)
+      for (std::int64_t k = 0; k < K; ++k)
+        x[static_cast<std::size_t>(t * K + k)] = static_cast<double>(xq[static_cast<std::size_t>(t * Kp + k)]) *
+            xs[static_cast<std::size_t>(t * groups + k / kInt8Group)];
+  }
   const double k_gelu = std::sqrt(2.0 / 3.14159265358979323846);
   for (std::int64_t n = 0; n < N; ++n) {
     unpack_matrix_column(column.data(), w, K, N, n);
     for (std::int64_t t = 0; t < T; ++t) {
       double y = bias ? bias[n] : 0.0;
-      for (std::int64_t k = 0; k < K; ++k) y += static_cast<double>(inp[t * K + k]) * column[static_cast<std::size_t>(k)];
+      for (std::int64_t k = 0; k < K; ++k) y += x[static_cast<std::size_t>(t * K + k)] * column[static_cast<std::size_t>(k)];
       if (epilogue == Epilogue::gelu) y = 0.5 * y * (1.0 + std::tanh(k_gelu * (y + 0.044715 * y * y * y)));
       float& o = out[t * N + n];
       o = static_cast<float>(epilogue == Epilogue::residual ? o + y : y);

@@ -9,6 +9,7 @@
 #include "kael/io/safetensors.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/cpu_features.hpp"
+#include "kernels/int8.hpp"
 #include "kernels/thread_pool.hpp"
 #include "model/forward.hpp"
 #include "model/state.hpp"
@@ -59,6 +60,7 @@ WeightDType parse_weight_dtype(std::string_view name) {
 void set_num_threads(int n) { kernels::set_num_threads(n); }
 int num_threads() { return kernels::num_threads(); }
 const char* kernel_isa() { return kernels::isa_name(kernels::active_isa()); }
+const char* int8_dot() { return kernels::int8_dot_name(); }
 
 GPT2::GPT2(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 GPT2::GPT2(GPT2&&) noexcept = default;

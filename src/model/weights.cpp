@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "kael/core/error.hpp"
+#include "kael/io/safetensors.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/quant.hpp"
@@ -136,11 +137,11 @@ kernels::PackedMatrix narrow_matrix(const Tensor& tensor, bool transposed, Weigh
   const std::int64_t K = tensor.shape()[transposed ? 1 : 0], N = tensor.shape()[transposed ? 0 : 1];
   kernels::PackedMatrix m;
   if (dtype == WeightDType::int8) {
-    Tensor q = Tensor::zeros(DType::I8, {K, N});
-    Tensor scales = Tensor::zeros(DType::F32, {N});
-    kernels::quantize_int8_panels(q.data<std::int8_t>(), scales.data<float>(), tensor.data<float>(), K, N,
+    Tensor q = Tensor::zeros(DType::I8, {kernels::int8_weight_bytes(K, N)});
+    Tensor scales = Tensor::zeros(DType::U16, {kernels::int8_scale_count(K, N)});  // BF16 bits
+    kernels::quantize_int8_panels(q.data<std::int8_t>(), scales.data<std::uint16_t>(), tensor.data<float>(), K, N,
                                   transposed);
-    m = {kernels::WeightType::int8, q.raw_data(), scales.data<float>()};
+    m = {kernels::WeightType::int8, q.raw_data(), scales.data<std::uint16_t>()};
     storage.push_back(std::move(q));
     storage.push_back(std::move(scales));
   } else {
@@ -186,18 +187,20 @@ Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors
                       (spec.global_slot == &Weights::wte && config.tie_word_embeddings);
     weights.parameter_count += tensor.numel();
     if (narrow && is_block_matrix(spec)) {
-      // The F32 source is dropped here: only the narrow panels are kept.
+      // Only the narrow panels are kept; the F32 source is dropped here (and its mapped pages
+      // released, or the whole file would stay resident beside the narrow copy).
       weights.layers[static_cast<std::size_t>(spec.layer)].*matrix_slot(spec) =
           narrow_matrix(tensor, false, dtype, weights.storage);
+      if (owned) io::release_mapped_pages(tensor);
       continue;
     }
     if (narrow && head) {
       // The head is a third of GPT-2 small's weights: measured (kael bench, 2 threads), an
-      // int8 head halves the logits time (~100 vs ~200 ms per 64 tokens), and the mean KL
-      // to transformers was about the same with an F32 head (0.034), so it is narrowed too.
+      // int8 head halves the logits time (~100 vs ~200 ms per 64 tokens). Tied, the embedding
+      // lookup reads its columns too (embed()), so no F32 copy of wte is kept.
       weights.head = narrow_matrix(tensor, true, dtype, weights.storage);
-      if (spec.global_slot == &Weights::lm_head) continue;  // untied: the F32 head is not needed
-      // Tied: wte stays F32 and row-major, for the embedding lookup (a row per token).
+      if (owned) io::release_mapped_pages(tensor);
+      continue;
     } else {
       if (is_block_matrix(spec)) tensor = pack_matrix(std::move(tensor), writable, scratch);
       if (head) tensor = pack_head(std::move(tensor), writable);
@@ -231,7 +234,7 @@ void embed(float* x, const Weights& weights, const Config& config, const std::in
   }
   for (std::int64_t t = 0; t < T; ++t) {
     float* row = x + t * C;
-    kernels::unpack_column(row, weights.lm_head, C, config.vocab_size, tokens[t]);
+    kernels::unpack_matrix_column(row, weights.head, C, config.vocab_size, tokens[t]);
     kernels::add_inplace(row, weights.wpe + (pos0 + t) * C, C);
   }
 }

@@ -10,8 +10,9 @@
 // packs each matrix in place (through one matrix of scratch), so the peak memory stays at
 // the weights' size; tensors handed in by a caller are left untouched and copied.
 // With LoadOptions::dtype f16 or int8, the four block matrices and the head are stored in
-// that type instead, in the same panel layout (kernels/quant.hpp), and wte stays row-major
-// F32 beside the narrow head for the embedding lookup.
+// that type instead (kernels/quant.hpp, kernels/int8.hpp), and a tied model's embedding lookup
+// reads (dequantizes) the narrow head's columns, so no F32 copy of wte is kept; an untied
+// model's wte stays row-major F32.
 #pragma once
 
 #include <cstdint>
@@ -46,7 +47,7 @@ struct LayerWeights {
 };
 
 struct Weights {
-  const float* wte = nullptr;  // (V, C) token embeddings; null when tied: they are lm_head's columns
+  const float* wte = nullptr;  // (V, C) token embeddings; null when tied: they are head's columns
   const float* wpe = nullptr;  // (P, C) learned position embeddings
   std::vector<LayerWeights> layers;
   const float* ln_f_weight = nullptr;  // (C)
@@ -65,8 +66,9 @@ struct Weights {
 void embed(float* x, const Weights& weights, const Config& config, const std::int32_t* tokens, std::int64_t T,
            std::int64_t pos0);
 
-// `dtype` chooses the storage of the block matrices and the head (WeightDType); with f16 or
-// int8, wte stays F32 and unpacked for the embedding lookup; biases and LayerNorm stay F32.
+// `dtype` chooses the storage of the block matrices and the head (WeightDType); biases,
+// LayerNorm and position embeddings stay F32. With `owned`, the mapped pages of each matrix
+// converted to a narrow type are released as soon as it is converted.
 Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors, std::string_view source,
                      bool owned = false, WeightDType dtype = WeightDType::f32);
 

@@ -43,11 +43,11 @@ struct Config {
   static Config from_directory(const std::filesystem::path& dir);
 };
 
-// How the four matrices of each block and the output head are stored (activations and sums
-// stay F32): f32 as in the checkpoint, f16 (half the bytes), or int8 with one F32 scale per
-// output column (a quarter). Converted at load from any checkpoint dtype. With f16 or int8
-// the token embeddings keep an F32 copy for the lookup (one row per token, so it costs
-// memory, not decode time), and only the head's logits see the narrow weights.
+// How the four matrices of each block and the output head are stored: f32 as in the
+// checkpoint, f16 (half the bytes; activations and sums stay F32), or int8 with a scale per
+// group of 32 weights (about a quarter), whose matrix products quantize the activations the
+// same way and sum in int32 (kernels/int8.hpp). Converted at load from any checkpoint dtype.
+// The token embeddings of a tied model are read from the narrow head.
 enum class WeightDType { f32, f16, int8 };
 
 // "f32", "f16", "int8"; nullopt for anything else.
@@ -74,6 +74,9 @@ int num_threads();
 // The instruction set the kernels run on: "avx2" (AVX2 + FMA) when the CPU has it, else
 // "scalar" (baseline x86-64); the environment variable KAEL_ISA=scalar|avx2 overrides it.
 const char* kernel_isa();
+// The int8 dot product (--dtype int8): "avx-vnni" when the CPU has AVX-VNNI (KAEL_VNNI=0
+// turns it off), else "avx2" or "scalar" as kernel_isa().
+const char* int8_dot();
 
 // Where the time of forward passes went, in milliseconds, summed over the calls made while a
 // session points at it (Session::set_profile). The parts: attention (QKV projection, cache
