@@ -1,9 +1,16 @@
 #!/usr/bin/env python3
 """How much accuracy kael's narrow weight storage (--dtype f16|int8) costs, measured against
-transformers computing in F32 on the seeded parity checkpoints of gpt2_reference.py.
+transformers computing in F32 on the checkpoints of gpt2_reference.py: the seeded random
+PARITY_CHECKPOINTS and the TRAINED_CHECKPOINTS (a small GPT-2 trained on ../shared/corpus by
+train_checkpoint, a few minutes on 2 cores; training.json in its directory holds its held-out loss).
 
-For each checkpoint and dtype (f32 is the baseline row) it prints, over --prompts seeded random
-prompts and every --stride-th prefix of each (the next-token distribution after it):
+The random checkpoints are chaotic (their top tokens are often near-ties), so the trained one is
+the figure to judge a trained model by. Prompts are --prompts windows of --length token ids:
+seeded random ids for the random checkpoints (as in earlier figures), seeded windows of held-out
+corpus text for the trained ones (random ids are out of distribution for a trained model). The
+`prompts` column says which. For each checkpoint and dtype (f32 is the baseline row: kael F32
+itself vs transformers) it prints, over every --stride-th prefix of each prompt (the next-token
+distribution after it):
   max_err, mean_err  largest and mean |kael logit - transformers logit| over vocabulary and positions
   top1               share of positions where both pick the same next token
   kl                 mean KL(transformers || kael) of the next-token distributions, in nats
@@ -11,6 +18,8 @@ prompts and every --stride-th prefix of each (the next-token distribution after 
                      transformers' greedy continuation of each prompt (out of --greedy-tokens)
 
   quant_accuracy.py --kael build/kael [--workdir DIR] [--dtypes f32,f16,int8] [--checkpoints NAME,...]
+
+Missing checkpoints are built in --workdir (a temp dir by default) and reused when present.
 
 kael runs as `kael logits --json --top 0 --dtype X` (one process per prefix) and
 `kael generate --greedy --ignore-eos --json --dtype X`. --json prints the table as JSON.
@@ -43,21 +52,40 @@ def kael_greedy(kael, model_dir, ids, n, dtype, threads):
     return json.loads(out)["ids"]
 
 
-def prompts_for(vocab_size, count, length, seed):
+def prompts_for(vocab_size, count, length, seed, source="random"):
+    """count prompts of `length` ids: "random" ids below vocab_size, or "heldout" corpus windows."""
     import numpy as np
 
+    if source == "heldout":
+        return gpt2_reference.heldout_windows(count, length, seed)
     rng = np.random.default_rng(seed)
     return [rng.integers(0, vocab_size, size=length).tolist() for _ in range(count)]
 
 
-def measure(kael, model_dir, dtypes, *, prompts, length, stride, greedy_tokens, threads, seed=0):
-    """{dtype: {metric: value}} for one checkpoint directory."""
+def prompt_source(name):
+    """Held-out text for a trained checkpoint, random ids for a seeded random one."""
+    return "heldout" if name in gpt2_reference.TRAINED_CHECKPOINTS else "random"
+
+
+def ensure_checkpoint(workdir, name):
+    """workdir/name, built by make_checkpoint or train_checkpoint unless it is already there."""
+    model_dir = pathlib.Path(workdir) / name
+    if not (model_dir / "model.safetensors").exists():
+        if name in gpt2_reference.TRAINED_CHECKPOINTS:
+            gpt2_reference.train_checkpoint(model_dir, **gpt2_reference.TRAINED_CHECKPOINTS[name])
+        else:
+            gpt2_reference.make_checkpoint(model_dir, **gpt2_reference.PARITY_CHECKPOINTS[name])
+    return model_dir
+
+
+def measure(kael, model_dir, dtypes, *, prompts, length, stride, greedy_tokens, threads, seed=0, source="random"):
+    """{dtype: {metric: value}} for one checkpoint directory; source is prompts_for's."""
     import numpy as np
     import torch
 
     hf = gpt2_reference.load_hf(model_dir)
     vocab = hf.config.vocab_size
-    cases = prompts_for(vocab, prompts, length, seed)
+    cases = prompts_for(vocab, prompts, length, seed, source)
     # transformers: every position's logits from one forward per prompt.
     with torch.no_grad():
         hf_all = [hf(torch.tensor([ids], dtype=torch.long)).logits[0].float().numpy() for ids in cases]
@@ -89,7 +117,7 @@ def measure(kael, model_dir, dtypes, *, prompts, length, stride, greedy_tokens, 
             shared.append(n)
         table[dtype] = {"max_err": max_err, "mean_err": abs_sum / count, "top1": agree / positions,
                         "kl": kl_sum / positions, "greedy": sum(shared) / len(shared), "positions": positions,
-                        "greedy_of": greedy_tokens}
+                        "greedy_of": greedy_tokens, "prompts": source}
     return table
 
 
@@ -97,10 +125,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kael", required=True, help="path to the kael binary")
     parser.add_argument("--workdir", help="where the checkpoints are built (reused when present)")
-    parser.add_argument("--checkpoints", default=",".join(gpt2_reference.PARITY_CHECKPOINTS),
-                        help="names from gpt2_reference.PARITY_CHECKPOINTS")
+    names = [*gpt2_reference.PARITY_CHECKPOINTS, *gpt2_reference.TRAINED_CHECKPOINTS]
+    parser.add_argument("--checkpoints", default=",".join(names), help="a comma-separated subset of " + ",".join(names))
     parser.add_argument("--dtypes", default="f32,f16,int8")
-    parser.add_argument("--prompts", type=int, default=4, help="seeded random prompts per checkpoint")
+    parser.add_argument("--prompts", type=int, default=4, help="seeded prompts per checkpoint")
     parser.add_argument("--length", type=int, default=32, help="tokens per prompt")
     parser.add_argument("--stride", type=int, default=2, help="score every stride-th prefix")
     parser.add_argument("--greedy-tokens", type=int, default=32)
@@ -110,23 +138,31 @@ def main(argv=None) -> int:
 
     workdir = pathlib.Path(args.workdir or tempfile.mkdtemp(prefix="kael-quant-"))
     dtypes = args.dtypes.split(",")
+    checkpoints = args.checkpoints.split(",")
+    unknown = [name for name in checkpoints if name not in names]
+    if unknown:
+        parser.error(f"unknown checkpoint {', '.join(unknown)}; choose from {', '.join(names)}")
     results = {}
-    for name in args.checkpoints.split(","):
-        model_dir = workdir / name
-        if not (model_dir / "model.safetensors").exists():
-            gpt2_reference.make_checkpoint(model_dir, **gpt2_reference.PARITY_CHECKPOINTS[name])
-        results[name] = measure(args.kael, model_dir, dtypes, prompts=args.prompts, length=args.length,
-                                stride=args.stride, greedy_tokens=args.greedy_tokens, threads=args.threads)
+    for name in checkpoints:
+        results[name] = measure(args.kael, ensure_checkpoint(workdir, name), dtypes, prompts=args.prompts,
+                                length=args.length, stride=args.stride, greedy_tokens=args.greedy_tokens,
+                                threads=args.threads, source=prompt_source(name))
     if args.json:
         print(json.dumps(results, indent=1))
         return 0
     print("kael --dtype X vs transformers F32 (next-token logits after each scored prefix)")
-    print(f"{'checkpoint':16} {'dtype':5} {'max_err':>9} {'mean_err':>9} {'top1':>7} {'kl_nats':>9} "
+    print(f"{'checkpoint':16} {'prompts':8} {'dtype':5} {'max_err':>9} {'mean_err':>9} {'top1':>7} {'kl_nats':>9} "
           f"{'greedy':>7} {'positions':>9}")
     for name, table in results.items():
         for dtype, r in table.items():
-            print(f"{name:16} {dtype:5} {r['max_err']:9.4f} {r['mean_err']:9.5f} {r['top1']:7.3f} {r['kl']:9.5f} "
-                  f"{r['greedy']:5.1f}/{r['greedy_of']} {r['positions']:9d}")
+            print(f"{name:16} {r['prompts']:8} {dtype:5} {r['max_err']:9.4f} {r['mean_err']:9.5f} {r['top1']:7.3f} "
+                  f"{r['kl']:9.5f} {r['greedy']:5.1f}/{r['greedy_of']} {r['positions']:9d}")
+    for name in checkpoints:
+        training = workdir / name / "training.json"
+        if training.exists():
+            r = json.loads(training.read_text())
+            print(f"{name}: held-out loss {r['heldout_loss_before']:.3f} -> {r['heldout_loss_after']:.3f} nats in "
+                  f"{r['train_seconds']:.0f} s of training (a unigram model: {r['unigram_loss']:.3f})")
     return 0
 
 

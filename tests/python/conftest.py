@@ -39,17 +39,9 @@ def kael():
 @pytest.fixture(scope="session")
 def tiktoken_gpt2():
     """tiktoken's gpt2 encoding, built from the shared files (no network)."""
-    import tiktoken
-    import tiktoken.load
+    import gpt2_reference
 
-    ranks = tiktoken.load.data_gym_to_mergeable_bpe_ranks(
-        vocab_bpe_file=str(GPT2_DIR / "merges.txt"), encoder_json_file=str(GPT2_DIR / "vocab.json"))
-    return tiktoken.Encoding(
-        name="gpt2-offline",
-        pat_str=r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
-        mergeable_ranks=ranks,
-        special_tokens={"<|endoftext|>": 50256},
-    )
+    return gpt2_reference.gpt2_encoding()
 
 
 # ---------------------------------------------------------------------------------------------
