@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "kael/core/error.hpp"
@@ -61,6 +63,22 @@ TEST_P(Narrow, BatchEqualsForwardAndStaysNearF32) {
   // int8 steps are 1/254 of each group's range, for weights and activations; F16's 1/2048 of
   // each value.
   EXPECT_LT(worst, (GetParam() == WeightDType::int8 ? 0.05 : 0.005) * spread);
+}
+
+TEST(NarrowLoad, NonFiniteWeightIsRefusedNamingTheTensor) {
+  const Config config = tiny_config();
+  auto tensors = tiny_checkpoint(config);
+  const std::string name = "h.0.mlp.c_fc.weight";
+  ASSERT_TRUE(tensors.count(name)) << "tiny_checkpoint's names changed";
+  tensors[name].at<float>({1, 2}) = std::numeric_limits<float>::quiet_NaN();
+  try {
+    GPT2::from_tensors(config, tensors, "tiny", WeightDType::int8);
+    FAIL() << "a NaN weight was quantized";
+  } catch (const ValueError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("tensor '" + name + "'"), std::string::npos) << message;
+    EXPECT_NE(message.find("(1, 2)"), std::string::npos) << message;
+  }
 }
 
 TEST(NarrowNames, ParseAndList) {

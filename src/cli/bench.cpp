@@ -162,11 +162,8 @@ int run_bench(const BenchArgs& args) {
   const auto& b = out["breakdown_ms"];
   std::printf("model        %s (%.1f MB as F32, stored as %s, loaded in %.0f ms)\n", args.model_dir.c_str(),
               weights_mb, args.dtype.c_str(), load_ms);
-  if (args.dtype == "int8")
-    std::printf("threads      %d (%s kernels, %s int8 dot)\n", model::num_threads(), model::kernel_isa(),
-                model::int8_dot());
-  else
-    std::printf("threads      %d (%s kernels)\n", model::num_threads(), model::kernel_isa());
+  const std::string int8_dot = args.dtype == "int8" ? str(", ", model::int8_dot(), " int8 dot") : "";
+  std::printf("threads      %d (%s kernels%s)\n", model::num_threads(), model::kernel_isa(), int8_dot.c_str());
   std::printf("prefill      %d x %d tokens in %.1f ms (%.1f tokens/s)\n", args.batch, args.prompt_tokens, prefill_ms,
               out["prefill_tok_s"].get<double>());
   std::printf("decode       %d x %d tokens in %.1f ms: %.1f tokens/s\n", args.batch, args.max_tokens, decode_ms,

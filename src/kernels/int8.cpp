@@ -13,12 +13,13 @@
 
 #include "kael/core/error.hpp"
 #include "kernels/cpu_features.hpp"
+#include "kernels/isa.hpp"
 #include "kernels/thread_pool.hpp"
 
 namespace kael::kernels {
 namespace {
 
-constexpr std::int64_t kGroupsPerBlock = kInt8Group / 4;  // k4 blocks of 64 bytes per group
+constexpr std::int64_t kBlocksPerGroup = kInt8Group / 4;  // k4 blocks of 64 bytes per group and panel
 
 float bf16_to_f32(std::uint16_t b) { return std::bit_cast<float>(std::uint32_t{b} << 16); }
 
@@ -36,11 +37,6 @@ std::int64_t weight_offset(std::int64_t Kp, std::int64_t k, std::int64_t n) {
 
 std::int64_t scale_offset(std::int64_t Kp, std::int64_t k, std::int64_t n) {
   return (n / kPanel * (Kp / kInt8Group) + k / kInt8Group) * kPanel + n % kPanel;
-}
-
-float gelu(float x) {
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
 }
 
 }  // namespace
@@ -142,20 +138,18 @@ void int8_gemm(float* c, std::int64_t ldc, const std::int8_t* xq, const float* x
       for (std::int64_t g = 0; g < groups; ++g) {
         std::int32_t dot[kPanel] = {};
         const std::int8_t* x = xq + r * Kp + g * kInt8Group;
-        const std::int8_t* wg = panel + g * kGroupsPerBlock * 64;
-        for (std::int64_t b = 0; b < kGroupsPerBlock; ++b)
+        const std::int8_t* wg = panel + g * kBlocksPerGroup * 64;
+        for (std::int64_t b = 0; b < kBlocksPerGroup; ++b)
           for (std::int64_t j = 0; j < kPanel; ++j)
             for (std::int64_t i = 0; i < 4; ++i) dot[j] += std::int32_t{x[b * 4 + i]} * wg[b * 64 + j * 4 + i];
         const float xscale = xs[r * groups + g];
         for (std::int64_t j = 0; j < kPanel; ++j)
           acc[j] += static_cast<float>(dot[j]) * (xscale * bf16_to_f32(panel_scales[g * kPanel + j]));
       }
-      for (std::int64_t j = 0; j < width; ++j) {
-        float y = acc[j] + (bias ? bias[p * kPanel + j] : 0.0f);
-        if (epilogue == Epilogue::gelu) y = gelu(y);
-        float& out = c[r * ldc + p * kPanel + j];
-        out = epilogue == Epilogue::residual ? out + y : y;
-      }
+      for (std::int64_t j = 0; j < width; ++j) acc[j] += bias ? bias[p * kPanel + j] : 0.0f;
+      if (epilogue == Epilogue::gelu) gelu_new(acc, acc, width);  // the portable F32 path's GELU
+      float* out = c + r * ldc + p * kPanel;
+      for (std::int64_t j = 0; j < width; ++j) out[j] = epilogue == Epilogue::residual ? out[j] + acc[j] : acc[j];
     }
   }
 }

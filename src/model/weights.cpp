@@ -131,16 +131,20 @@ Tensor pack_matrix(Tensor tensor, bool writable, std::vector<float>& scratch) {
 }
 
 // A (K, N) F32 matrix, or with `transposed` the (N, K) head, as int8 (+ scales) or F16
-// panels in new tensors kept in `storage`.
+// panels in new tensors kept in `storage`. `where` (source and tensor name) prefixes errors.
 kernels::PackedMatrix narrow_matrix(const Tensor& tensor, bool transposed, WeightDType dtype,
-                                    std::vector<Tensor>& storage) {
+                                    std::vector<Tensor>& storage, std::string_view where) {
   const std::int64_t K = tensor.shape()[transposed ? 1 : 0], N = tensor.shape()[transposed ? 0 : 1];
   kernels::PackedMatrix m;
   if (dtype == WeightDType::int8) {
     Tensor q = Tensor::zeros(DType::I8, {kernels::int8_weight_bytes(K, N)});
     Tensor scales = Tensor::zeros(DType::U16, {kernels::int8_scale_count(K, N)});  // BF16 bits
-    kernels::quantize_int8_panels(q.data<std::int8_t>(), scales.data<std::uint16_t>(), tensor.data<float>(), K, N,
-                                  transposed);
+    try {
+      kernels::quantize_int8_panels(q.data<std::int8_t>(), scales.data<std::uint16_t>(), tensor.data<float>(), K, N,
+                                    transposed);
+    } catch (const ValueError& e) {  // a non-finite weight, named by its (k, n)
+      throw ValueError(str(where, ": ", e.what()));
+    }
     m = {kernels::WeightType::int8, q.raw_data(), scales.data<std::uint16_t>()};
     storage.push_back(std::move(q));
     storage.push_back(std::move(scales));
@@ -179,6 +183,7 @@ Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors
     // close to the final size even for F16 checkpoints.
     const ParameterSpec& spec = specs[i];
     const void* source_data = found[i]->tensor.raw_data();
+    const std::string where = str(source, ": tensor '", found[i]->file_name, "'");
     Tensor tensor = as_kernel_f32(std::move(found[i]->tensor));
     found[i].reset();
     // A converted or copied tensor is new memory, ours to rewrite whoever gave the source.
@@ -190,7 +195,7 @@ Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors
       // Only the narrow panels are kept; the F32 source is dropped here (and its mapped pages
       // released, or the whole file would stay resident beside the narrow copy).
       weights.layers[static_cast<std::size_t>(spec.layer)].*matrix_slot(spec) =
-          narrow_matrix(tensor, false, dtype, weights.storage);
+          narrow_matrix(tensor, false, dtype, weights.storage, where);
       if (owned) io::release_mapped_pages(tensor);
       continue;
     }
@@ -198,13 +203,12 @@ Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors
       // The head is a third of GPT-2 small's weights: measured (kael bench, 2 threads), an
       // int8 head halves the logits time (~100 vs ~200 ms per 64 tokens). Tied, the embedding
       // lookup reads its columns too (embed()), so no F32 copy of wte is kept.
-      weights.head = narrow_matrix(tensor, true, dtype, weights.storage);
+      weights.head = narrow_matrix(tensor, true, dtype, weights.storage, where);
       if (owned) io::release_mapped_pages(tensor);
       continue;
-    } else {
-      if (is_block_matrix(spec)) tensor = pack_matrix(std::move(tensor), writable, scratch);
-      if (head) tensor = pack_head(std::move(tensor), writable);
     }
+    if (is_block_matrix(spec)) tensor = pack_matrix(std::move(tensor), writable, scratch);
+    if (head) tensor = pack_head(std::move(tensor), writable);
     const float* data = tensor.data<float>();
     if (spec.layer < 0) {
       weights.*spec.global_slot = data;

@@ -51,10 +51,11 @@ struct SafetensorsFile {
 Header read_safetensors_header(const std::filesystem::path& path, const LoadOptions& options = {});
 // Validates the whole file (BOOL bytes included) and returns its tensors.
 SafetensorsFile load_safetensors(const std::filesystem::path& path, const LoadOptions& options = {});
-// Hands the memory behind a mapped tensor (Tensor::is_borrowed()) back to the system: the
-// whole pages inside its bytes stop counting towards the process's memory. For a tensor the
-// caller has converted and will not read again (a later read would see the file's bytes, not
-// any writes). Does nothing for a tensor that owns its bytes.
+// Hands the memory behind a tensor that load_safetensors mapped back to the system: the whole
+// pages inside its bytes stop counting towards the process's memory. Only for such a tensor,
+// once converted and never to be read again (a later read would see the file's bytes, not any
+// writes); a tensor borrowed from anything else (Tensor::borrow) would lose its contents. Does
+// nothing for a tensor that owns its bytes.
 void release_mapped_pages(const Tensor& tensor);
 // Same rules on bytes already in memory (used by the fuzzer and by tests); tensors are copies.
 SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const LoadOptions& options = {});

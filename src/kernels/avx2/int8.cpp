@@ -7,23 +7,18 @@
 #include "kernels/avx2/int8_gemm.hpp"
 
 namespace kael::kernels::avx2 {
-namespace {
-
-constexpr long kQuantGroup = kInt8Group;
-
-}  // namespace
 
 void quantize_rows(std::int8_t* xq, float* xs, const float* x, std::int64_t T, std::int64_t K) {
-  const long Kp = int8_padded_k(K), groups = Kp / kQuantGroup;
+  const long Kp = int8_padded_k(K), groups = Kp / kGroup;
   const __m256 zero = _mm256_setzero_ps(), sign = _mm256_set1_ps(-0.0f);
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);  // undoes the packs' lane interleave
   for (long t = 0; t < T; ++t) {
     const float* row = x + t * K;
     for (long g = 0; g < groups; ++g) {
-      const long k0 = g * kQuantGroup;
-      alignas(32) float padded[kQuantGroup] = {};
+      const long k0 = g * kGroup;
+      alignas(32) float padded[kGroup] = {};
       const float* src = row + k0;
-      if (k0 + kQuantGroup > K) {  // the ragged last group: zeros past K
+      if (k0 + kGroup > K) {  // the ragged last group: zeros past K
         std::memcpy(padded, src, static_cast<std::size_t>(K - k0) * sizeof(float));
         src = padded;
       }
@@ -39,7 +34,7 @@ void quantize_rows(std::int8_t* xq, float* xs, const float* x, std::int64_t T, s
       const float m = hmax8(amax);
       const bool finite = _mm256_movemask_ps(_mm256_cmp_ps(probe, probe, _CMP_UNORD_Q)) == 0;
       if (!finite || m == 0.0f) {
-        std::memset(q, 0, kQuantGroup);
+        std::memset(q, 0, kGroup);
         scale = finite ? 0.0f : std::numeric_limits<float>::quiet_NaN();
         continue;
       }
