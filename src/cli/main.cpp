@@ -4,6 +4,7 @@
 
 #include "cli/command.hpp"
 #include "kael/core/error.hpp"
+#include "kael/version.hpp"
 
 namespace kael::cli {
 
@@ -20,7 +21,7 @@ int main(int argc, char** argv) {
   using namespace kael::cli;
   CLI::App app{"kael: GPT-2 inference without a framework"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "kael 0.1.0");
+  app.set_version_flag("--version", std::string("kael ") + kael::version());
 
   auto commands = registry();
   std::sort(commands.begin(), commands.end(), [](const auto& a, const auto& b) { return a.name < b.name; });

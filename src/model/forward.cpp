@@ -43,7 +43,7 @@ void mlp_block(const Config& config, const LayerWeights& w, float* x, const floa
 }  // namespace
 
 void forward_chunk(const Config& config, const Weights& weights, Session::State& state, const std::int32_t* tokens,
-                   std::int64_t T, bool want_logits) {
+                   std::int64_t T, bool want_logits, float* all_logits) {
   const std::int64_t C = config.n_embd, pos0 = state.length;
   const float eps = config.layer_norm_epsilon;
   PartTimer timer(state.profile);
@@ -61,8 +61,14 @@ void forward_chunk(const Config& config, const Weights& weights, Session::State&
     timer.lap(&ForwardProfile::mlp_ms);
   }
   state.length += static_cast<int>(T);
-  if (want_logits) {
-    // logits (V) = ln_f(x[last]) @ head^T: only the last position is ever needed.
+  if (all_logits) {
+    // all_logits (T, V) = ln_f(x) @ head^T: a whole text scored in one pass.
+    k::layernorm(state.ln.get(), state.x.get(), weights.ln_f_weight, weights.ln_f_bias, T, C, eps);  // (T, C)
+    timer.lap(&ForwardProfile::layernorm_ms);
+    k::linear_matrix(all_logits, state.ln.get(), weights.head, nullptr, T, C, config.vocab_size);  // (T, V)
+    timer.lap(&ForwardProfile::logits_ms);
+  } else if (want_logits) {
+    // logits (V) = ln_f(x[last]) @ head^T: decoding needs only the last position.
     k::layernorm(state.ln.get(), state.x.get() + (T - 1) * C, weights.ln_f_weight, weights.ln_f_bias, 1, C, eps);
     timer.lap(&ForwardProfile::layernorm_ms);
     k::linear_matrix(state.logits.get(), state.ln.get(), weights.head, nullptr, 1, C, config.vocab_size);  // (V)

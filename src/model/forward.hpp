@@ -14,8 +14,10 @@ namespace kael::model {
 
 // Runs tokens (T <= kChunk, already validated) at positions state.length .. + T - 1, appending
 // their keys and values to the cache; with want_logits, fills state.logits for the last one.
+// With all_logits ((T, V), for forward_all_logits), fills it with every position's logits
+// instead.
 void forward_chunk(const Config& config, const Weights& weights, Session::State& state, const std::int32_t* tokens,
-                   std::int64_t T, bool want_logits);
+                   std::int64_t T, bool want_logits, float* all_logits = nullptr);
 
 // Activations of a batch of B sequences, one row each; grown (never shrunk) to the largest
 // batch seen, so steady decoding allocates nothing. C = n_embd, H = mlp_dim(), V = vocab.

@@ -127,9 +127,9 @@ Session GPT2::new_session() const {
   }
 }
 
-std::span<const float> GPT2::forward(Session& session, std::span<const std::int32_t> tokens) const {
+void GPT2::check_forward(const Session& session, std::span<const std::int32_t> tokens) const {
   const Config& config = impl_->config;
-  Session::State& state = *session.state_;
+  const Session::State& state = *session.state_;
   if (state.owner != impl_.get()) throw ValueError("forward: the session was made by a different model");
   if (tokens.empty()) throw ValueError("forward: no tokens given (at least one is needed for logits)");
   const std::int64_t total = std::int64_t{state.length} + static_cast<std::int64_t>(tokens.size());
@@ -140,13 +140,35 @@ std::span<const float> GPT2::forward(Session& session, std::span<const std::int3
     if (tokens[i] < 0 || tokens[i] >= config.vocab_size)
       throw IndexError(str("token id ", tokens[i], " at index ", i, " is outside the vocabulary [0, ",
                            config.vocab_size, ")"));
+}
 
+std::span<const float> GPT2::forward(Session& session, std::span<const std::int32_t> tokens) const {
+  check_forward(session, tokens);
+  const Config& config = impl_->config;
+  Session::State& state = *session.state_;
   for (std::size_t begin = 0; begin < tokens.size(); begin += kChunk) {
     const std::size_t count = std::min<std::size_t>(kChunk, tokens.size() - begin);
     const bool last = begin + count == tokens.size();
     forward_chunk(config, impl_->weights, state, tokens.data() + begin, static_cast<std::int64_t>(count), last);
   }
   return {state.logits.get(), static_cast<std::size_t>(config.vocab_size)};
+}
+
+void GPT2::forward_all_logits(Session& session, std::span<const std::int32_t> tokens, std::span<float> out) const {
+  check_forward(session, tokens);
+  const Config& config = impl_->config;
+  const auto V = static_cast<std::size_t>(config.vocab_size);
+  if (out.size() != tokens.size() * V)
+    throw ValueError(str("forward_all_logits: the output holds ", out.size(), " floats, ", tokens.size(), " tokens x ",
+                         V, " logits need ", tokens.size() * V));
+  Session::State& state = *session.state_;
+  for (std::size_t begin = 0; begin < tokens.size(); begin += kChunk) {
+    const std::size_t count = std::min<std::size_t>(kChunk, tokens.size() - begin);
+    forward_chunk(config, impl_->weights, state, tokens.data() + begin, static_cast<std::int64_t>(count), false,
+                  out.data() + begin * V);
+  }
+  // The session's logits follow the last token, as after forward().
+  std::copy(out.end() - static_cast<std::ptrdiff_t>(V), out.end(), state.logits.get());
 }
 
 std::vector<std::span<const float>> GPT2::forward_batch(std::span<Session* const> sessions,

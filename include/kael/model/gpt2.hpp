@@ -123,6 +123,13 @@ class GPT2 {
   // different sessions may run on several threads at once.
   std::span<const float> forward(Session& session, std::span<const std::int32_t> tokens) const;
 
+  // Like forward(), but fills `out` ((tokens.size(), vocab_size), row-major) with the logits
+  // of every new position, row t being those that follow tokens[t]: scoring a whole text takes
+  // one pass instead of one per prefix. Each row equals what forward() returns after that token
+  // up to float rounding (a many-row product may sum in another order). ValueError when `out`
+  // has another size; otherwise it throws as forward() does, and nothing changes when it throws.
+  void forward_all_logits(Session& session, std::span<const std::int32_t> tokens, std::span<float> out) const;
+
   // Batched decoding: feeds tokens[i] to sessions[i], each at its own next position with its
   // own cache, in one pass (each weight is read once for the whole batch), and returns each
   // session's logits ([vocab_size], valid until that session's next call). Equal, bit for
@@ -137,6 +144,8 @@ class GPT2 {
 
  private:
   explicit GPT2(std::unique_ptr<Impl> impl);
+  // The checks forward() and forward_all_logits() make before anything changes.
+  void check_forward(const Session& session, std::span<const std::int32_t> tokens) const;
   // from_tensors; with `owned`, the tensors are known to be this load's alone, so weights are
   // laid out for the kernels in their own memory instead of a copy.
   static GPT2 build(const Config& config, std::map<std::string, Tensor> tensors, std::string_view source,

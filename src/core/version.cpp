@@ -1,0 +1,7 @@
+#include "kael/version.hpp"
+
+namespace kael {
+
+const char* version() { return KAEL_VERSION_STRING; }
+
+}  // namespace kael
