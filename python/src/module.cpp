@@ -1,5 +1,6 @@
 // Entry point of kael._kael: each layer's bindings live in their own file.
 #include "bindings.hpp"
+#include "kael/version.hpp"
 
 PYBIND11_MODULE(_kael, m) {
   m.doc() = "kael: GPT-2 inference in C++ (native extension; import kael, not kael._kael)";
@@ -8,4 +9,6 @@ PYBIND11_MODULE(_kael, m) {
   kael::python::init_io(m);
   kael::python::init_text(m);
   kael::python::init_model(m);
+  kael::python::init_book(m);
+  m.attr("__version__") = kael::version();
 }
