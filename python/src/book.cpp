@@ -61,6 +61,12 @@ struct BookModel {
 struct BookCache {
   std::shared_ptr<const model::GPT2> gpt2;
   std::vector<model::Session> sessions;
+  // Move-only, as sessions are (a vector of them claims to be copyable, so pybind11 would try).
+  BookCache(std::shared_ptr<const model::GPT2> model, int batch) : gpt2(std::move(model)) {
+    for (int i = 0; i < batch; ++i) sessions.push_back(gpt2->new_session());
+  }
+  BookCache(BookCache&&) = default;
+  BookCache(const BookCache&) = delete;
 };
 
 // DIR/model.safetensors with DIR/config.json, or any .safetensors file with the config.json beside it.
@@ -119,9 +125,7 @@ void init_book(py::module_& m) {
           "new_cache",
           [](const BookModel& b, int batch) {
             if (batch < 1) throw ValueError(str("a KV cache needs a batch of at least 1, got ", batch));
-            BookCache cache{b.gpt2, {}};
-            for (int i = 0; i < batch; ++i) cache.sessions.push_back(b.gpt2->new_session());
-            return cache;
+            return BookCache(b.gpt2, batch);
           },
           "batch"_a, "Empty KV caches for `batch` sequences.");
 }

@@ -1,0 +1,87 @@
+"""The two generation examples on a seeded checkpoint: examples/gpt2_generate.cpp built against
+the installed kael (public API only) and examples/gpt2_generate.py on the book-style kael.GPT.
+Their greedy text equals `kael generate --greedy`, the C++ one's seeded sampling equals the
+CLI's (same sampler, same defaults), and bad options are errors."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+from install_support import build_against, installed_prefix, run  # noqa: F401 (fixture)
+
+PROMPT = "The meaning of life is"
+TOKENS = 12
+
+
+@pytest.fixture(scope="module")
+def cpp_example(installed_prefix, tmp_path_factory):
+    build = build_against(installed_prefix, ROOT / "examples", tmp_path_factory.mktemp("examples"))
+    return build / "gpt2_generate"
+
+
+def cli_text(kael, model_dir, *args) -> bytes:
+    return kael("generate", "--model", model_dir, PROMPT, "--max-tokens", TOKENS, "--threads", 1, *args).stdout
+
+
+def run_python_example(*args, check=True):
+    env = dict(os.environ, PYTHONUTF8="1")
+    result = subprocess.run([sys.executable, str(ROOT / "examples" / "gpt2_generate.py"), *map(str, args)],
+                            capture_output=True, timeout=300, env=env)
+    if check:
+        assert result.returncode == 0, result.stderr.decode(errors="replace")
+    return result
+
+
+def test_cpp_example_greedy_and_sampled_equal_the_cli(kael, cpp_example, gpt2_f16_dir):
+    for options, cli_options in [(["--temperature", 0], ["--greedy"]), ([], [])]:  # [] : 0.8, top-k 40, seed 42
+        result = run([cpp_example, PROMPT, "--data", gpt2_f16_dir, "--tokens", TOKENS, "--threads", 1, *options],
+                     text=False)
+        assert result.stdout == PROMPT.encode() + cli_text(kael, gpt2_f16_dir, *cli_options) + b"\n"
+        assert re.search(rb"\d+ tokens in [\d.]+ s: [\d.]+ tokens/s", result.stderr), result.stderr
+
+
+def test_cpp_example_options(cpp_example, gpt2_f16_dir):
+    help_text = run([cpp_example, "--help"]).stdout
+    for option in ["--tokens", "--temperature", "--top-k", "--seed", "--data", "--device", "The meaning of life is"]:
+        assert option in help_text
+    for bad in (["--bogus"], ["--tokens"], ["--tokens", "many"]):
+        assert subprocess.run([cpp_example, *bad], capture_output=True).returncode != 0, bad
+    cuda = subprocess.run([cpp_example, "--data", gpt2_f16_dir, "--device", "cuda"], capture_output=True, text=True)
+    assert cuda.returncode == 1 and "CPU only" in cuda.stderr and cuda.stdout == ""
+
+
+def test_python_example_greedy_equals_the_cli(kael, gpt2_f16_dir):
+    result = run_python_example(PROMPT, "--weights", gpt2_f16_dir / "model.safetensors", "--tokens", TOKENS,
+                                "--temperature", 0)
+    expected = PROMPT + cli_text(kael, gpt2_f16_dir, "--greedy").decode("utf-8", errors="replace") + "\n"
+    assert result.stdout.decode() == expected
+    assert re.search(rb"tokens/s", result.stderr)
+
+
+def test_python_example_sampling_is_seeded(gpt2_f16_dir):
+    def sample(seed):
+        return run_python_example("--weights", gpt2_f16_dir / "model.safetensors", "--tokens", TOKENS,
+                                  "--seed", seed).stdout
+    first = sample(1)
+    assert first.startswith(PROMPT.encode()) and first == sample(1) and first != sample(2)
+
+
+def test_python_example_benchmark_prints_both_rates(gpt2_f16_dir):
+    out = run_python_example("--weights", gpt2_f16_dir / "model.safetensors", "--tokens", TOKENS,
+                             "--benchmark").stdout.decode()
+    cached = float(re.search(r"with KV cache: +([\d.]+) tokens/s", out).group(1))
+    uncached = float(re.search(r"without KV cache: +([\d.]+) tokens/s", out).group(1))
+    assert cached > 0 and uncached > 0 and "same tokens: yes" in out, out
+
+
+def test_python_example_errors(gpt2_f16_dir, tmp_path):
+    weights = gpt2_f16_dir / "model.safetensors"
+    cuda = run_python_example("--weights", weights, "--device", "cuda", check=False)
+    assert cuda.returncode == 1 and b"CPU only" in cuda.stderr
+    for bad in (["--bogus"], ["--tokens"]):
+        assert run_python_example("--weights", weights, *bad, check=False).returncode == 2
+    missing = run_python_example("--weights", tmp_path / "model.safetensors", check=False)
+    assert missing.returncode == 1 and b"error:" in missing.stderr

@@ -1,0 +1,87 @@
+"""kael as a library others build on: `cmake --install` into a temporary prefix, then a project
+outside the tree (tests/consumer) finds it with find_package(kael) and with pkg-config, and its
+greedy tokens equal `kael generate --greedy --json`. The installed headers are the public ones
+only, each compiles on its own, and every version agrees with CMakeLists.txt."""
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import ROOT
+from install_support import build_against, installed_prefix, project_version, run  # noqa: F401 (fixture)
+
+PROMPT_IDS = [464, 3616, 286, 1204, 318]  # "The meaning of life is"
+TOKENS = 16
+
+
+@pytest.fixture(scope="module")
+def cli_greedy_ids(kael, gpt2_f16_dir):
+    result = kael("generate", "--model", gpt2_f16_dir, "--ids", ",".join(map(str, PROMPT_IDS)), "--greedy", "--json",
+                  "--max-tokens", TOKENS, "--threads", 1)
+    out = json.loads(result.stdout)
+    assert out["prompt_ids"] == PROMPT_IDS and len(out["ids"]) == TOKENS
+    return out["ids"]
+
+
+def parse_consumer(stdout: str) -> dict:
+    lines = dict(line.split(" ", 1) if " " in line else (line, "") for line in stdout.splitlines())
+    return {"version": lines["version"], "generate": [int(x) for x in lines["generate"].split()],
+            "session": [int(x) for x in lines["session"].split()]}
+
+
+def test_installed_files(installed_prefix):
+    p = installed_prefix
+    for path in ["bin/kael", "lib/libkael.a", "lib/libkael.so", "include/kael/kael.hpp", "include/kael/version.hpp",
+                 "lib/cmake/kael/kaelConfig.cmake", "lib/cmake/kael/kaelConfigVersion.cmake",
+                 "lib/cmake/kael/kaelTargets.cmake", "lib/pkgconfig/kael.pc"]:
+        assert (p / path).exists(), f"{path} was not installed"
+    headers = sorted(str(h.relative_to(p / "include")) for h in (p / "include").rglob("*") if h.is_file())
+    public = sorted(str(h.relative_to(ROOT / "include")) for h in (ROOT / "include").rglob("*.hpp"))
+    assert headers == sorted(public + ["kael/version.hpp"])  # the public headers, nothing from src/
+    version = run([p / "bin" / "kael", "--version"]).stdout.strip()
+    assert version == f"kael {project_version()}"
+
+
+def test_each_public_header_compiles_alone(installed_prefix, tmp_path):
+    """Against the installed include/ only: a header that reached into src/ (or forgot an include) fails."""
+    include = installed_prefix / "include"
+    units = []
+    for i, header in enumerate(sorted(include.rglob("*.hpp"))):
+        units.append(tmp_path / f"unit{i}.cpp")
+        units[-1].write_text(f'#include "{header.relative_to(include)}"\n')
+    run(["g++", "-std=c++20", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", f"-I{include}", *units])
+
+
+def test_cmake_consumer_generates_the_cli_tokens(installed_prefix, gpt2_f16_dir, cli_greedy_ids, tmp_path):
+    build = build_against(installed_prefix, ROOT / "tests" / "consumer", tmp_path / "consumer")
+    ids = ",".join(map(str, PROMPT_IDS))
+    for program in ["consumer", "consumer_static"]:
+        out = parse_consumer(run([build / program, gpt2_f16_dir, TOKENS, ids]).stdout)
+        assert out == {"version": project_version(), "generate": cli_greedy_ids, "session": cli_greedy_ids}, program
+    # the shared one really is linked to the installed libkael.so
+    ldd = run(["ldd", build / "consumer"]).stdout
+    assert str(installed_prefix / "lib" / "libkael.so") in ldd, ldd
+
+
+@pytest.mark.skipif(shutil.which("pkg-config") is None, reason="pkg-config is not installed")
+def test_pkg_config_consumer(installed_prefix, gpt2_f16_dir, cli_greedy_ids, tmp_path):
+    env = dict(os.environ, PKG_CONFIG_PATH=str(installed_prefix / "lib" / "pkgconfig"))
+    assert run(["pkg-config", "--modversion", "kael"], env=env).stdout.strip() == project_version()
+    flags = run(["pkg-config", "--cflags", "--libs", "kael"], env=env).stdout.split()
+    program = tmp_path / "consumer"
+    run(["g++", "-std=c++20", "-O1", ROOT / "tests" / "consumer" / "main.cpp", "-o", program, *flags])
+    env["LD_LIBRARY_PATH"] = str(installed_prefix / "lib")
+    out = parse_consumer(run([program, gpt2_f16_dir, TOKENS, ",".join(map(str, PROMPT_IDS))], env=env).stdout)
+    assert out["generate"] == cli_greedy_ids and out["session"] == cli_greedy_ids
+
+
+def test_python_versions_agree():
+    import importlib.metadata
+
+    import kael
+
+    assert kael.__version__ == project_version()
+    assert importlib.metadata.version("kael") == project_version()  # pyproject.toml reads CMakeLists.txt
