@@ -36,7 +36,9 @@ endforeach()
 # Before 1.0 every minor version may change the ABI.
 set_target_properties(kael_shared PROPERTIES VERSION ${PROJECT_VERSION}
   SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
-target_link_options(kael_shared PRIVATE LINKER:--no-undefined)  # every symbol resolved at link time
+if(NOT KAEL_SANITIZE AND NOT KAEL_FUZZ)  # a sanitizer's runtime may come from the program instead
+  target_link_options(kael_shared PRIVATE LINKER:--no-undefined)  # every symbol resolved at link time
+endif()
 add_library(kael::kael ALIAS kael_shared)  # what examples/ links, in the tree as when installed
 
 # --- install: cmake --install build --prefix P ---
