@@ -12,12 +12,6 @@ using namespace kael::model::testing;
 
 namespace {
 
-std::vector<std::int32_t> some_ids(std::size_t n, std::int32_t vocab) {
-  std::vector<std::int32_t> ids(n);
-  for (std::size_t i = 0; i < n; ++i) ids[i] = static_cast<std::int32_t>((i * 13 + 5) % static_cast<std::size_t>(vocab));
-  return ids;
-}
-
 // Row t of (T, V) `all` against forward() on a session that holds `cached` then ids[0..t].
 void expect_rows_equal_prefix_forward(const GPT2& model, const std::vector<std::int32_t>& cached,
                                       const std::vector<std::int32_t>& ids, const std::vector<float>& all) {

@@ -16,12 +16,6 @@ using namespace kael::model::testing;
 
 namespace {
 
-std::vector<std::int32_t> some_ids(std::size_t n, std::int32_t vocab) {
-  std::vector<std::int32_t> ids(n);
-  for (std::size_t i = 0; i < n; ++i) ids[i] = static_cast<std::int32_t>((i * 17 + 3) % static_cast<std::size_t>(vocab));
-  return ids;
-}
-
 std::vector<float> run(const GPT2& model, const std::vector<std::int32_t>& ids) {
   Session session = model.new_session();
   const auto logits = model.forward(session, ids);

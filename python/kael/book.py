@@ -57,8 +57,9 @@ class GPT:
 
     def load_gpt2(self, path: str | os.PathLike, dtype: str = "f32") -> "GPT":
         model = _kael.BookModel.load(os.fspath(path), dtype)
-        if model.config != self.config:
-            raise _kael.ValueError(f"checkpoint {os.fspath(path)} has shape {model.config}, "
+        shape = {key: model.config[key] for key in GPT2_SMALL}
+        if shape != self.config:
+            raise _kael.ValueError(f"checkpoint {os.fspath(path)} has shape {shape}, "
                                    f"the GPT was configured as {self.config}")
         self._model, self._cache = model, None
         return self

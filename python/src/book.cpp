@@ -101,17 +101,7 @@ void init_book(py::module_& m) {
   py::class_<BookModel>(m, "BookModel", "GPT-2 weights without a tokenizer; backs kael.GPT.")
       .def_static("load", &load, "path"_a, "dtype"_a = "f32",
                   "Loads a checkpoint directory, or a .safetensors file with config.json beside it.")
-      .def_property_readonly("config",
-                             [](const BookModel& b) {
-                               const auto& c = b.gpt2->config();
-                               py::dict d;
-                               d["vocab_size"] = c.vocab_size;
-                               d["n_positions"] = c.n_positions;
-                               d["n_embd"] = c.n_embd;
-                               d["n_head"] = c.n_head;
-                               d["n_layer"] = c.n_layer;
-                               return d;
-                             })
+      .def_property_readonly("config", [](const BookModel& b) { return config_dict(b.gpt2->config()); })
       .def(
           "logits",
           [](const BookModel& b, const IdBatch& ids) {

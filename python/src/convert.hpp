@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kael/core/tensor.hpp"
+#include "kael/model/gpt2.hpp"
 
 namespace kael::python {
 
@@ -22,4 +23,6 @@ Tensor tensor_from_object(const pybind11::handle& object, std::optional<std::str
 namespace kael::python {
 // Bytes as a Python str; invalid UTF-8 becomes U+FFFD.
 pybind11::str utf8_piece(const std::string& bytes);
+// A model's shape as a dict named as config.json names it (n_layer, n_head, ...).
+pybind11::dict config_dict(const model::Config& config);
 }  // namespace kael::python

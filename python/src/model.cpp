@@ -94,6 +94,17 @@ class Stream {
 
 }  // namespace
 
+py::dict config_dict(const model::Config& c) {
+  py::dict d;
+  d["n_layer"] = c.n_layer;
+  d["n_head"] = c.n_head;
+  d["n_embd"] = c.n_embd;
+  d["n_positions"] = c.n_positions;
+  d["vocab_size"] = c.vocab_size;
+  d["layer_norm_epsilon"] = c.layer_norm_epsilon;
+  return d;
+}
+
 void init_model(py::module_& m) {
   py::class_<Stream>(m, "GenerationStream", "Iterator over the text pieces of one generation.")
       .def("__iter__", [](py::object self) { return self; })
@@ -122,18 +133,7 @@ void init_model(py::module_& m) {
           "dtype: weight storage, converted at load: 'f32', 'f16' (half the bytes) or 'int8' (a scale per 32 "
           "weights; int8 matrix products).")
       .def_property_readonly("tokenizer", [](const Model& m) { return m.tokenizer; })
-      .def_property_readonly("config",
-                             [](const Model& m) {
-                               const auto& c = m.gpt2->config();
-                               py::dict d;
-                               d["n_layer"] = c.n_layer;
-                               d["n_head"] = c.n_head;
-                               d["n_embd"] = c.n_embd;
-                               d["n_positions"] = c.n_positions;
-                               d["vocab_size"] = c.vocab_size;
-                               d["layer_norm_epsilon"] = c.layer_norm_epsilon;
-                               return d;
-                             })
+      .def_property_readonly("config", [](const Model& m) { return config_dict(m.gpt2->config()); })
       .def(
           "logits",
           [](const Model& m, const py::object& prompt) {
