@@ -2,8 +2,8 @@
 // GEMV (decode, one row, reported as GB/s of weights streamed), and GEMM (T rows, GFLOP/s).
 // Both wall-clock and per-CPU-second figures are printed, the latter holds on a machine shared
 // with other work.
-// Usage: kernel_speed [threads] [isa: scalar|avx2] [dtype: f32|f16|int8]
-// (int8 uses AVX-VNNI where the CPU has it; KAEL_VNNI=0 times the pmaddubsw kernel instead.)
+// Usage: kernel_speed [threads] [isa: scalar|avx2|avx512|amx] [dtype: f32|f16|int8]
+// (int8 uses VNNI where the CPU has it; KAEL_VNNI=0 times the pmaddubsw kernel instead.)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -34,7 +34,18 @@ double wall_now() {
 
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : physical_cores();
-  if (argc > 2) set_isa(std::string(argv[2]) == "avx2" ? Isa::avx2 : Isa::scalar);
+  if (argc > 2) {
+    bool known = false;
+    for (Isa isa : kAllIsas)
+      if (std::string(argv[2]) == isa_name(isa)) {
+        set_isa(isa);
+        known = true;
+      }
+    if (!known) {
+      std::fprintf(stderr, "error: unknown instruction set '%s' (scalar, avx2, avx512 or amx)\n", argv[2]);
+      return 2;
+    }
+  }
   const std::string dtype = argc > 3 ? argv[3] : "f32";
   set_num_threads(threads);
   // One GPT-2 small layer's four matrices, 12 times over: 340 MB in F32, far beyond the caches.
@@ -55,17 +66,17 @@ int main(int argc, char** argv) {
         q.emplace_back(static_cast<std::size_t>(int8_weight_bytes(K, N)));
         narrow.emplace_back(static_cast<std::size_t>(int8_scale_count(K, N)));
         quantize_int8_panels(q.back().data(), narrow.back().data(), w.data(), K, N, false);
-        matrices.push_back({WeightType::int8, q.back().data(), narrow.back().data()});
+        matrices.push_back({kael::WeightDType::int8, q.back().data(), narrow.back().data()});
         bytes += static_cast<double>(q.back().size()) + 2.0 * static_cast<double>(narrow.back().size());
       } else if (dtype == "f16") {
         narrow.emplace_back(static_cast<std::size_t>(K * N));
         convert_f16_panels(narrow.back().data(), w.data(), K, N, false);
-        matrices.push_back({WeightType::f16, narrow.back().data(), nullptr});
+        matrices.push_back({kael::WeightDType::f16, narrow.back().data(), nullptr});
         bytes += 2.0 * static_cast<double>(K * N);
       } else {
         weights.emplace_back(static_cast<std::size_t>(K * N));
         pack_panels(weights.back().data(), w.data(), K, N);
-        matrices.push_back({WeightType::f32, weights.back().data(), nullptr});
+        matrices.push_back({kael::WeightDType::f32, weights.back().data(), nullptr});
         bytes += 4.0 * static_cast<double>(K * N);
       }
     }

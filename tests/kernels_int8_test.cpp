@@ -1,5 +1,5 @@
 // The int8 format of int8.hpp: per-group weight scales and rounding, the activation quantizer
-// (AVX2 equal to the portable one bit for bit), non-finite inputs, and the size of the error
+// (every set's equal to the portable one bit for bit), non-finite inputs, and the size of the error
 // the whole scheme makes against the exact F32 product. linear_matrix's agreement with its
 // reference on ragged sizes is in kernels_quant_test.cpp.
 #include <gtest/gtest.h>
@@ -13,6 +13,11 @@
 #include "kael/core/error.hpp"
 #include "kernels/cpu_features.hpp"
 #include "kernels/int8.hpp"
+#include "kernels/kernel_table.hpp"
+#include "kernels/portable.hpp"
+#if KAEL_X86_KERNELS
+#include "kernels/avx2/kernels.hpp"
+#endif
 #include "kernels/quant.hpp"
 #include "kernels_testing.hpp"
 
@@ -38,6 +43,15 @@ float group_max(const std::vector<float>& w, std::int64_t K, std::int64_t N, std
     amax = std::max(amax, std::fabs(w[static_cast<std::size_t>(i * N + n)]));
   return amax;
 }
+
+// Tests run on each instruction set, skipped by name where it cannot run.
+class Int8OnIsa : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override { test_util::use_isa_or_skip(GetParam()); }
+  void TearDown() override { set_isa(detected_isa()); }
+};
+
+std::string isa_param_name(const ::testing::TestParamInfo<Isa>& info) { return isa_name(info.param); }
 
 }  // namespace
 
@@ -134,8 +148,7 @@ TEST(Int8Activations, RoundToNearestEvenWithTheGroupMaximumAt127) {
   EXPECT_EQ(q[31], 0);
 }
 
-TEST(Int8Activations, Avx2EqualsPortableBitForBit) {
-  if (detected_isa() != Isa::avx2) GTEST_SKIP() << "no AVX2 on this CPU";
+TEST_P(Int8OnIsa, ActivationsQuantizeAsThePortableOneBitForBit) {
   for (std::int64_t K : {1, 5, 31, 32, 33, 100, 768}) {
     const std::int64_t T = 3, Kp = int8_padded_k(K), groups = Kp / kInt8Group;
     auto x = random_vector(T * K, static_cast<unsigned>(K), 3.0f);
@@ -144,7 +157,7 @@ TEST(Int8Activations, Avx2EqualsPortableBitForBit) {
     std::vector<std::int8_t> qa(T * Kp, 99), qb(T * Kp, -99);
     std::vector<float> sa(T * groups), sb(T * groups);
     portable::quantize_rows(qa.data(), sa.data(), x.data(), T, K);
-    avx2::quantize_rows(qb.data(), sb.data(), x.data(), T, K);
+    kernels_for(GetParam()).quantize_rows(qb.data(), sb.data(), x.data(), T, K);
     ASSERT_EQ(qa, qb) << "K=" << K;
     for (std::size_t i = 0; i < sa.size(); ++i)
       ASSERT_EQ(std::bit_cast<std::uint32_t>(sa[i]), std::bit_cast<std::uint32_t>(sb[i])) << "K=" << K << " i=" << i;
@@ -155,9 +168,9 @@ TEST(Int8Activations, Avx2EqualsPortableBitForBit) {
   }
 }
 
-TEST(Int8Linear, NonFiniteActivationsGiveNaNOutputs) {
-  for (Isa isa : {Isa::scalar, detected_isa()}) {
-    set_isa(isa);
+TEST_P(Int8OnIsa, NonFiniteActivationsGiveNaNOutputs) {
+  {
+    const Isa isa = GetParam();
     const std::int64_t K = 64, N = 16;
     const auto w = random_vector(K * N, 1);
     const Int8Matrix m(w, K, N);
@@ -167,15 +180,14 @@ TEST(Int8Linear, NonFiniteActivationsGiveNaNOutputs) {
     int8_linear(y.data(), x.data(), m.q.data(), m.scales.data(), nullptr, 1, K, N);
     for (float v : y) EXPECT_TRUE(std::isnan(v)) << isa_name(isa);
   }
-  set_isa(detected_isa());
 }
 
-TEST(Int8Linear, ErrorAgainstTheExactProductIsSmall) {
+TEST_P(Int8OnIsa, ErrorAgainstTheExactProductIsSmall) {
   // Gaussian weights and activations (unit variance): the output's error is a sum of K
   // independent rounding errors of relative size ~1/254 (weights) and ~1/254 (activations),
   // so its RMS is about sqrt(K) * 2 * 0.29 / 127 * (max/sigma ~2.5) ~ 1% of the output's RMS.
-  for (Isa isa : {Isa::scalar, detected_isa()}) {
-    set_isa(isa);
+  {
+    const Isa isa = GetParam();
     const std::int64_t K = 768, N = 96, T = 4;
     const auto w = random_vector(K * N, 11), x = random_vector(T * K, 12);
     const Int8Matrix m(w, K, N);
@@ -192,15 +204,20 @@ TEST(Int8Linear, ErrorAgainstTheExactProductIsSmall) {
     EXPECT_LT(std::sqrt(err / ref), 0.02) << isa_name(isa);
     EXPECT_GT(std::sqrt(err / ref), 1e-4) << isa_name(isa);  // it is quantized, not F32
   }
-  set_isa(detected_isa());
 }
 
-TEST(Int8Gemm, VnniEqualsMaddubsBitForBit) {
-  // Integer dots are exact, and both run the same float steps: equal bits for every row count.
-  if (detected_isa() != Isa::avx2 || !cpu_has_avx_vnni()) GTEST_SKIP() << "no AVX-VNNI on this CPU";
+TEST_P(Int8OnIsa, X86GemmsEqualPmaddubswBitForBit) {
+  // Integer dots are exact, and every x86 kernel runs the same float steps (one FMA per group,
+  // the same vector epilogue): equal bits to AVX2's pmaddubsw kernel for every row count, with
+  // VNNI on ymm or zmm alike.
+#if KAEL_X86_KERNELS
+  const Isa isa = GetParam();
+  if (isa == Isa::scalar || isa == Isa::amx) GTEST_SKIP() << isa_name(isa) << ": not an x86 VNNI/pmaddubsw kernel";
+  const KernelTable& kt = kernels_for(isa);
+  const bool vnni = cpu_features().avx_vnni;
   for (std::int64_t K : {32, 100, 768})
-    for (std::int64_t N : {5, 16, 40})
-      for (std::int64_t M : {1, 2, 3, 5}) {
+    for (std::int64_t N : {5, 16, 40, 70})
+      for (std::int64_t M : {1, 2, 3, 5, 9, 17}) {
         const std::int64_t Kp = int8_padded_k(K), panels = int8_padded_n(N) / 16;
         const Int8Matrix m(random_vector(K * N, 21), K, N);
         std::vector<std::int8_t> xq(static_cast<std::size_t>(M * Kp));
@@ -208,14 +225,27 @@ TEST(Int8Gemm, VnniEqualsMaddubsBitForBit) {
         portable::quantize_rows(xq.data(), xs.data(), random_vector(M * K, 22).data(), M, K);
         const auto bias = random_vector(N, 23);
         for (Epilogue epilogue : {Epilogue::store, Epilogue::gelu, Epilogue::residual}) {
-          auto a = random_vector(M * N, 24), b = a;
+          auto a = random_vector(M * N, 24), b = a, c = a;
           avx2::int8_gemm(a.data(), N, xq.data(), xs.data(), M, Kp, m.q.data(), m.scales.data(), panels, N,
                           bias.data(), epilogue);
-          avxvnni::int8_gemm(b.data(), N, xq.data(), xs.data(), M, Kp, m.q.data(), m.scales.data(), panels, N,
-                             bias.data(), epilogue);
-          for (std::size_t i = 0; i < a.size(); ++i)
+          kt.int8_gemm(b.data(), N, xq.data(), xs.data(), M, Kp, m.q.data(), m.scales.data(), panels, N, bias.data(),
+                       epilogue);
+          if (vnni)
+            avx2::int8_gemm_vnni(c.data(), N, xq.data(), xs.data(), M, Kp, m.q.data(), m.scales.data(), panels, N,
+                                 bias.data(), epilogue);
+          for (std::size_t i = 0; i < a.size(); ++i) {
             ASSERT_EQ(std::bit_cast<std::uint32_t>(a[i]), std::bit_cast<std::uint32_t>(b[i]))
-                << "K=" << K << " N=" << N << " M=" << M << " i=" << i;
+                << kt.int8_dot << " K=" << K << " N=" << N << " M=" << M << " i=" << i;
+            if (vnni) {
+              ASSERT_EQ(std::bit_cast<std::uint32_t>(a[i]), std::bit_cast<std::uint32_t>(c[i]))
+                  << "avx-vnni K=" << K << " N=" << N << " M=" << M << " i=" << i;
+            }
+          }
         }
       }
+#else
+  GTEST_SKIP() << isa_name(GetParam()) << ": this build has no x86 kernels";
+#endif
 }
+
+INSTANTIATE_TEST_SUITE_P(Isas, Int8OnIsa, ::testing::ValuesIn(kAllIsas), isa_param_name);

@@ -15,6 +15,7 @@
 #include "kernels_testing.hpp"
 
 using namespace kael::kernels;
+using kael::WeightDType;
 
 namespace {
 
@@ -29,9 +30,9 @@ struct Narrow {
   PackedMatrix view;
 };
 
-Narrow narrow(const std::vector<float>& w, std::int64_t K, std::int64_t N, WeightType type) {
+Narrow narrow(const std::vector<float>& w, std::int64_t K, std::int64_t N, WeightDType type) {
   Narrow n;
-  if (type == WeightType::int8) {
+  if (type == WeightDType::int8) {
     n.q.resize(static_cast<std::size_t>(int8_weight_bytes(K, N)));
     n.scales.resize(static_cast<std::size_t>(int8_scale_count(K, N)));
     quantize_int8_panels(n.q.data(), n.scales.data(), w.data(), K, N, false);
@@ -44,13 +45,12 @@ Narrow narrow(const std::vector<float>& w, std::int64_t K, std::int64_t N, Weigh
   return n;
 }
 
-class QuantKernels : public ::testing::TestWithParam<std::tuple<Isa, int, WeightType>> {
+class QuantKernels : public ::testing::TestWithParam<std::tuple<Isa, int, WeightDType>> {
  protected:
   void SetUp() override {
     const auto [isa, threads, type] = GetParam();
-    if (isa == Isa::avx2 && detected_isa() != Isa::avx2) GTEST_SKIP() << "no AVX2+FMA+F16C on this CPU";
-    set_isa(isa);
     set_num_threads(threads);
+    test_util::use_isa_or_skip(isa);
   }
   void TearDown() override {
     set_isa(detected_isa());
@@ -58,33 +58,16 @@ class QuantKernels : public ::testing::TestWithParam<std::tuple<Isa, int, Weight
   }
 };
 
-std::string name(const ::testing::TestParamInfo<std::tuple<Isa, int, WeightType>>& info) {
-  const WeightType type = std::get<2>(info.param);
+std::string name(const ::testing::TestParamInfo<std::tuple<Isa, int, WeightDType>>& info) {
+  const WeightDType type = std::get<2>(info.param);
   return std::string(isa_name(std::get<0>(info.param))) + "_" + std::to_string(std::get<1>(info.param)) +
-         "threads_" + (type == WeightType::int8 ? "int8" : "f16");
+         "threads_" + (type == WeightDType::int8 ? "int8" : "f16");
 }
 
 }  // namespace
 
-TEST(QuantConversion, F16MatchesKnownBitsAndRoundTrips) {
-  EXPECT_EQ(f32_to_f16(0.0f), 0x0000);
-  EXPECT_EQ(f32_to_f16(-0.0f), 0x8000);
-  EXPECT_EQ(f32_to_f16(1.0f), 0x3c00);
-  EXPECT_EQ(f32_to_f16(-2.0f), 0xc000);
-  EXPECT_EQ(f32_to_f16(65504.0f), 0x7bff);
-  EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);               // halfway past the largest: rounds to inf
-  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
-  EXPECT_EQ(f32_to_f16(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie: to even
-  EXPECT_EQ(f32_to_f16(std::numeric_limits<float>::infinity()), 0x7c00);
-  // Every finite half converts to F32 and back unchanged.
-  for (std::uint32_t h = 0; h < 0x10000; ++h) {
-    if ((h & 0x7c00) == 0x7c00) continue;
-    ASSERT_EQ(f32_to_f16(f16_to_f32(static_cast<std::uint16_t>(h))), h) << h;
-  }
-}
-
 TEST_P(QuantKernels, LinearMatchesReferenceOnRaggedSizes) {
-  const WeightType type = std::get<2>(GetParam());
+  const WeightDType type = std::get<2>(GetParam());
   const std::int64_t Ks[] = {1, 7, 16, 31, 32, 33, 100, 3000};  // 3000: one panel per pass (long K)
   const std::int64_t Ns[] = {1, 7, 8, 9, 15, 16, 17, 33, 64, 100};
   const std::int64_t Ts[] = {1, 2, 3, 7};
@@ -109,7 +92,7 @@ TEST_P(QuantKernels, LinearMatchesReferenceOnRaggedSizes) {
 
 TEST_P(QuantKernels, RowResultDoesNotDependOnRowCount) {
   // Decode (1 row) and prefill (several) give the same row bit for bit, as for F32.
-  const WeightType type = std::get<2>(GetParam());
+  const WeightDType type = std::get<2>(GetParam());
   const std::int64_t K = 64, N = 50, T = 9;
   const auto w = random_vector(K * N, 6), inp = random_vector(T * K, 7);
   const Narrow n = narrow(w, K, N, type);
@@ -122,6 +105,6 @@ TEST_P(QuantKernels, RowResultDoesNotDependOnRowCount) {
 }
 
 INSTANTIATE_TEST_SUITE_P(IsaThreadsType, QuantKernels,
-                         ::testing::Combine(::testing::Values(Isa::scalar, Isa::avx2), ::testing::Values(1, 3),
-                                            ::testing::Values(WeightType::int8, WeightType::f16)),
+                         ::testing::Combine(::testing::ValuesIn(kAllIsas), ::testing::Values(1, 3),
+                                            ::testing::Values(WeightDType::int8, WeightDType::f16)),
                          name);

@@ -1,5 +1,6 @@
 // The fast kernels against their scalar references (src/kernels/reference.cpp) on ragged
-// sizes that hit every tail: below, at and above each block width, 1 and several threads.
+// sizes that hit every tail: below, at and above each block width, on every instruction set
+// (each one this CPU lacks skipped by name), with 1 and several threads.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -22,12 +23,7 @@ namespace {
 using test_util::max_error;
 using test_util::random_vector;
 
-// Runs each test body with one thread and with several, then restores the default.
-class Kernels : public ::testing::TestWithParam<int> {
- protected:
-  void SetUp() override { set_num_threads(GetParam()); }
-  void TearDown() override { set_num_threads(0); }
-};
+using Kernels = test_util::OnEveryIsa;
 
 const std::int64_t kRagged[] = {1, 3, 15, 16, 17, 63, 64, 65, 130};
 
@@ -65,18 +61,6 @@ TEST_P(Kernels, LinearLargeMatchesReference) {
   linear(fast.data(), inp.data(), w.data(), b.data(), T, C, OC);
   ref::linear(slow.data(), inp.data(), w.data(), b.data(), T, C, OC);
   EXPECT_LT(max_error(fast, slow), 1e-5);
-}
-
-TEST_P(Kernels, LinearNtMatchesReference) {
-  for (std::int64_t T : {1, 3})
-    for (std::int64_t C : kRagged)
-      for (std::int64_t N : {1, 5, 17, 1000}) {
-        auto inp = random_vector(T * C, 10), w = random_vector(N * C, 11);
-        std::vector<float> fast(T * N, NAN), slow(T * N, NAN);
-        linear_nt(fast.data(), inp.data(), w.data(), T, C, N);
-        ref::linear_nt(slow.data(), inp.data(), w.data(), T, C, N);
-        ASSERT_LT(max_error(fast, slow), 1e-5) << "T=" << T << " C=" << C << " N=" << N;
-      }
 }
 
 TEST_P(Kernels, LayerNormMatchesReference) {
@@ -169,7 +153,7 @@ TEST_P(Kernels, AttentionFirstPositionCopiesValue) {
   for (std::int64_t i = 0; i < C; ++i) EXPECT_FLOAT_EQ(out[i], v[i]);
 }
 
-INSTANTIATE_TEST_SUITE_P(Threads, Kernels, ::testing::Values(1, 3));
+INSTANTIATE_TEST_SUITE_P(IsaThreads, Kernels, test_util::every_isa_and_threads(), test_util::isa_threads_name);
 
 TEST(ThreadPool, CoversEveryIndexOnceAndNests) {
   for (int threads : {1, 2, 5}) {

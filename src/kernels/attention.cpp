@@ -64,10 +64,9 @@ PanelView values_of(const float* v_layer, std::int64_t h, std::int64_t head_dim,
   return {v_layer + h * kv_head_floats(head_dim, capacity), kPanel, kPanel * capacity, false};
 }
 
-// Below ~64k multiply-adds per thread, waking workers costs more than it saves.
-std::int64_t min_items(std::int64_t work_per_item) {
-  return std::max<std::int64_t>(1, 65536 / std::max<std::int64_t>(1, work_per_item));
-}
+// Threads split attention four times finer than a GEMM: the two products per head come with a
+// softmax and a scattered read of the cache, so a pair's work is more than its multiply-adds.
+std::int64_t min_items(std::int64_t work_per_item) { return min_items_per_thread(work_per_item, kMinThreadWork / 4); }
 
 }  // namespace
 

@@ -1,6 +1,5 @@
 #include "kernels/cpu_features.hpp"
 
-#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <set>
@@ -9,51 +8,78 @@
 #include <thread>
 #include <utility>
 
-#include "kael/core/error.hpp"
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 namespace kael::kernels {
 namespace {
 
-// -1 until the first active_isa() call resolves KAEL_ISA.
-std::atomic<int> g_isa{-1};
+#if defined(__x86_64__) || defined(__i386__)
+bool bit(unsigned word, int n) { return ((word >> n) & 1u) != 0; }
 
-Isa from_environment() {
-  const char* env = std::getenv("KAEL_ISA");
-  if (env == nullptr || *env == '\0') return detected_isa();
-  const std::string_view value(env);
-  if (value == "scalar") return Isa::scalar;
-  if (value == "avx2") {
-    if (detected_isa() != Isa::avx2) throw ValueError("KAEL_ISA=avx2, but this CPU lacks AVX2 or FMA");
-    return Isa::avx2;
-  }
-  throw ValueError(str("KAEL_ISA='", value, "' is not an instruction set kael knows (expected scalar or avx2)"));
+// XCR0: which register states the OS saves on a context switch (only valid with OSXSAVE).
+unsigned long long xcr0() {
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (static_cast<unsigned long long>(hi) << 32) | lo;
 }
+
+CpuFeatures detect() {
+  CpuFeatures f;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  const bool fma = bit(c, 12), osxsave = bit(c, 27), avx = bit(c, 28), f16c = bit(c, 29);
+  if (!osxsave || !avx) return f;
+  const unsigned long long xcr = xcr0();
+  const bool os_ymm = (xcr & 0x6) == 0x6;            // SSE and AVX state
+  const bool os_zmm = os_ymm && (xcr & 0xe0) == 0xe0;  // opmask, ZMM_Hi256, Hi16_ZMM
+  const bool os_tiles = (xcr & 0x60000) == 0x60000;   // XTILECFG, XTILEDATA
+  if (!os_ymm) return f;
+  unsigned b7 = 0, c7 = 0, d7 = 0, a7_1 = 0;
+  if (__get_cpuid_count(7, 0, &a, &b7, &c7, &d7)) {
+    unsigned b1 = 0, c1 = 0, d1 = 0;
+    if (a >= 1) __get_cpuid_count(7, 1, &a7_1, &b1, &c1, &d1);
+  }
+  f.fma = fma;
+  f.f16c = f16c;
+  f.avx2 = bit(b7, 5);
+  f.avx_vnni = bit(a7_1, 4);
+  if (os_zmm) {
+    f.avx512f = bit(b7, 16);
+    f.avx512bw = bit(b7, 30);
+    f.avx512vl = bit(b7, 31);
+    f.avx512_vnni = bit(c7, 11);
+    f.avx512_bf16 = bit(a7_1, 5);
+  }
+  if (os_tiles) {
+    f.amx_bf16 = bit(d7, 22);
+    f.amx_tile = bit(d7, 24);
+    f.amx_int8 = bit(d7, 25);
+  }
+  const char* vnni = std::getenv("KAEL_VNNI");
+  if (vnni != nullptr && std::string_view(vnni) == "0") f.avx_vnni = f.avx512_vnni = false;
+  return f;
+}
+#else
+CpuFeatures detect() { return {}; }
+#endif
 
 }  // namespace
 
-const char* isa_name(Isa isa) { return isa == Isa::avx2 ? "avx2" : "scalar"; }
-
-Isa detected_isa() {
-  // libgcc's check includes the OS's XSAVE support for the YMM registers.
-  __builtin_cpu_init();
-  // F16C (every AVX2 CPU has it) converts the F16 weights of quant.hpp.
-  const bool f16c = __builtin_cpu_supports("f16c");
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c ? Isa::avx2 : Isa::scalar;
-}
-
-Isa active_isa() {
-  int isa = g_isa.load(std::memory_order_relaxed);
-  if (isa < 0) {
-    isa = static_cast<int>(from_environment());
-    g_isa.store(isa, std::memory_order_relaxed);
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::scalar: return "scalar";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512: return "avx512";
+    case Isa::amx: return "amx";
   }
-  return static_cast<Isa>(isa);
+  return "?";
 }
 
-void set_isa(Isa isa) {
-  if (isa == Isa::avx2 && detected_isa() != Isa::avx2)
-    throw ValueError("cannot use the avx2 kernels: this CPU lacks AVX2 or FMA");
-  g_isa.store(static_cast<int>(isa), std::memory_order_relaxed);
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = detect();
+  return features;
 }
 
 int physical_cores() {

@@ -1,22 +1,48 @@
-// Which instruction set the fast kernels use, decided once at run time, so that one binary
-// built for baseline x86-64 runs everywhere and uses AVX2+FMA where the CPU has them.
+// What this CPU and its OS offer the kernels, read once from CPUID and XGETBV, and which
+// instruction set the kernels use (kernel_table.hpp holds the kernels of each).
 #pragma once
+
+#include <string>
 
 namespace kael::kernels {
 
-enum class Isa { scalar, avx2 };
+// In order of preference: each set includes everything the sets before it need.
+//   scalar: plain C++ for the baseline target (any CPU);
+//   avx2:   AVX2 + FMA + F16C (Haswell, Zen 1 and later), int8 dots with AVX-VNNI where present;
+//   avx512: AVX-512 F/BW/VL on top (Skylake-SP, Zen 4 and later), int8 dots with AVX512-VNNI;
+//   amx:    AMX tiles on top (Sapphire Rapids and later). Its kernels come from src/kernels/amx/;
+//           a build without them reports amx as not built.
+enum class Isa { scalar, avx2, avx512, amx };
+inline constexpr Isa kAllIsas[] = {Isa::scalar, Isa::avx2, Isa::avx512, Isa::amx};
 
-// "scalar" or "avx2".
+// "scalar", "avx2", "avx512", "amx".
 const char* isa_name(Isa isa);
 
-// The best set this CPU (and its OS) supports: avx2 needs AVX2 and FMA.
+// Instruction-set extensions, each true only when the CPU has it AND the OS saves the
+// registers it needs (XCR0: YMM for AVX, opmask/ZMM for AVX-512, XTILECFG/XTILEDATA for AMX).
+// AMX needs one more step at run time: Linux grants the tile state per process on request.
+struct CpuFeatures {
+  bool avx2 = false, fma = false, f16c = false, avx_vnni = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false, avx512_vnni = false, avx512_bf16 = false;
+  bool amx_tile = false, amx_int8 = false, amx_bf16 = false;
+};
+
+// Detected once. KAEL_VNNI=0 in the environment hides AVX-VNNI and AVX512-VNNI, so the int8
+// kernels use pmaddubsw instead (to compare the two, or to work around a faulty virtual CPU).
+const CpuFeatures& cpu_features();
+
+// Whether the kernels of `isa` can run here; when not, `why` (if given) says what is missing.
+bool isa_supported(Isa isa, std::string* why = nullptr);
+
+// The best supported set.
 Isa detected_isa();
 
-// The set the kernels use now: KAEL_ISA=scalar|avx2 when set (ValueError for another value,
-// or for avx2 on a CPU without it), detected_isa() otherwise. Read once, then cached.
+// The set the kernels use now: KAEL_ISA=scalar|avx2|avx512|amx when set (ValueError for
+// another value, or for a set this CPU or this build lacks, naming what is missing),
+// detected_isa() otherwise. Read once, then cached.
 Isa active_isa();
 
-// Forces the set (tests compare both paths in one binary). ValueError when the CPU lacks it.
+// Forces the set (tests run every kernel on every set). ValueError when it is not supported.
 // Not to be called while a kernel is running.
 void set_isa(Isa isa);
 

@@ -1,19 +1,15 @@
 #include "kernels/elementwise.hpp"
 
-#include "kernels/cpu_features.hpp"
-#include "kernels/isa.hpp"
+#include "kernels/kernel_table.hpp"
 #include "kernels/thread_pool.hpp"
 
 namespace kael::kernels {
 
 void gelu_new(float* out, const float* inp, std::int64_t n) {
-  const bool avx2 = active_isa() == Isa::avx2;
-  // The portable tanh is a libm call per element, so both are worth threading on long rows.
-  parallel_for(n, 8192, [&](std::int64_t first, std::int64_t last) {
-    if (avx2)
-      avx2::gelu_new(out + first, inp + first, last - first);
-    else
-      portable::gelu_new(out + first, inp + first, last - first);
+  const KernelTable& kt = active_kernels();
+  // About 32 operations an element (the portable tanh is a libm call), so long rows are split.
+  parallel_for(n, min_items_per_thread(32), [&](std::int64_t first, std::int64_t last) {
+    kt.gelu_new(out + first, inp + first, last - first);
   });
 }
 

@@ -1,15 +1,20 @@
-// Dispatch and threading for gemm.hpp: the work is split here, in baseline code, and each
-// piece runs on the instruction set chosen at run time (cpu_features.hpp).
+// Packing, dispatch and threading for gemm.hpp: the work is split here, in baseline code, and
+// each piece runs on the active kernel table (kernel_table.hpp).
 #include "kernels/gemm.hpp"
 
 #include <algorithm>
 #include <vector>
 
-#include "kernels/cpu_features.hpp"
-#include "kernels/isa.hpp"
+#include "kernels/kernel_table.hpp"
 #include "kernels/thread_pool.hpp"
 
 namespace kael::kernels {
+namespace {
+
+// Panels of a (K, N) matrix over which each thread's share is worth its wake-up.
+std::int64_t min_panels(std::int64_t M, std::int64_t K) { return min_items_per_thread(M * K * kPanel); }
+
+}  // namespace
 
 void pack_panels(float* dst, const float* src, std::int64_t K, std::int64_t N) {
   for (std::int64_t col = 0; col < N; col += kPanel) {
@@ -31,63 +36,84 @@ void pack_panels_transposed(float* dst, const float* src, std::int64_t K, std::i
   }
 }
 
-void unpack_column(float* out, const float* packed, std::int64_t K, std::int64_t N, std::int64_t n) {
-  const std::int64_t col = n / kPanel * kPanel, w = std::min(kPanel, N - col);
-  const float* panel = packed + col * K + (n - col);
-  for (std::int64_t k = 0; k < K; ++k) out[k] = panel[k * w];
-}
-
 void linear_packed(float* out, const float* inp, const float* packed, const float* bias, std::int64_t T,
                    std::int64_t K, std::int64_t N, Epilogue epilogue) {
-  const std::int64_t panels = (N + kPanel - 1) / kPanel;
-  // At least ~256k multiply-adds per thread: below that, waking workers costs more than it saves.
-  const std::int64_t min_panels = std::max<std::int64_t>(1, (1 << 18) / std::max<std::int64_t>(1, T * K * kPanel));
-  const bool avx2 = active_isa() == Isa::avx2;
-  parallel_for(panels, min_panels, [&](std::int64_t first, std::int64_t last) {
+  const KernelTable& kt = active_kernels();
+  parallel_for((N + kPanel - 1) / kPanel, min_panels(T, K), [&](std::int64_t first, std::int64_t last) {
     const std::int64_t col = first * kPanel;
-    const std::int64_t cols = std::min(N, last * kPanel) - col;
-    float* c = out + col;
-    const float* b = packed + col * K;
-    const float* bs = bias ? bias + col : nullptr;
-    if (avx2)
-      avx2::gemm_panels(c, N, inp, K, b, kPanel, kPanel * K, true, T, cols, K, bs, epilogue);
-    else
-      portable::gemm_panels(c, N, inp, K, b, kPanel, kPanel * K, true, T, cols, K, bs, epilogue);
+    kt.gemm_panels(out + col, N, inp, K, packed + col * K, kPanel, kPanel * K, true, T,
+                   std::min(N, last * kPanel) - col, K, bias ? bias + col : nullptr, epilogue);
   });
 }
 
 void gemm_packed(float* out, std::int64_t ldo, const float* a, std::int64_t lda, const float* packed, std::int64_t M,
                  std::int64_t N, std::int64_t K) {
-  if (active_isa() == Isa::avx2)
-    avx2::gemm_panels(out, ldo, a, lda, packed, kPanel, kPanel * K, true, M, N, K, nullptr, Epilogue::store);
-  else
-    portable::gemm_panels(out, ldo, a, lda, packed, kPanel, kPanel * K, true, M, N, K, nullptr, Epilogue::store);
+  active_kernels().gemm_panels(out, ldo, a, lda, packed, kPanel, kPanel * K, true, M, N, K, nullptr, Epilogue::store);
 }
 
 void gemm_view(float* out, std::int64_t ldo, const float* a, std::int64_t lda, const PanelView& b, std::int64_t M,
                std::int64_t N, std::int64_t K) {
-  if (active_isa() == Isa::avx2)
-    avx2::gemm_panels(out, ldo, a, lda, b.data, b.ldb, b.panel_stride, b.packed, M, N, K, nullptr, Epilogue::store);
-  else
-    portable::gemm_panels(out, ldo, a, lda, b.data, b.ldb, b.panel_stride, b.packed, M, N, K, nullptr,
-                          Epilogue::store);
+  active_kernels().gemm_panels(out, ldo, a, lda, b.data, b.ldb, b.panel_stride, b.packed, M, N, K, nullptr,
+                               Epilogue::store);
 }
 
 void gemm_nt(float* out, std::int64_t ldo, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
              std::int64_t M, std::int64_t N, std::int64_t K, float scale) {
-  if (active_isa() == Isa::avx2)
-    avx2::gemm_nt(out, ldo, a, lda, b, ldb, M, N, K, scale);
-  else
-    portable::gemm_nt(out, ldo, a, lda, b, ldb, M, N, K, scale);
+  active_kernels().gemm_nt(out, ldo, a, lda, b, ldb, M, N, K, scale);
 }
 
 void gemm_nn(float* out, std::int64_t ldo, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
              std::int64_t M, std::int64_t N, std::int64_t K) {
   // Unpacked: panel p is simply columns [16p, 16p + 16) of b.
-  if (active_isa() == Isa::avx2)
-    avx2::gemm_panels(out, ldo, a, lda, b, ldb, kPanel, false, M, N, K, nullptr, Epilogue::store);
-  else
-    portable::gemm_panels(out, ldo, a, lda, b, ldb, kPanel, false, M, N, K, nullptr, Epilogue::store);
+  active_kernels().gemm_panels(out, ldo, a, lda, b, ldb, kPanel, false, M, N, K, nullptr, Epilogue::store);
+}
+
+void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,
+          std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate) {
+  if (M <= 0 || N <= 0) return;
+  const KernelTable& kt = active_kernels();
+  const Epilogue epilogue = accumulate ? Epilogue::residual : Epilogue::store;
+  if (K <= 0) {
+    if (!accumulate)
+      for (std::int64_t i = 0; i < M; ++i) std::fill_n(c + i * ldc, N, 0.0f);
+    return;
+  }
+  // The micro-kernels read a row-major A and B in panels: a transposed operand is copied once
+  // into that form (M K or K N floats, against M N K multiply-adds). The calling thread's
+  // buffers, read by the workers through these pointers.
+  thread_local std::vector<float> a_rows, b_panels;
+  if (trans_a) {
+    a_rows.resize(static_cast<std::size_t>(M * K));
+    for (std::int64_t k = 0; k < K; ++k)
+      for (std::int64_t i = 0; i < M; ++i) a_rows[static_cast<std::size_t>(i * K + k)] = a[k * lda + i];
+    a = a_rows.data();
+    lda = K;
+  }
+  PanelView view{b, ldb, kPanel, false};
+  if (trans_b) {
+    b_panels.resize(static_cast<std::size_t>(K * N));
+    for (std::int64_t col = 0; col < N; col += kPanel) {
+      const std::int64_t w = std::min(kPanel, N - col);
+      float* panel = b_panels.data() + col * K;  // (K, w)
+      for (std::int64_t j = 0; j < w; ++j)
+        for (std::int64_t k = 0; k < K; ++k) panel[k * w + j] = b[(col + j) * ldb + k];
+    }
+    view = {b_panels.data(), kPanel, kPanel * K, true};
+  }
+  const std::int64_t panels = (N + kPanel - 1) / kPanel;
+  if (panels >= 2 * num_threads() || M < 2 * kPanel) {
+    parallel_for(panels, min_panels(M, K), [&](std::int64_t first, std::int64_t last) {
+      const std::int64_t col = first * kPanel;
+      kt.gemm_panels(c + col, ldc, a, lda, view.data + first * view.panel_stride, view.ldb, view.panel_stride,
+                     view.packed, M, std::min(N, last * kPanel) - col, K, nullptr, epilogue);
+    });
+  } else {
+    // Few columns, many rows (dX of a narrow layer): threads take rows instead.
+    parallel_for(M, min_items_per_thread(N * K), [&](std::int64_t first, std::int64_t last) {
+      kt.gemm_panels(c + first * ldc, ldc, a + first * lda, lda, view.data, view.ldb, view.panel_stride, view.packed,
+                     last - first, N, K, nullptr, epilogue);
+    });
+  }
 }
 
 }  // namespace kael::kernels

@@ -31,9 +31,6 @@ void pack_panels(float* dst, const float* src, std::int64_t K, std::int64_t N);
 // panel does, so dst may equal src (packed in place, through 16 K floats of scratch).
 void pack_panels_transposed(float* dst, const float* src, std::int64_t K, std::int64_t N);
 
-// Row n of src^T's source, i.e. column n of a packed (K, N) matrix: out (K).
-void unpack_column(float* out, const float* packed, std::int64_t K, std::int64_t N, std::int64_t n);
-
 // out (T, N) = epilogue(inp (T, K) @ W + bias) for a packed W; bias (N) may be null. Each output
 // is the products summed in input order, then the bias, so a row's result does not depend on T
 // or on the thread count. Threaded over panels.
@@ -68,7 +65,19 @@ void gemm_nt(float* out, std::int64_t ldo, const float* a, std::int64_t lda, con
 void gemm_nn(float* out, std::int64_t ldo, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
              std::int64_t M, std::int64_t N, std::int64_t K);
 
+// The general product, threaded: c (M, N; ldc) = op(a) @ op(b), or c += op(a) @ op(b) with
+// `accumulate`. op(a) is a (M, K; lda), or with trans_a the transpose of a (K, M; lda); op(b) is
+// b (K, N; ldb), or with trans_b the transpose of b (N, K; ldb). Each output is one chain over
+// k in order (then added to c), whatever the thread count. Training's products are this:
+// dW = X^T dY is gemm(dW, X, trans_a = true, dY, accumulate = true), dX = dY W^T is
+// gemm(dX, dY, W, trans_b = true).
+void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,
+          std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate = false);
+
 namespace ref {
+// The general product in double.
+void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,
+          std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate = false);
 // Unpacks and multiplies in double: the reference for linear_packed.
 void linear_packed(float* out, const float* inp, const float* packed, const float* bias, std::int64_t T,
                    std::int64_t K, std::int64_t N, Epilogue epilogue = Epilogue::store);

@@ -5,23 +5,21 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <string_view>
 #include <vector>
 
+#include "kael/core/dtype.hpp"
 #include "kael/core/error.hpp"
-#include "kernels/cpu_features.hpp"
-#include "kernels/isa.hpp"
+#include "kernels/kernel_table.hpp"
+#include "kernels/portable.hpp"
+#include "kernels/scalar_math.hpp"
 #include "kernels/thread_pool.hpp"
 
 namespace kael::kernels {
 namespace {
 
 constexpr std::int64_t kBlocksPerGroup = kInt8Group / 4;  // k4 blocks of 64 bytes per group and panel
-
-float bf16_to_f32(std::uint16_t b) { return std::bit_cast<float>(std::uint32_t{b} << 16); }
 
 // The smallest BF16 >= s (s finite and >= 0), so that max |w| / scale <= 127.
 std::uint16_t bf16_round_up(float s) {
@@ -70,32 +68,10 @@ float int8_weight(const std::int8_t* q, const std::uint16_t* scales, std::int64_
   return static_cast<float>(q[weight_offset(Kp, k, n)]) * bf16_to_f32(scales[scale_offset(Kp, k, n)]);
 }
 
-bool cpu_has_avx_vnni() {
-  static const bool has = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avxvnni") != 0;
-  }();
-  return has;
-}
-
-bool use_avx_vnni() {
-  static const bool use = [] {
-    const char* env = std::getenv("KAEL_VNNI");
-    return cpu_has_avx_vnni() && !(env != nullptr && std::string_view(env) == "0");
-  }();
-  return use;
-}
-
-const char* int8_dot_name() {
-  if (active_isa() != Isa::avx2) return "scalar";
-  return use_avx_vnni() ? "avx-vnni" : "avx2";
-}
+const char* int8_dot_name() { return active_kernels().int8_dot; }
 
 void quantize_rows(std::int8_t* xq, float* xs, const float* x, std::int64_t T, std::int64_t K) {
-  if (active_isa() == Isa::avx2)
-    avx2::quantize_rows(xq, xs, x, T, K);
-  else
-    portable::quantize_rows(xq, xs, x, T, K);
+  active_kernels().quantize_rows(xq, xs, x, T, K);
 }
 
 namespace portable {
@@ -146,10 +122,9 @@ void int8_gemm(float* c, std::int64_t ldc, const std::int8_t* xq, const float* x
         for (std::int64_t j = 0; j < kPanel; ++j)
           acc[j] += static_cast<float>(dot[j]) * (xscale * bf16_to_f32(panel_scales[g * kPanel + j]));
       }
-      for (std::int64_t j = 0; j < width; ++j) acc[j] += bias ? bias[p * kPanel + j] : 0.0f;
-      if (epilogue == Epilogue::gelu) gelu_new(acc, acc, width);  // the portable F32 path's GELU
       float* out = c + r * ldc + p * kPanel;
-      for (std::int64_t j = 0; j < width; ++j) out[j] = epilogue == Epilogue::residual ? out[j] + acc[j] : acc[j];
+      for (std::int64_t j = 0; j < width; ++j)
+        store_epilogue(out[j], acc[j] + (bias ? bias[p * kPanel + j] : 0.0f), epilogue);
     }
   }
 }
@@ -167,21 +142,14 @@ void int8_linear(float* out, const float* x, const std::int8_t* q, const std::ui
   xs_buffer.resize(static_cast<std::size_t>(T * groups));
   const std::int8_t* xq = xq_buffer.data();
   const float* xs = xs_buffer.data();
-  quantize_rows(xq_buffer.data(), xs_buffer.data(), x, T, K);
-  const bool avx2 = active_isa() == Isa::avx2, vnni = avx2 && use_avx_vnni();
-  // At least 2^18 multiply-adds per thread: below that, waking a thread costs more than it saves.
-  const std::int64_t min_panels = std::max<std::int64_t>(1, (1 << 18) / (T * Kp * kPanel));
-  parallel_for(panels, min_panels, [&](std::int64_t first, std::int64_t last) {
+  const KernelTable& kt = active_kernels();
+  kt.quantize_rows(xq_buffer.data(), xs_buffer.data(), x, T, K);
+  parallel_for(panels, min_items_per_thread(T * Kp * kPanel), [&](std::int64_t first, std::int64_t last) {
     const std::int64_t col = first * kPanel;
     const std::int8_t* w = q + col * Kp;
     const std::uint16_t* s = scales + first * groups * kPanel;
     const float* b = bias ? bias + col : nullptr;
-    if (vnni)
-      avxvnni::int8_gemm(out + col, N, xq, xs, T, Kp, w, s, last - first, N - col, b, epilogue);
-    else if (avx2)
-      avx2::int8_gemm(out + col, N, xq, xs, T, Kp, w, s, last - first, N - col, b, epilogue);
-    else
-      portable::int8_gemm(out + col, N, xq, xs, T, Kp, w, s, last - first, N - col, b, epilogue);
+    kt.int8_gemm(out + col, N, xq, xs, T, Kp, w, s, last - first, N - col, b, epilogue);
   });
 }
 

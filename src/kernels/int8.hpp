@@ -59,35 +59,8 @@ void quantize_rows(std::int8_t* xq, float* xs, const float* x, std::int64_t T, s
 void int8_linear(float* out, const float* x, const std::int8_t* q, const std::uint16_t* scales, const float* bias,
                  std::int64_t T, std::int64_t K, std::int64_t N, Epilogue epilogue = Epilogue::store);
 
-// The per-instruction-set kernels behind int8_linear. c (M, N; ldc): the columns of panels
-// [0, panels) of w, at most `n_valid` of them (the matrix's N, counted from panel 0), written
-// through the epilogue. xq (M, Kp) and xs (M, Kp / 32) as quantize_rows makes them.
-namespace portable {
-void quantize_rows(std::int8_t* xq, float* xs, const float* x, std::int64_t T, std::int64_t K);
-void int8_gemm(float* c, std::int64_t ldc, const std::int8_t* xq, const float* xs, std::int64_t M, std::int64_t Kp,
-               const std::int8_t* w, const std::uint16_t* scales, std::int64_t panels, std::int64_t n_valid,
-               const float* bias, Epilogue epilogue);
-}  // namespace portable
-namespace avx2 {
-void quantize_rows(std::int8_t* xq, float* xs, const float* x, std::int64_t T, std::int64_t K);
-void int8_gemm(float* c, std::int64_t ldc, const std::int8_t* xq, const float* xs, std::int64_t M, std::int64_t Kp,
-               const std::int8_t* w, const std::uint16_t* scales, std::int64_t panels, std::int64_t n_valid,
-               const float* bias, Epilogue epilogue);
-}  // namespace avx2
-// int8_gemm with AVX-VNNI's vpdpbusd: only when cpu_has_avx_vnni(); equal bits to avx2's.
-namespace avxvnni {
-void int8_gemm(float* c, std::int64_t ldc, const std::int8_t* xq, const float* xs, std::int64_t M, std::int64_t Kp,
-               const std::int8_t* w, const std::uint16_t* scales, std::int64_t panels, std::int64_t n_valid,
-               const float* bias, Epilogue epilogue);
-}  // namespace avxvnni
-
-// Whether this CPU has AVX-VNNI (256-bit vpdpbusd).
-bool cpu_has_avx_vnni();
-// Whether int8_linear uses it: when the CPU has it and the AVX2 kernels are active, unless
-// KAEL_VNNI=0 (read once), which keeps pmaddubsw (to compare the two, or to work around a
-// faulty virtual CPU).
-bool use_avx_vnni();
-// The int8 dot product in use: "avx-vnni", "avx2" or "scalar".
+// The int8 byte dot product of the active kernels: "scalar", "pmaddubsw", "avx-vnni" or
+// "avx512-vnni" (KernelTable::int8_dot; KAEL_VNNI=0 hides VNNI, cpu_features.hpp).
 const char* int8_dot_name();
 
 }  // namespace kael::kernels

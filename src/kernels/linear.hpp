@@ -1,4 +1,4 @@
-// Matrix products on plain row-major matrices (the model itself uses the packed forms of
+// The linear layer on a plain row-major weight (the model itself uses the packed forms of
 // gemm.hpp). Plain functions on raw pointers: outputs, then inputs, then sizes; pointers need
 // only float alignment. Outputs never alias inputs.
 #pragma once
@@ -13,14 +13,9 @@ namespace kael::kernels {
 void linear(float* out, const float* inp, const float* weight, const float* bias, std::int64_t T, std::int64_t C,
             std::int64_t OC);
 
-// out (T, N) = inp (T, C) @ weight^T for an output-major weight (N, C), such as the token
-// embedding table wte (vocab, C) read as the output head.
-void linear_nt(float* out, const float* inp, const float* weight, std::int64_t T, std::int64_t C, std::int64_t N);
-
 namespace ref {
 void linear(float* out, const float* inp, const float* weight, const float* bias, std::int64_t T, std::int64_t C,
             std::int64_t OC);
-void linear_nt(float* out, const float* inp, const float* weight, std::int64_t T, std::int64_t C, std::int64_t N);
 }  // namespace ref
 
 }  // namespace kael::kernels

@@ -1,14 +1,13 @@
-// quant.hpp: the F16 conversion at load, the scalar F16 bits, the portable dequantizer, the
-// dispatch of linear_matrix (int8 goes to int8.hpp) and the reference.
+// quant.hpp: the F16 conversion at load, the portable dequantizer, the dispatch of
+// linear_matrix (int8 goes to int8.hpp) and the reference. F16 bits are core's conversions.
 #include "kernels/quant.hpp"
 
 #include <algorithm>
-#include <bit>
-#include <cmath>
 #include <vector>
 
-#include "kernels/cpu_features.hpp"
-#include "kernels/isa.hpp"
+#include "kernels/kernel_table.hpp"
+#include "kernels/portable.hpp"
+#include "kernels/scalar_math.hpp"
 #include "kernels/thread_pool.hpp"
 
 namespace kael::kernels {
@@ -35,33 +34,6 @@ void convert_f16_panels(std::uint16_t* dst, const float* src, std::int64_t K, st
   }
 }
 
-std::uint16_t f32_to_f16(float x) {
-  const std::uint32_t b = std::bit_cast<std::uint32_t>(x);
-  const std::uint32_t sign = (b >> 16) & 0x8000u;
-  const std::uint32_t abs = b & 0x7fffffffu;
-  if (abs >= 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
-  if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds past 65504: inf
-  if (abs < 0x38800000u) {
-    // Subnormal half (or zero): value / 2^-24, rounded to nearest even by the FPU.
-    const float scaled = std::bit_cast<float>(abs) * 16777216.0f;  // exact: a power of two
-    return static_cast<std::uint16_t>(sign | static_cast<std::uint32_t>(std::nearbyint(scaled)));
-  }
-  // Normal: drop 13 mantissa bits, round to nearest even (a carry into the exponent is right).
-  const std::uint32_t rounded = abs + 0xfffu + ((abs >> 13) & 1u);
-  return static_cast<std::uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
-}
-
-float f16_to_f32(std::uint16_t h) {
-  const std::uint32_t sign = (std::uint32_t{h} & 0x8000u) << 16;
-  const std::uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
-  if (exp == 0) {
-    const float v = static_cast<float>(mant) / 16777216.0f;  // mant * 2^-24
-    return std::bit_cast<float>(sign | std::bit_cast<std::uint32_t>(v));
-  }
-  if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
-  return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (mant << 13));
-}
-
 namespace portable {
 void dequantize_f16_panel(float* dst, const std::uint16_t* panel, std::int64_t K, std::int64_t w) {
   for (std::int64_t i = 0; i < K * w; ++i) dst[i] = f16_to_f32(panel[i]);
@@ -70,27 +42,26 @@ void dequantize_f16_panel(float* dst, const std::uint16_t* panel, std::int64_t K
 
 void linear_matrix(float* out, const float* inp, const PackedMatrix& w, const float* bias, std::int64_t T,
                    std::int64_t K, std::int64_t N, Epilogue epilogue) {
-  if (w.type == WeightType::f32) {
+  if (w.type == WeightDType::f32) {
     linear_packed(out, inp, static_cast<const float*>(w.data), bias, T, K, N, epilogue);
     return;
   }
-  if (w.type == WeightType::int8) {
+  if (w.type == WeightDType::int8) {
     int8_linear(out, inp, static_cast<const std::int8_t*>(w.data), w.scales, bias, T, K, N, epilogue);
     return;
   }
+  const KernelTable& kt = active_kernels();
   const auto* h = static_cast<const std::uint16_t*>(w.data);
   const std::int64_t panels = (N + kPanel - 1) / kPanel, group = panels_per_pass(K);
-  const std::int64_t min_panels = std::max<std::int64_t>(1, (1 << 18) / std::max<std::int64_t>(1, T * K * kPanel));
-  const bool avx2 = active_isa() == Isa::avx2;
-  parallel_for(panels, min_panels, [&](std::int64_t first, std::int64_t last) {
+  parallel_for(panels, min_items_per_thread(T * K * kPanel), [&](std::int64_t first, std::int64_t last) {
     thread_local std::vector<float> scratch;
     scratch.resize(static_cast<std::size_t>(group * kPanel * K));
     std::int64_t p = first;
-    if (avx2 && T <= 2) {  // decode: full panels straight from the F16 weights
+    if (kt.f16_gemv != nullptr && T <= 2) {  // decode: full panels straight from the F16 weights
       const std::int64_t full = std::min(last, N / kPanel) - first;
       if (full > 0) {
         const std::int64_t col = first * kPanel;
-        avx2::f16_gemv(out + col, N, inp, K, h + col * K, T, full, K, bias ? bias + col : nullptr, epilogue);
+        kt.f16_gemv(out + col, N, inp, K, h + col * K, T, full, K, bias ? bias + col : nullptr, epilogue);
         p += full;
       }
     }
@@ -98,25 +69,16 @@ void linear_matrix(float* out, const float* inp, const PackedMatrix& w, const fl
       const std::int64_t col = p * kPanel;
       const std::int64_t cols = std::min(N, std::min(last, p + group) * kPanel) - col;
       // Panels p.. are contiguous in both the source and (with the same layout) the scratch.
-      for (std::int64_t c = 0; c < cols; c += kPanel) {
-        const std::int64_t width = std::min(kPanel, cols - c);
-        if (avx2)
-          avx2::dequantize_f16_panel(scratch.data() + c * K, h + (col + c) * K, K, width);
-        else
-          portable::dequantize_f16_panel(scratch.data() + c * K, h + (col + c) * K, K, width);
-      }
-      const float* bs = bias ? bias + col : nullptr;
-      if (avx2)
-        avx2::gemm_panels(out + col, N, inp, K, scratch.data(), kPanel, kPanel * K, true, T, cols, K, bs, epilogue);
-      else
-        portable::gemm_panels(out + col, N, inp, K, scratch.data(), kPanel, kPanel * K, true, T, cols, K, bs,
-                              epilogue);
+      for (std::int64_t c = 0; c < cols; c += kPanel)
+        kt.dequantize_f16_panel(scratch.data() + c * K, h + (col + c) * K, K, std::min(kPanel, cols - c));
+      kt.gemm_panels(out + col, N, inp, K, scratch.data(), kPanel, kPanel * K, true, T, cols, K,
+                     bias ? bias + col : nullptr, epilogue);
     }
   });
 }
 
 void unpack_matrix_column(float* out, const PackedMatrix& w, std::int64_t K, std::int64_t N, std::int64_t n) {
-  if (w.type == WeightType::int8) {
+  if (w.type == WeightDType::int8) {
     for (std::int64_t k = 0; k < K; ++k)
       out[k] = int8_weight(static_cast<const std::int8_t*>(w.data), w.scales, K, k, n);
     return;
@@ -124,7 +86,7 @@ void unpack_matrix_column(float* out, const PackedMatrix& w, std::int64_t K, std
   const std::int64_t col = n / kPanel * kPanel, width = std::min(kPanel, N - col), j = n - col;
   for (std::int64_t k = 0; k < K; ++k) {
     const std::int64_t i = col * K + k * width + j;
-    if (w.type == WeightType::f32)
+    if (w.type == WeightDType::f32)
       out[k] = static_cast<const float*>(w.data)[i];
     else
       out[k] = f16_to_f32(static_cast<const std::uint16_t*>(w.data)[i]);
@@ -137,7 +99,7 @@ void linear_matrix(float* out, const float* inp, const PackedMatrix& w, const fl
   std::vector<float> column(static_cast<std::size_t>(K));
   // int8 multiplies the activations as quantize_rows rounds them (its scalar form).
   std::vector<double> x(inp, inp + T * K);
-  if (w.type == WeightType::int8) {
+  if (w.type == WeightDType::int8) {
     const std::int64_t Kp = int8_padded_k(K), groups = Kp / kInt8Group;
     std::vector<std::int8_t> xq(static_cast<std::size_t>(T * Kp));
     std::vector<float> xs(static_cast<std::size_t>(T * groups));
@@ -147,15 +109,12 @@ void linear_matrix(float* out, const float* inp, const PackedMatrix& w, const fl
         x[static_cast<std::size_t>(t * K + k)] = static_cast<double>(xq[static_cast<std::size_t>(t * Kp + k)]) *
             xs[static_cast<std::size_t>(t * groups + k / kInt8Group)];
   }
-  const double k_gelu = std::sqrt(2.0 / 3.14159265358979323846);
   for (std::int64_t n = 0; n < N; ++n) {
     unpack_matrix_column(column.data(), w, K, N, n);
     for (std::int64_t t = 0; t < T; ++t) {
       double y = bias ? bias[n] : 0.0;
       for (std::int64_t k = 0; k < K; ++k) y += x[static_cast<std::size_t>(t * K + k)] * column[static_cast<std::size_t>(k)];
-      if (epilogue == Epilogue::gelu) y = 0.5 * y * (1.0 + std::tanh(k_gelu * (y + 0.044715 * y * y * y)));
-      float& o = out[t * N + n];
-      o = static_cast<float>(epilogue == Epilogue::residual ? o + y : y);
+      store_epilogue(out[t * N + n], y, epilogue);
     }
   }
 }

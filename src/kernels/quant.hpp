@@ -3,8 +3,8 @@
 // last panel's rows its width apart), or int8 with per-group scales in the layout of int8.hpp
 // (int8 activations too: integer dot products). linear_matrix takes any of them.
 //
-// F16 kernel design: decode (1-2 rows) on AVX2 converts 8 weights at a time in registers and
-// feeds the FMAs directly (avx2::narrow_gemv); longer inputs dequantize a few panels at a time
+// F16 kernel design: decode (1-2 rows) converts a vector of weights at a time in registers and
+// feeds the FMAs directly (KernelTable::f16_gemv, where the set has one); longer inputs dequantize a few panels at a time
 // into an F32 scratch block that stays in L2 and run the F32 micro-kernels of gemm.hpp on it,
 // bias and epilogue included. Both compute y = sum_k a[k] * float(h[k][n]) + bias[n] as one
 // ordered FMA chain per output whatever T, the path or the thread count, as linear_packed does.
@@ -12,16 +12,15 @@
 
 #include <cstdint>
 
+#include "kael/core/dtype.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/int8.hpp"
 
 namespace kael::kernels {
 
-enum class WeightType : std::uint8_t { f32, f16, int8 };
-
-// A packed (K, N) matrix of any WeightType; scales (BF16 bits, int8.hpp) only for int8.
+// A packed (K, N) matrix of any WeightDType; scales (BF16 bits, int8.hpp) only for int8.
 struct PackedMatrix {
-  WeightType type = WeightType::f32;
+  WeightDType type = WeightDType::f32;
   const void* data = nullptr;
   const std::uint16_t* scales = nullptr;
 };
@@ -37,28 +36,11 @@ void linear_matrix(float* out, const float* inp, const PackedMatrix& w, const fl
 // Column n of the matrix as F32 (dequantized): out (K).
 void unpack_matrix_column(float* out, const PackedMatrix& w, std::int64_t K, std::int64_t N, std::int64_t n);
 
-// F32 <-> F16 bits, scalar (round to nearest even; the references and the conversion at load).
-std::uint16_t f32_to_f16(float x);
-float f16_to_f32(std::uint16_t h);
-
 namespace ref {
 // The reference for linear_matrix: multiplies in double what the kernels multiply, the
 // dequantized weights by the inputs, or for int8 by the inputs as quantize_rows rounds them.
 void linear_matrix(float* out, const float* inp, const PackedMatrix& w, const float* bias, std::int64_t T,
                    std::int64_t K, std::int64_t N, Epilogue epilogue = Epilogue::store);
 }  // namespace ref
-
-namespace portable {
-// dst (K, w) F32 = one F16 panel (K, w).
-void dequantize_f16_panel(float* dst, const std::uint16_t* panel, std::int64_t K, std::int64_t w);
-}  // namespace portable
-namespace avx2 {
-void dequantize_f16_panel(float* dst, const std::uint16_t* panel, std::int64_t K, std::int64_t w);
-// c (M, 16 panels; ldc) = epilogue(a (M, K; lda) @ `panels` full F16 panels at b + bias),
-// converting in registers: the decode path. Equal bits to dequantize_f16_panel followed by
-// gemm_panels.
-void f16_gemv(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const std::uint16_t* b, std::int64_t M,
-              std::int64_t panels, std::int64_t K, const float* bias, Epilogue epilogue);
-}  // namespace avx2
 
 }  // namespace kael::kernels

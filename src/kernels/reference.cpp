@@ -3,13 +3,13 @@
 // calls them.
 #include <algorithm>
 #include <cmath>
-#include <numbers>
 #include <vector>
 
 #include "kernels/attention.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/linear.hpp"
 #include "kernels/norm.hpp"
+#include "kernels/scalar_math.hpp"
 
 namespace kael::kernels::ref {
 
@@ -20,15 +20,6 @@ void linear(float* out, const float* inp, const float* weight, const float* bias
       double sum = bias ? bias[o] : 0.0;
       for (std::int64_t c = 0; c < C; ++c) sum += static_cast<double>(inp[t * C + c]) * weight[c * OC + o];
       out[t * OC + o] = static_cast<float>(sum);
-    }
-}
-
-void linear_nt(float* out, const float* inp, const float* weight, std::int64_t T, std::int64_t C, std::int64_t N) {
-  for (std::int64_t t = 0; t < T; ++t)
-    for (std::int64_t n = 0; n < N; ++n) {
-      double sum = 0.0;
-      for (std::int64_t c = 0; c < C; ++c) sum += static_cast<double>(inp[t * C + c]) * weight[n * C + c];
-      out[t * N + n] = static_cast<float>(sum);
     }
 }
 
@@ -57,11 +48,7 @@ void softmax(float* out, const float* inp, std::int64_t n) {
 }
 
 void gelu_new(float* out, const float* inp, std::int64_t n) {
-  const double k = std::sqrt(2.0 / std::numbers::pi);
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double x = inp[i];
-    out[i] = static_cast<float>(0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x))));
-  }
+  for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(gelu_tanh(static_cast<double>(inp[i])));
 }
 
 void add_inplace(float* x, const float* y, std::int64_t n) {

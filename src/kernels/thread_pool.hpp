@@ -12,6 +12,14 @@ namespace kael::kernels {
 void set_num_threads(int n);
 int num_threads();
 
+// Below about 2^18 multiply-adds (or as much other work) a thread costs more to wake than it
+// saves. The one rule for how finely a kernel splits: the fewest items per thread, for items
+// of `work_per_item` units each.
+inline constexpr std::int64_t kMinThreadWork = std::int64_t{1} << 18;
+constexpr std::int64_t min_items_per_thread(std::int64_t work_per_item, std::int64_t min_work = kMinThreadWork) {
+  return work_per_item >= min_work ? 1 : min_work / (work_per_item > 0 ? work_per_item : 1);
+}
+
 namespace detail {
 using RangeFn = void (*)(void* context, std::int64_t begin, std::int64_t end);
 void parallel_for(std::int64_t n, std::int64_t min_per_thread, RangeFn fn, void* context);

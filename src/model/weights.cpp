@@ -145,13 +145,13 @@ kernels::PackedMatrix narrow_matrix(const Tensor& tensor, bool transposed, Weigh
     } catch (const ValueError& e) {  // a non-finite weight, named by its (k, n)
       throw ValueError(str(where, ": ", e.what()));
     }
-    m = {kernels::WeightType::int8, q.raw_data(), scales.data<std::uint16_t>()};
+    m = {WeightDType::int8, q.raw_data(), scales.data<std::uint16_t>()};
     storage.push_back(std::move(q));
     storage.push_back(std::move(scales));
   } else {
     Tensor h = Tensor::zeros(DType::U16, {K, N});
     kernels::convert_f16_panels(h.data<std::uint16_t>(), tensor.data<float>(), K, N, transposed);
-    m = {kernels::WeightType::f16, h.raw_data(), nullptr};
+    m = {WeightDType::f16, h.raw_data(), nullptr};
     storage.push_back(std::move(h));
   }
   return m;
@@ -215,7 +215,7 @@ Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors
     } else {
       LayerWeights& layer = weights.layers[static_cast<std::size_t>(spec.layer)];
       layer.*spec.layer_slot = data;
-      if (is_block_matrix(spec)) layer.*matrix_slot(spec) = {kernels::WeightType::f32, data, nullptr};
+      if (is_block_matrix(spec)) layer.*matrix_slot(spec) = {WeightDType::f32, data, nullptr};
     }
     weights.storage.push_back(std::move(tensor));
   }
@@ -224,7 +224,7 @@ Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors
       weights.lm_head = weights.wte;  // packed above
       weights.wte = nullptr;
     }
-    weights.head = {kernels::WeightType::f32, weights.lm_head, nullptr};
+    weights.head = {WeightDType::f32, weights.lm_head, nullptr};
   }
   return weights;
 }

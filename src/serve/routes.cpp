@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kael/core/error.hpp"
+#include "kael/model/gpt2.hpp"
 #include "serve/completions.hpp"
 #include "serve/decode_batch.hpp"
 #include "serve/http_error.hpp"
@@ -82,7 +83,9 @@ void register_routes(httplib::Server& server, ServerContext& context) {
                          {"active", context.scheduler.active_count()},
                          {"queued", context.scheduler.queue_depth()},
                          {"max_batch", context.scheduler.options().max_batch},
-                         {"batched_decode", kBatchedDecode}});
+                         {"batched_decode", kBatchedDecode},
+                         {"isa", kael::model::kernel_isa()},
+                         {"int8_dot", kael::model::int8_dot()}});
   }));
 
   server.Get("/metrics", guarded([&context](const httplib::Request&, httplib::Response& response) {

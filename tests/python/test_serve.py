@@ -163,6 +163,7 @@ def test_auxiliary_routes(server):
     assert models["data"][0]["context_length"] == 512
     health = server.get_json("/health")
     assert health["status"] == "ok" and health["max_batch"] == 8
+    assert health["isa"] in ("scalar", "avx2", "avx512", "amx") and health["int8_dot"]
     status, tokens = server.post_json("/tokenize", {"text": "Hello, world!"})
     assert status == 200 and tokens["ids"] == [15496, 11, 995, 0] and tokens["count"] == 4
     status, special = server.post_json("/tokenize", {"text": "<|endoftext|>", "allow_special": True})

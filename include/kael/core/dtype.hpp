@@ -22,6 +22,10 @@ std::string_view dtype_name(DType dtype);
 std::optional<DType> dtype_from_name(std::string_view name);
 bool is_floating(DType dtype);
 
+// How a model stores its weight matrices (kael::model::LoadOptions, kernels' PackedMatrix):
+// F32, IEEE half, or int8 with a scale per group of 32 weights.
+enum class WeightDType : std::uint8_t { f32, f16, int8 };
+
 // IEEE half and bfloat16 stored as raw bits, so they never collide with U16 in templates.
 struct f16_t {
   std::uint16_t bits;

@@ -48,7 +48,7 @@ struct Config {
 // group of 32 weights (about a quarter), whose matrix products quantize the activations the
 // same way and sum in int32 (kernels/int8.hpp). Converted at load from any checkpoint dtype.
 // The token embeddings of a tied model are read from the narrow head.
-enum class WeightDType { f32, f16, int8 };
+using kael::WeightDType;  // kael/core/dtype.hpp
 
 // "f32", "f16", "int8"; nullopt for anything else.
 std::optional<WeightDType> weight_dtype_from_name(std::string_view name);
@@ -71,11 +71,12 @@ class Session;
 void set_num_threads(int n);
 int num_threads();
 
-// The instruction set the kernels run on: "avx2" (AVX2 + FMA) when the CPU has it, else
-// "scalar" (baseline x86-64); the environment variable KAEL_ISA=scalar|avx2 overrides it.
+// The instruction set the kernels run on: "amx", "avx512", "avx2" or "scalar", the best this
+// CPU, its OS and this build support; the environment variable KAEL_ISA=scalar|avx2|avx512|amx
+// forces one (an error when it is not supported).
 const char* kernel_isa();
-// The int8 dot product (--dtype int8): "avx-vnni" when the CPU has AVX-VNNI (KAEL_VNNI=0
-// turns it off), else "avx2" or "scalar" as kernel_isa().
+// The int8 byte dot product (--dtype int8): "avx512-vnni", "avx-vnni", "pmaddubsw" or "scalar"
+// (KAEL_VNNI=0 hides VNNI, so pmaddubsw runs).
 const char* int8_dot();
 
 // Where the time of forward passes went, in milliseconds, summed over the calls made while a

@@ -11,7 +11,7 @@
 #include <immintrin.h>
 
 #include "kernels/avx2/math.hpp"
-#include "kernels/isa.hpp"
+#include "kernels/avx2/kernels.hpp"
 
 namespace kael::kernels::avx2 {
 namespace {

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "kernels/avx2/math.hpp"
+#include "kernels/avx2/kernels.hpp"
 #include "kernels/int8.hpp"
 
 namespace kael::kernels::avx2 {

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "kernels/avx2/math.hpp"
-#include "kernels/quant.hpp"
+#include "kernels/avx2/kernels.hpp"
 
 namespace kael::kernels::avx2 {
 namespace {

@@ -1,5 +1,5 @@
-// The run-time-dispatched kernels (gemm.hpp, isa.hpp) on both instruction sets against the
-// plain references, on ragged sizes around every vector and panel width (8, 16) and every
+// The run-time-dispatched kernels (gemm.hpp, kernel_table.hpp) on every instruction set
+// against the plain references, on ragged sizes around every vector and panel width (8, 16) and every
 // register block (6 rows, 4 panels), with 1 and several threads.
 #include <gtest/gtest.h>
 
@@ -9,10 +9,11 @@
 #include <tuple>
 #include <vector>
 
+#include "kael/core/error.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/cpu_features.hpp"
 #include "kernels/gemm.hpp"
-#include "kernels/isa.hpp"
+#include "kernels/kernel_table.hpp"
 #include "kernels/norm.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/thread_pool.hpp"
@@ -33,34 +34,63 @@ std::vector<float> packed(const std::vector<float>& w, std::int64_t K, std::int6
 
 const std::int64_t kRagged[] = {1, 3, 7, 8, 9, 15, 16, 17, 33, 100};
 
-// (instruction set, threads). The avx2 cases are skipped on a CPU without AVX2.
-class IsaKernels : public ::testing::TestWithParam<std::tuple<Isa, int>> {
- protected:
-  void SetUp() override {
-    const auto [isa, threads] = GetParam();
-    if (isa == Isa::avx2 && detected_isa() != Isa::avx2) GTEST_SKIP() << "no AVX2+FMA on this CPU";
-    set_isa(isa);
-    set_num_threads(threads);
-  }
-  void TearDown() override {
-    set_isa(detected_isa());
-    set_num_threads(0);
-  }
-};
-
-std::string name(const ::testing::TestParamInfo<std::tuple<Isa, int>>& info) {
-  return std::string(isa_name(std::get<0>(info.param))) + "_" + std::to_string(std::get<1>(info.param)) + "threads";
-}
+using IsaKernels = test_util::OnEveryIsa;
 
 }  // namespace
 
 TEST(CpuFeatures, NamesAndPhysicalCores) {
   EXPECT_STREQ(isa_name(Isa::scalar), "scalar");
   EXPECT_STREQ(isa_name(Isa::avx2), "avx2");
+  EXPECT_STREQ(isa_name(Isa::avx512), "avx512");
+  EXPECT_STREQ(isa_name(Isa::amx), "amx");
   EXPECT_GE(physical_cores(), 1);
   EXPECT_NO_THROW(set_isa(Isa::scalar));
   EXPECT_EQ(active_isa(), Isa::scalar);
+  EXPECT_EQ(active_kernels().isa, Isa::scalar);
   set_isa(detected_isa());
+}
+
+TEST(CpuFeatures, EachSetNeedsTheOnesBelowAndUnsupportedSetsAreRefused) {
+  EXPECT_TRUE(isa_supported(Isa::scalar));
+  bool below = true;
+  for (Isa isa : kAllIsas) {
+    std::string why;
+    const bool ok = isa_supported(isa, &why);
+    if (!below) {
+      EXPECT_FALSE(ok) << isa_name(isa);
+    }
+    below = ok;
+    if (ok) {
+      EXPECT_TRUE(why.empty());
+      EXPECT_EQ(kernels_for(isa).isa, isa);
+      EXPECT_LE(isa, detected_isa());
+    } else {
+      EXPECT_FALSE(why.empty()) << isa_name(isa);
+      EXPECT_THROW(set_isa(isa), kael::ValueError) << isa_name(isa);
+      EXPECT_THROW(kernels_for(isa), kael::ValueError) << isa_name(isa);
+    }
+  }
+  EXPECT_TRUE(isa_supported(detected_isa()));
+  const CpuFeatures& f = cpu_features();
+  if (f.avx512f) {
+    EXPECT_TRUE(f.avx2) << "AVX-512 without AVX2";
+  }
+}
+
+TEST(CpuFeatures, EveryTableIsComplete) {
+  for (Isa isa : kAllIsas) {
+    if (!isa_supported(isa)) continue;
+    const KernelTable& t = kernels_for(isa);
+    EXPECT_NE(t.gemm_panels, nullptr);
+    EXPECT_NE(t.gemm_nt, nullptr);
+    EXPECT_NE(t.dequantize_f16_panel, nullptr);
+    EXPECT_NE(t.quantize_rows, nullptr);
+    EXPECT_NE(t.int8_gemm, nullptr);
+    EXPECT_NE(t.softmax, nullptr);
+    EXPECT_NE(t.gelu_new, nullptr);
+    EXPECT_NE(t.layernorm_row, nullptr);
+    EXPECT_NE(t.int8_dot, nullptr);
+  }
 }
 
 TEST(PackPanels, LayoutIsPanelsOfSixteenColumns) {
@@ -86,11 +116,6 @@ TEST(PackPanels, TransposedInPlaceAndColumns) {
     auto in_place = src;
     pack_panels_transposed(in_place.data(), in_place.data(), K, N);
     ASSERT_EQ(in_place, packed(t, K, N)) << "N=" << N;
-    std::vector<float> column(K);
-    for (std::int64_t n = 0; n < N; ++n) {
-      unpack_column(column.data(), in_place.data(), K, N, n);
-      ASSERT_TRUE(std::equal(column.begin(), column.end(), src.begin() + n * K)) << "n=" << n;
-    }
   }
 }
 
@@ -163,6 +188,40 @@ TEST_P(IsaKernels, GemmNnMatchesReference) {
       }
 }
 
+TEST_P(IsaKernels, GeneralGemmMatchesReferenceWithEveryTranspose) {
+  for (bool trans_a : {false, true})
+    for (bool trans_b : {false, true})
+      for (bool accumulate : {false, true})
+        for (std::int64_t M : {1, 2, 7, 33, 70})
+          for (std::int64_t N : {1, 9, 16, 17, 50})
+            for (std::int64_t K : {1, 8, 31}) {
+              // Leading dimensions wider than the matrices, as views into larger buffers.
+              const std::int64_t lda = (trans_a ? M : K) + 3, ldb = (trans_b ? K : N) + 2, ldc = N + 1;
+              const auto a = random_vector((trans_a ? K : M) * lda, 41), b = random_vector((trans_b ? N : K) * ldb, 42);
+              std::vector<float> fast = random_vector(M * ldc, 43), slow = fast;
+              gemm(fast.data(), ldc, a.data(), lda, trans_a, b.data(), ldb, trans_b, M, N, K, accumulate);
+              ref::gemm(slow.data(), ldc, a.data(), lda, trans_a, b.data(), ldb, trans_b, M, N, K, accumulate);
+              ASSERT_LT(max_error(fast, slow), 1e-5) << "trans_a=" << trans_a << " trans_b=" << trans_b
+                                                     << " accumulate=" << accumulate << " M=" << M << " N=" << N
+                                                     << " K=" << K;
+            }
+}
+
+TEST_P(IsaKernels, GeneralGemmRowsDoNotDependOnTheSplit) {
+  // Wide (threads split columns) and narrow (threads split rows) give each row the same bits
+  // as computing it alone.
+  for (std::int64_t N : {8, 300}) {
+    const std::int64_t M = 100, K = 40;
+    const auto a = random_vector(M * K, 44), b = random_vector(K * N, 45);
+    std::vector<float> all(M * N), one(N);
+    gemm(all.data(), N, a.data(), K, false, b.data(), N, false, M, N, K);
+    for (std::int64_t i = 0; i < M; i += 7) {
+      gemm(one.data(), N, a.data() + i * K, K, false, b.data(), N, false, 1, N, K);
+      ASSERT_TRUE(std::equal(one.begin(), one.end(), all.begin() + i * N)) << "N=" << N << " row " << i;
+    }
+  }
+}
+
 TEST_P(IsaKernels, GemmPackedMatchesReference) {
   for (std::int64_t M : {1, 2, 3, 7})
     for (std::int64_t N : kRagged)
@@ -214,24 +273,24 @@ TEST_P(IsaKernels, AttentionMatchesReferenceOnRaggedSizes) {
 }
 
 TEST_P(IsaKernels, SoftmaxAndGeluMatchReference) {
-  const bool avx2 = std::get<0>(GetParam()) == Isa::avx2;
+  const KernelTable& kt = kernels_for(isa());
   for (std::int64_t n : {1, 3, 7, 8, 9, 15, 16, 17, 33, 100, 1000}) {
     auto inp = random_vector(n, 15, 30.0f);  // wide: exp would overflow without the max shift
     std::vector<float> fast(n), slow(n);
-    (avx2 ? avx2::softmax : portable::softmax)(fast.data(), inp.data(), n);
+    kt.softmax(fast.data(), inp.data(), n);
     ref::softmax(slow.data(), inp.data(), n);
     ASSERT_LT(max_error(fast, slow), 1e-6) << "softmax n=" << n;
 
     inp = random_vector(n, 16, 4.0f);
     inp[0] = 0.0f;
-    (avx2 ? avx2::gelu_new : portable::gelu_new)(fast.data(), inp.data(), n);
+    kt.gelu_new(fast.data(), inp.data(), n);
     ref::gelu_new(slow.data(), inp.data(), n);
     ASSERT_LT(max_error(fast, slow), 1e-6) << "gelu n=" << n;
   }
   // Extremes: no NaN, the limits of GELU, and a one-hot softmax.
   const std::vector<float> x = {-100.0f, -20.0f, 20.0f, 100.0f, 0.0f, -1e30f, 1e30f, -0.0f, 1.0f};
   std::vector<float> y(x.size());
-  (avx2 ? avx2::gelu_new : portable::gelu_new)(y.data(), x.data(), static_cast<std::int64_t>(x.size()));
+  kt.gelu_new(y.data(), x.data(), static_cast<std::int64_t>(x.size()));
   EXPECT_NEAR(y[0], 0.0f, 1e-30f);
   EXPECT_NEAR(y[1], 0.0f, 1e-30f);
   EXPECT_EQ(y[2], 20.0f);
@@ -241,10 +300,9 @@ TEST_P(IsaKernels, SoftmaxAndGeluMatchReference) {
   EXPECT_NEAR(y[8], 0.8411920f, 1e-6);
   for (float v : y) EXPECT_FALSE(std::isnan(v));
   std::vector<float> s(x.size());
-  (avx2 ? avx2::softmax : portable::softmax)(s.data(), x.data(), static_cast<std::int64_t>(x.size()));
+  kt.softmax(s.data(), x.data(), static_cast<std::int64_t>(x.size()));
   EXPECT_EQ(s[6], 1.0f);
   EXPECT_EQ(s[0], 0.0f);
 }
 
-INSTANTIATE_TEST_SUITE_P(Isas, IsaKernels,
-                         ::testing::Combine(::testing::Values(Isa::scalar, Isa::avx2), ::testing::Values(1, 3)), name);
+INSTANTIATE_TEST_SUITE_P(Isas, IsaKernels, test_util::every_isa_and_threads(), test_util::isa_threads_name);

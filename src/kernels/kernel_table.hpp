@@ -1,0 +1,93 @@
+// The kernels of one instruction set, as a table of function pointers. One table per set is
+// built once, at start-up or on the first call, from the units of that set (portable.cpp;
+// avx2/*.cpp, avx512/*.cpp, amx/*.cpp, each compiled with its own flags), and the
+// dispatching functions of gemm.hpp, quant.hpp, int8.hpp, norm.hpp and elementwise.hpp call
+// through active_kernels(). They split the work across threads; no table kernel starts one.
+//
+// Each set's fill() starts from the table of the set below it and replaces what it does
+// better, so a set may leave an entry to a narrower one (AVX-512 without VNNI keeps AVX2's
+// int8 kernel). Results may differ between sets in the last bits, never within one: every
+// entry computes each output the same way whatever the row count, the thread split or the
+// call (so forward_batch equals forward bit for bit on every set).
+//
+// Declarations only: an inline function defined in a header and compiled in an AVX unit
+// could be picked by the linker for baseline callers and crash a CPU without that unit's ISA.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kernels/cpu_features.hpp"
+#include "kernels/gemm.hpp"
+
+namespace kael::kernels {
+
+struct KernelTable {
+  Isa isa = Isa::scalar;
+  // The int8 byte dot product in use: "scalar", "pmaddubsw", "avx-vnni", "avx512-vnni", ...
+  const char* int8_dot = "scalar";
+
+  // F32 GEMM over 16-column panels (gemm.hpp): panels [0, ceil(N / 16)) of b, panel p at
+  // b + p * panel_stride with rows ldb floats apart, except that with `packed` the narrower
+  // last panel's rows are its width apart. c (M, N; ldc) = epilogue(a (M, K; lda) @ b + bias);
+  // bias (N) may be null. Every output is one FMA chain over k in order, then + bias.
+  void (*gemm_panels)(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const float* b,
+                      std::int64_t ldb, std::int64_t panel_stride, bool packed, std::int64_t M, std::int64_t N,
+                      std::int64_t K, const float* bias, Epilogue epilogue) = nullptr;
+  // As kernels::gemm_nt (single-threaded).
+  void (*gemm_nt)(float* out, std::int64_t ldo, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+                  std::int64_t M, std::int64_t N, std::int64_t K, float scale) = nullptr;
+
+  // F16 weights (quant.hpp). dst (K, w) F32 = one F16 panel (K, w).
+  void (*dequantize_f16_panel)(float* dst, const std::uint16_t* panel, std::int64_t K, std::int64_t w) = nullptr;
+  // Decode (M <= 2): c (M, 16 panels; ldc) = epilogue(a (M, K; lda) @ `panels` full F16 panels
+  // at b + bias), converting in registers; equal bits to dequantize_f16_panel + gemm_panels.
+  // Null: linear_matrix dequantizes instead.
+  void (*f16_gemv)(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const std::uint16_t* b,
+                   std::int64_t M, std::int64_t panels, std::int64_t K, const float* bias,
+                   Epilogue epilogue) = nullptr;
+
+  // int8 (int8.hpp): the activation quantizer, equal bits on every set, and the GEMM over
+  // panels [0, panels) of w, at most n_valid columns (the matrix's N, counted from panel 0).
+  void (*quantize_rows)(std::int8_t* xq, float* xs, const float* x, std::int64_t T, std::int64_t K) = nullptr;
+  void (*int8_gemm)(float* c, std::int64_t ldc, const std::int8_t* xq, const float* xs, std::int64_t M,
+                    std::int64_t Kp, const std::int8_t* w, const std::uint16_t* scales, std::int64_t panels,
+                    std::int64_t n_valid, const float* bias, Epilogue epilogue) = nullptr;
+
+  // Rows (norm.hpp, elementwise.hpp); out may equal inp.
+  void (*softmax)(float* out, const float* inp, std::int64_t n) = nullptr;
+  void (*gelu_new)(float* out, const float* inp, std::int64_t n) = nullptr;
+  // out (C) = layernorm of one row x (C).
+  void (*layernorm_row)(float* out, const float* x, const float* weight, const float* bias, std::int64_t C,
+                        float eps) = nullptr;
+};
+
+// The table of the active set (active_isa()).
+const KernelTable& active_kernels();
+
+// The table of `isa`, built on first use. ValueError when isa_supported(isa) is false.
+const KernelTable& kernels_for(Isa isa);
+
+// The fill functions, one per set, each defined in that set's units.
+namespace portable {
+void fill(KernelTable& table);
+}
+#if KAEL_X86_KERNELS
+namespace avx2 {
+void fill(KernelTable& table, const CpuFeatures& cpu);
+}
+namespace avx512 {
+void fill(KernelTable& table, const CpuFeatures& cpu);
+}
+#endif
+// The AMX hook: a build with sources in src/kernels/amx/ defines KAEL_AMX_KERNELS and these
+// two. available() asks Linux for the tile state (and says why not when refused); fill() runs
+// only after it succeeded, on top of the avx512 table.
+#if KAEL_AMX_KERNELS
+namespace amx {
+bool available(const CpuFeatures& cpu, std::string* why);
+void fill(KernelTable& table, const CpuFeatures& cpu);
+}  // namespace amx
+#endif
+
+}  // namespace kael::kernels

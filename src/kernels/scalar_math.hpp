@@ -1,0 +1,29 @@
+// The scalar forms of two rules every kernel set and reference shares: GPT-2's GELU and the
+// output epilogue. Templates on the arithmetic type: float in the portable kernels, double in
+// the references. `static`, so that no unit compiled with wider ISA flags can lend its copy to
+// a baseline caller.
+#pragma once
+
+#include <cmath>
+
+#include "kernels/gemm.hpp"
+
+namespace kael::kernels {
+
+// gelu_new(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), the tanh form GPT-2 uses
+// (Hugging Face's "gelu_new"). The vector kernels compute the same function as
+// x / (1 + e^(-2u)) with u the tanh's argument.
+template <class T>
+static inline T gelu_tanh(T x) {
+  const T sqrt_2_over_pi = static_cast<T>(0.7978845608028654);
+  return static_cast<T>(0.5) * x * (static_cast<T>(1) + std::tanh(sqrt_2_over_pi * (x + static_cast<T>(0.044715) * x * x * x)));
+}
+
+// Writes y (a product plus its bias) to out through the epilogue: out = y, gelu(y) or out + y.
+template <class T>
+static inline void store_epilogue(float& out, T y, Epilogue epilogue) {
+  if (epilogue == Epilogue::gelu) y = gelu_tanh(y);
+  out = static_cast<float>(epilogue == Epilogue::residual ? out + y : y);
+}
+
+}  // namespace kael::kernels
