@@ -6,9 +6,10 @@ Measures (every figure printed, with what it is compared against):
   bandwidth   build/bench/bandwidth: THREADS threads sum a 1 GB buffer with 256-bit loads (best
               of 8 passes). Decode bound = bandwidth / bytes one decode step must read, i.e.
               every F32 weight except the position table wpe (one row of it is read).
-  FMA peak    build/bench/fma_peak: 12 independent 8-wide FMA chains per thread; the per-core
-              rate is taken from each thread's CPU time (robust on a shared host), and
-              peak = THREADS x per-core rate (= cores x 2 FMA units x 8 lanes x 2 flops x clock).
+  FMA peak    build/bench/fma_peak: independent FMA chains of the widest FMA the CPU has (zmm
+              with AVX-512, else ymm) per thread; the per-core rate is taken from each thread's
+              CPU time (robust on a shared host), and peak = THREADS x per-core rate
+              (= cores x 2 FMA units x lanes x 2 flops x clock).
   kael        `kael bench --json`: batch 1 and batch 16 greedy decode, and a 512-token prefill.
   transformers  GPT2LMHeadModel (torch, float32, eager attention), torch.set_num_threads(THREADS),
               model.generate(do_sample=False) with min_new_tokens = max_new_tokens = N; decode
@@ -16,6 +17,8 @@ Measures (every figure printed, with what it is compared against):
               forward over the 512-token prompt.
   CTranslate2 converted from the same checkpoint (float32), Generator(intra_threads=THREADS),
               generate_batch(sampling_topk=1, min_length = max_length), the same t(N) - t(1) rule.
+  per ISA     the kael rows again with KAEL_ISA=I for each of --isas (default avx2,avx512), each
+              set kael cannot run here reported as skipped.
   narrow weights  `kael bench --dtype D` batch 1 decode for each of --dtypes (f16, int8), against
               kael f32 and CTranslate2 compute_type="int8" (same converted model, batch 1).
 
@@ -29,6 +32,7 @@ Without --model a seeded GPT-2-small-shape checkpoint is built (scripts/gpt2_ref
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import pathlib
@@ -42,13 +46,20 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-def run_json(cmd: list) -> dict:
-    out = subprocess.run([str(c) for c in cmd], check=True, capture_output=True, text=True).stdout
+def run_json(cmd: list, env: dict | None = None) -> dict:
+    out = subprocess.run([str(c) for c in cmd], check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 def load_avg() -> float:
     return os.getloadavg()[0]
+
+
+def cpu_model() -> str:
+    for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown CPU"
 
 
 def model_shape(model_dir: pathlib.Path) -> dict:
@@ -71,12 +82,14 @@ def prefill_flops(shape: dict, t: int) -> float:
     return linear + attention + head
 
 
-def measure_kael(kael: pathlib.Path, model: pathlib.Path, threads: int, tokens: int, prefill: int) -> dict:
+def measure_kael(kael: pathlib.Path, model: pathlib.Path, threads: int, tokens: int, prefill: int,
+                 isa: str | None = None) -> dict:
     base = [kael, "bench", "--model", model, "--threads", threads, "--json"]
+    env = dict(os.environ, KAEL_ISA=isa) if isa else None
     return {
-        "b1": run_json(base + ["--batch", 1, "--prompt-tokens", 16, "--max-tokens", tokens]),
-        "b16": run_json(base + ["--batch", 16, "--prompt-tokens", 16, "--max-tokens", tokens]),
-        "prefill": run_json(base + ["--batch", 1, "--prompt-tokens", prefill, "--max-tokens", 1]),
+        "b1": run_json(base + ["--batch", 1, "--prompt-tokens", 16, "--max-tokens", tokens], env),
+        "b16": run_json(base + ["--batch", 16, "--prompt-tokens", 16, "--max-tokens", tokens], env),
+        "prefill": run_json(base + ["--batch", 1, "--prompt-tokens", prefill, "--max-tokens", 1], env),
     }
 
 
@@ -157,6 +170,7 @@ def main(argv=None) -> int:
     parser.add_argument("--prefill", type=int, default=512, help="prompt length of the prefill test")
     parser.add_argument("--skip", default="", help="comma list of peers to skip: transformers,ctranslate2")
     parser.add_argument("--dtypes", default="f16,int8", help="kael weight dtypes measured beside f32 (batch 1)")
+    parser.add_argument("--isas", default="avx2,avx512", help="kernel sets (KAEL_ISA) to measure kael f32 on")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args(argv)
 
@@ -171,9 +185,12 @@ def main(argv=None) -> int:
     bench_dir = args.bench_dir or args.kael.parent / "bench"
     shape = model_shape(model)
     skip = set(filter(None, args.skip.split(",")))
+    if "ctranslate2" not in skip and importlib.util.find_spec("ctranslate2") is None:
+        print("CTranslate2 skipped: the ctranslate2 package is not installed", file=sys.stderr)
+        skip.add("ctranslate2")
     t = args.threads
 
-    figures = {"threads": t, "model": str(model), "load_avg_start": load_avg()}
+    figures = {"threads": t, "model": str(model), "cpu": cpu_model(), "load_avg_start": load_avg()}
     bw = run_json([bench_dir / "bandwidth", t, 1024])
     figures["bandwidth_gb_s"] = bw["read_gb_s"]
     figures["decode_bytes_mb"] = shape["decode_bytes"] / 1e6
@@ -181,9 +198,17 @@ def main(argv=None) -> int:
     fma = run_json([bench_dir / "fma_peak", t, 1])
     figures["fma_peak_gflops"] = fma["peak_gflops"]
     figures["fma_ghz_estimate"] = fma["ghz_estimate"]
+    figures["fma_isa"], figures["fma_vector_bits"] = fma["isa"], fma["vector_bits"]
     figures["prefill_gflop"] = prefill_flops(shape, args.prefill) / 1e9
 
     figures["kael"] = measure_kael(args.kael, model, t, args.tokens, args.prefill)
+    figures["kael_isa"] = figures["kael"]["b1"].get("isa", "?")
+    figures["kael_by_isa"] = {}
+    for isa in filter(None, args.isas.split(",")):
+        try:
+            figures["kael_by_isa"][isa] = measure_kael(args.kael, model, t, args.tokens, args.prefill, isa)
+        except subprocess.CalledProcessError as e:
+            figures["kael_by_isa"][isa] = {"skipped": e.stderr.strip().splitlines()[-1] if e.stderr else str(e)}
     if "transformers" not in skip:
         figures["transformers"] = measure_transformers(model, t, args.tokens, args.prefill)
     if "ctranslate2" not in skip:
@@ -226,8 +251,12 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(figures, indent=1))
         return 0
-    print(f"machine: {t} threads; memory read {figures['bandwidth_gb_s']:.1f} GB/s; AVX2 FMA peak "
-          f"{figures['fma_peak_gflops']:.0f} GFLOP/s (~{figures['fma_ghz_estimate']:.2f} GHz x 32 flops/cycle/core); "
+    cpu_line = f"CPU: {figures['cpu']}; kael kernels: {figures['kael_isa']}"
+    flops_per_cycle = 2 * 2 * figures["fma_vector_bits"] // 32
+    print(cpu_line)
+    print(f"machine: {t} threads; memory read {figures['bandwidth_gb_s']:.1f} GB/s; {figures['fma_isa']} FMA peak "
+          f"{figures['fma_peak_gflops']:.0f} GFLOP/s (~{figures['fma_ghz_estimate']:.2f} GHz x {flops_per_cycle} "
+          f"flops/cycle/core); "
           f"load average {figures['load_avg_start']:.1f} -> {figures['load_avg_end']:.1f}")
     print(f"decode bound: {figures['bandwidth_gb_s']:.1f} GB/s / {figures['decode_bytes_mb']:.1f} MB per step = "
           f"{figures['decode_bound_tok_s']:.1f} tokens/s; prefill of {args.prefill} tokens = {gflop:.1f} GFLOP")
@@ -243,6 +272,17 @@ def main(argv=None) -> int:
         print(f"{label:34}{cells[0]:>10}{cells[1]:>14}{cells[2]:>13}{cells[3]:>10}")
     print(f"prefill: {gflop / (kpre / 1e3):.1f} GFLOP/s wall, "
           f"{gflop / (k['prefill']['prefill_cpu_ms'] / 1e3):.1f} GFLOP/s per core (flops / CPU seconds of all threads)")
+    if figures["kael_by_isa"]:
+        print(f"kael f32 per kernel set (KAEL_ISA); CPU: {figures['cpu']}")
+        print(f"{'':14}{'batch 1 tok/s':>15}{'batch 16 tok/s':>16}{'prefill ms':>12}{'prefill GFLOP/s/core':>22}")
+        for isa, out in figures["kael_by_isa"].items():
+            if "skipped" in out:
+                print(f"{isa:14}skipped: {out['skipped']}")
+                continue
+            per_core = gflop / (out["prefill"]["prefill_cpu_ms"] / 1e3)
+            print(f"{isa:14}{out['b1']['decode_tok_s']:>15.1f}{out['b16']['decode_tok_s']:>16.1f}"
+                  f"{out['prefill']['prefill_ms']:>12.1f}{per_core:>22.1f}")
+    print(f"narrow weights; {cpu_line}")
     for d, out in figures["kael_dtypes"].items():
         ct = figures.get("ctranslate2_int8", {}).get("b1_tok_s") if d == "int8" else None
         print(f"decode batch 1, --dtype {d:5}: kael {out['decode_tok_s']:.1f} tok/s ({out['decode_tok_s'] / kb1:.2f}x "
