@@ -22,44 +22,50 @@
 
 namespace kael::kernels {
 
+// The kernel types, one per table entry; each set declares its kernels with them
+// (`GemmPanelsFn gemm_panels;` declares a function of that type).
+//
+// F32 GEMM over 16-column panels (gemm.hpp): panels [0, ceil(N / 16)) of b, panel p at
+// b + p * panel_stride with rows ldb floats apart, except that with `packed` the narrower
+// last panel's rows are its width apart. c (M, N; ldc) = epilogue(a (M, K; lda) @ b + bias);
+// bias (N) may be null. Every output is one FMA chain over k in order, then + bias.
+using GemmPanelsFn = void(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const float* b,
+                          std::int64_t ldb, std::int64_t panel_stride, bool packed, std::int64_t M, std::int64_t N,
+                          std::int64_t K, const float* bias, Epilogue epilogue);
+// As kernels::gemm_nt (single-threaded).
+using GemmNtFn = void(float* out, std::int64_t ldo, const float* a, std::int64_t lda, const float* b,
+                      std::int64_t ldb, std::int64_t M, std::int64_t N, std::int64_t K, float scale);
+// F16 weights (quant.hpp). dst (K, w) F32 = one F16 panel (K, w).
+using DequantizeF16Fn = void(float* dst, const std::uint16_t* panel, std::int64_t K, std::int64_t w);
+// Decode (M <= 2): c (M, 16 panels; ldc) = epilogue(a (M, K; lda) @ `panels` full F16 panels at
+// b + bias), converting in registers; equal bits to DequantizeF16Fn + GemmPanelsFn.
+using F16GemvFn = void(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const std::uint16_t* b,
+                       std::int64_t M, std::int64_t panels, std::int64_t K, const float* bias, Epilogue epilogue);
+// int8 (int8.hpp): the activation quantizer, equal bits on every set, and the GEMM over panels
+// [0, panels) of w, at most n_valid columns (the matrix's N, counted from panel 0).
+using QuantizeRowsFn = void(std::int8_t* xq, float* xs, const float* x, std::int64_t T, std::int64_t K);
+using Int8GemmFn = void(float* c, std::int64_t ldc, const std::int8_t* xq, const float* xs, std::int64_t M,
+                        std::int64_t Kp, const std::int8_t* w, const std::uint16_t* scales, std::int64_t panels,
+                        std::int64_t n_valid, const float* bias, Epilogue epilogue);
+// Rows (norm.hpp, elementwise.hpp): out (n) = f(inp); out may equal inp.
+using RowFn = void(float* out, const float* inp, std::int64_t n);
+// out (C) = layernorm of one row x (C).
+using LayerNormRowFn = void(float* out, const float* x, const float* weight, const float* bias, std::int64_t C,
+                            float eps);
+
 struct KernelTable {
   Isa isa = Isa::scalar;
   // The int8 byte dot product in use: "scalar", "pmaddubsw", "avx-vnni", "avx512-vnni", ...
   const char* int8_dot = "scalar";
-
-  // F32 GEMM over 16-column panels (gemm.hpp): panels [0, ceil(N / 16)) of b, panel p at
-  // b + p * panel_stride with rows ldb floats apart, except that with `packed` the narrower
-  // last panel's rows are its width apart. c (M, N; ldc) = epilogue(a (M, K; lda) @ b + bias);
-  // bias (N) may be null. Every output is one FMA chain over k in order, then + bias.
-  void (*gemm_panels)(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const float* b,
-                      std::int64_t ldb, std::int64_t panel_stride, bool packed, std::int64_t M, std::int64_t N,
-                      std::int64_t K, const float* bias, Epilogue epilogue) = nullptr;
-  // As kernels::gemm_nt (single-threaded).
-  void (*gemm_nt)(float* out, std::int64_t ldo, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
-                  std::int64_t M, std::int64_t N, std::int64_t K, float scale) = nullptr;
-
-  // F16 weights (quant.hpp). dst (K, w) F32 = one F16 panel (K, w).
-  void (*dequantize_f16_panel)(float* dst, const std::uint16_t* panel, std::int64_t K, std::int64_t w) = nullptr;
-  // Decode (M <= 2): c (M, 16 panels; ldc) = epilogue(a (M, K; lda) @ `panels` full F16 panels
-  // at b + bias), converting in registers; equal bits to dequantize_f16_panel + gemm_panels.
-  // Null: linear_matrix dequantizes instead.
-  void (*f16_gemv)(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const std::uint16_t* b,
-                   std::int64_t M, std::int64_t panels, std::int64_t K, const float* bias,
-                   Epilogue epilogue) = nullptr;
-
-  // int8 (int8.hpp): the activation quantizer, equal bits on every set, and the GEMM over
-  // panels [0, panels) of w, at most n_valid columns (the matrix's N, counted from panel 0).
-  void (*quantize_rows)(std::int8_t* xq, float* xs, const float* x, std::int64_t T, std::int64_t K) = nullptr;
-  void (*int8_gemm)(float* c, std::int64_t ldc, const std::int8_t* xq, const float* xs, std::int64_t M,
-                    std::int64_t Kp, const std::int8_t* w, const std::uint16_t* scales, std::int64_t panels,
-                    std::int64_t n_valid, const float* bias, Epilogue epilogue) = nullptr;
-
-  // Rows (norm.hpp, elementwise.hpp); out may equal inp.
-  void (*softmax)(float* out, const float* inp, std::int64_t n) = nullptr;
-  void (*gelu_new)(float* out, const float* inp, std::int64_t n) = nullptr;
-  // out (C) = layernorm of one row x (C).
-  void (*layernorm_row)(float* out, const float* x, const float* weight, const float* bias, std::int64_t C,
-                        float eps) = nullptr;
+  GemmPanelsFn* gemm_panels = nullptr;
+  GemmNtFn* gemm_nt = nullptr;
+  DequantizeF16Fn* dequantize_f16_panel = nullptr;
+  F16GemvFn* f16_gemv = nullptr;  // null: linear_matrix dequantizes instead
+  QuantizeRowsFn* quantize_rows = nullptr;
+  Int8GemmFn* int8_gemm = nullptr;
+  RowFn* softmax = nullptr;
+  RowFn* gelu_new = nullptr;
+  LayerNormRowFn* layernorm_row = nullptr;
 };
 
 // The table of the active set (active_isa()).

@@ -3,6 +3,7 @@
 F32 and a small F16 checkpoint of another shape, in each checkpoint layout; then `kael logits`
 itself (text prompts, --top, --json) and its errors."""
 import json
+import os
 import subprocess
 import sys
 
@@ -194,3 +195,27 @@ def _byte_decoder():
             cs.append(256 + n)
             n += 1
     return {chr(c): b for b, c in zip(bs, cs)}
+
+
+@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512", "amx"])
+def test_every_kernel_set_matches_transformers(gpt2_small_dir, hf_small, isa):
+    # The same parity on each kernel set (KAEL_ISA), logits and greedy ids; a set this CPU or
+    # build lacks is skipped by name, with kael's own reason.
+    env = dict(os.environ, KAEL_ISA=isa)
+    probe = subprocess.run([str(kael_binary()), "logits", "--model", str(gpt2_small_dir), "--ids", "1", "--top", "1"],
+                           capture_output=True, text=True, env=env)
+    if probe.returncode != 0 and f"KAEL_ISA={isa}, but" in probe.stderr:
+        pytest.skip(f"{isa} not run: {probe.stderr.strip()}")
+    assert probe.returncode == 0, probe.stderr
+
+    def run(*args):
+        result = subprocess.run([str(kael_binary()), *map(str, args)], capture_output=True, env=env, timeout=600)
+        assert result.returncode == 0, result.stderr.decode(errors="replace")
+        return result
+
+    for length in (7, 130):
+        check_parity(run, gpt2_small_dir, hf_small, gpt2_reference.prompt_ids(length), f"gpt2-small F32 on {isa}")
+    prompt = gpt2_reference.prompt_ids(5)
+    ours = json.loads(run("generate", "--model", gpt2_small_dir, "--greedy", "--ignore-eos", "--max-tokens", 8,
+                          "--ids", ",".join(map(str, prompt)), "--json").stdout)
+    assert ours["ids"] == gpt2_reference.hf_greedy(hf_small, prompt, 8), isa

@@ -5,28 +5,20 @@
 
 #include <cstdint>
 
-#include "kernels/gemm.hpp"
+#include "kernels/kernel_table.hpp"
 
 namespace kael::kernels::avx2 {
 
-void gemm_panels(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
-                 std::int64_t panel_stride, bool packed, std::int64_t M, std::int64_t N, std::int64_t K,
-                 const float* bias, Epilogue epilogue);
-void gemm_nt(float* out, std::int64_t ldo, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
-             std::int64_t M, std::int64_t N, std::int64_t K, float scale);
-void dequantize_f16_panel(float* dst, const std::uint16_t* panel, std::int64_t K, std::int64_t w);
-void f16_gemv(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const std::uint16_t* b, std::int64_t M,
-              std::int64_t panels, std::int64_t K, const float* bias, Epilogue epilogue);
-void quantize_rows(std::int8_t* xq, float* xs, const float* x, std::int64_t T, std::int64_t K);
-// The int8 GEMM with pmaddubsw (any AVX2 CPU).
-void int8_gemm(float* c, std::int64_t ldc, const std::int8_t* xq, const float* xs, std::int64_t M, std::int64_t Kp,
-               const std::int8_t* w, const std::uint16_t* scales, std::int64_t panels, std::int64_t n_valid,
-               const float* bias, Epilogue epilogue);
-// The same with AVX-VNNI's vpdpbusd (int8_vnni.cpp): only where CpuFeatures::avx_vnni. Equal bits.
-void int8_gemm_vnni(float* c, std::int64_t ldc, const std::int8_t* xq, const float* xs, std::int64_t M,
-                    std::int64_t Kp, const std::int8_t* w, const std::uint16_t* scales, std::int64_t panels,
-                    std::int64_t n_valid, const float* bias, Epilogue epilogue);
-void softmax(float* out, const float* inp, std::int64_t n);
-void gelu_new(float* out, const float* inp, std::int64_t n);
+GemmPanelsFn gemm_panels;
+GemmNtFn gemm_nt;
+DequantizeF16Fn dequantize_f16_panel;
+F16GemvFn f16_gemv;
+QuantizeRowsFn quantize_rows;
+// The int8 GEMM with pmaddubsw (any AVX2 CPU), and with AVX-VNNI's vpdpbusd (int8_vnni.cpp:
+// only where CpuFeatures::avx_vnni). Equal bits.
+Int8GemmFn int8_gemm;
+Int8GemmFn int8_gemm_vnni;
+RowFn softmax;
+RowFn gelu_new;
 
 }  // namespace kael::kernels::avx2
