@@ -28,6 +28,12 @@ RunFn setup(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-body", options->max_body_bytes, "Largest request body in bytes (larger: 413)")
       ->capture_default_str();
+  cmd->add_option("--max-connections", options->max_connections,
+                  "Open HTTP connections served at once (one more: 503 at once)")
+      ->capture_default_str();
+  cmd->add_option("--head-timeout", options->head_timeout_seconds,
+                  "Seconds a request head may take to arrive, whole (slower: 408)")
+      ->capture_default_str();
   cmd->add_option("--dtype", options->dtype, kDtypeHelp)->capture_default_str();
   return [options] { return serve::run_server(*options); };
 }

@@ -1,4 +1,4 @@
-// ConnectionWatch (http.hpp).
+// socket_endpoint and ConnectionWatch (http.hpp).
 #include "serve/http.hpp"
 
 #include <dirent.h>
@@ -10,11 +10,8 @@
 #include <string>
 
 namespace kael::serve {
-namespace {
 
-// The numeric host and port of an endpoint, spelled as httplib spells them (getnameinfo
-// with NI_NUMERICHOST), or false when `fd` is not a connected socket.
-bool endpoint(int fd, bool peer, std::string& host, int& port) {
+bool socket_endpoint(int fd, bool peer, std::string& host, int& port) {
   sockaddr_storage address{};
   socklen_t length = sizeof address;
   auto* raw = reinterpret_cast<sockaddr*>(&address);
@@ -30,8 +27,6 @@ bool endpoint(int fd, bool peer, std::string& host, int& port) {
   return true;
 }
 
-}  // namespace
-
 ConnectionWatch::ConnectionWatch(const httplib::Request& request) {
   DIR* dir = opendir("/proc/self/fd");
   if (!dir) return;
@@ -41,9 +36,9 @@ ConnectionWatch::ConnectionWatch(const httplib::Request& request) {
     if (end == entry->d_name || *end != '\0') continue;
     std::string host;
     int port = -1;
-    if (!endpoint(static_cast<int>(fd), true, host, port)) continue;
+    if (!socket_endpoint(static_cast<int>(fd), true, host, port)) continue;
     if (port != request.remote_port || host != request.remote_addr) continue;
-    if (!endpoint(static_cast<int>(fd), false, host, port) || port != request.local_port) continue;
+    if (!socket_endpoint(static_cast<int>(fd), false, host, port) || port != request.local_port) continue;
     fd_ = static_cast<int>(fd);
     break;
   }

@@ -16,6 +16,10 @@
 
 namespace kael::serve {
 
+// The numeric host and port of one end of a connected TCP socket (peer: the client's), spelled
+// as httplib spells them (getnameinfo with NI_NUMERICHOST); false when `fd` is not one.
+bool socket_endpoint(int fd, bool peer, std::string& host, int& port);
+
 // Tells whether the client of a request has hung up, so a handler waiting on the model can
 // cancel its job at once (httplib 0.11 offers no such call, and a streamed response only
 // notices on a failed write). It finds the request's TCP socket among the process's open

@@ -15,7 +15,7 @@
 #include "kael/text/tokenizer.hpp"
 #include "kernels/thread_pool.hpp"
 #include "serve/context.hpp"
-#include "serve/http.hpp"
+#include "serve/http_front.hpp"
 #include "serve/routes.hpp"
 #include "serve/scheduler.hpp"
 
@@ -32,6 +32,10 @@ void validate(const ServerOptions& o) {
   if (!(o.timeout_seconds > 0.0) || o.timeout_seconds > 1e6)
     throw ValueError(str("--timeout must be in (0, 1e6] seconds, found ", o.timeout_seconds));
   if (o.max_body_bytes < 1024) throw ValueError(str("--max-body must be >= 1024 bytes, found ", o.max_body_bytes));
+  if (o.max_connections < 1 || o.max_connections > 65536)
+    throw ValueError(str("--max-connections must be in [1, 65536], found ", o.max_connections));
+  if (!(o.head_timeout_seconds >= 0.1) || o.head_timeout_seconds > 3600)
+    throw ValueError(str("--head-timeout must be in [0.1, 3600] seconds, found ", o.head_timeout_seconds));
 }
 
 std::string model_name(const std::string& dir) {
@@ -75,15 +79,11 @@ int run_server(const ServerOptions& options) {
       std::min<std::int64_t>(config.vocab_size, static_cast<std::int64_t>(tokenizer.vocabulary_size()));
   context.next_seed.store(std::random_device{}());
 
-  httplib::Server server;
-  // Every running or queued request holds a connection thread while it waits, plus a few
-  // for /health, /metrics and the page.
-  const std::size_t http_threads = static_cast<std::size_t>(options.max_batch + options.max_queue + 8);
-  server.new_task_queue = [http_threads] { return new httplib::ThreadPool(http_threads); };
-  server.set_payload_max_length(options.max_body_bytes);
-  server.set_read_timeout(30, 0);   // a client that stalls mid-request lets go of its thread
-  server.set_write_timeout(30, 0);  // ... and one that stops reading a stream
-  server.set_tcp_nodelay(true);     // each streamed token goes out at once
+  HttpLimits http_limits;
+  http_limits.max_body_bytes = options.max_body_bytes;
+  http_limits.max_connections = options.max_connections;
+  http_limits.head_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options.head_timeout_seconds * 1000));
+  FrontServer server(http_limits, [&metrics](int status) { metrics.count_request("other", status); });
   register_routes(server, context);
 
   // Port 0: the system picks a free port, printed below.

@@ -16,6 +16,8 @@ struct ServerOptions {
   int prefill_chunk = 128;
   double timeout_seconds = 600;    // per request, from arrival (queueing included)
   std::size_t max_body_bytes = 1 << 20;
+  int max_connections = 256;       // open HTTP connections; past it, 503 at once
+  double head_timeout_seconds = 10;  // a request head must arrive whole within this (408)
   std::string dtype = "f32";
 };
 

@@ -1,0 +1,34 @@
+// The connection front of `kael serve`: an httplib::Server whose connections are read by our
+// own code. httplib 0.11 (Debian's) applies its read timeout per recv, not to a whole request,
+// has no connection or header-count cap, lets chunked bodies past the payload limit, reads
+// "12abc" as a length of 12, drops pipelined requests that arrived together, and answers
+// HTTP/1.0 clients with chunked HTTP/1.1; none of it can be configured away. So this front
+// takes each accepted socket (a thread per connection, up to a cap), reads and checks the
+// request head and body under deadlines (http_head.hpp, chunked.hpp), and only then hands
+// httplib one complete, canonical request (Content-Length framing, no Expect) through a Stream
+// over our buffer; httplib routes it and writes the response back through the same Stream.
+// What httplib still does: routing, the handlers' Request/Response, response framing.
+#pragma once
+
+#include <functional>
+
+#include "serve/http.hpp"
+#include "serve/http_limits.hpp"
+
+namespace kael::serve {
+
+class FrontServer : public httplib::Server {
+ public:
+  // `on_refused(status)` counts each request the front answers itself (limits, malformed).
+  FrontServer(const HttpLimits& limits, std::function<void(int)> on_refused);
+
+ private:
+  // Overrides httplib's per-connection loop (a private virtual: httplib's accept loop calls it).
+  bool process_and_close_socket(socket_t sock) override;
+  void serve_connection(int fd);
+
+  HttpLimits limits_;
+  std::function<void(int)> on_refused_;
+};
+
+}  // namespace kael::serve
