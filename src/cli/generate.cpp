@@ -49,6 +49,9 @@ int run_generate(const GenerateArgs& args) {
   options.sampling.validate();  // before the (slow) model load
   model::LoadOptions load_options;
   load_options.dtype = model::parse_weight_dtype(args.dtype);
+  // Read, not mapped: text is printed as it is generated, so a file changed under a mapping
+  // could not be reported before the output; read weights never depend on the file again.
+  load_options.mmap = false;
 
   const auto tokenizer = text::Tokenizer::from_directory(args.model_dir);
   const auto prompt_ids = args.ids_option->count() > 0 ? parse_ids(args.ids) : tokenizer.encode(args.prompt);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -117,11 +118,11 @@ std::string pad(std::string text, std::size_t width) {
   return text;
 }
 
-void print_table(const std::string& path, const io::Header& header, const io::SafetensorsFile& file, bool stats) {
-  std::cout << path << ": " << header.tensors.size() << " tensors, " << header.file_size << " bytes, header "
+void print_table(std::ostream& out, const std::string& path, const io::Header& header, const io::SafetensorsFile& file, bool stats) {
+  out << path << ": " << header.tensors.size() << " tensors, " << header.file_size << " bytes, header "
             << header.header_length << " bytes\n";
-  std::cout << "metadata:" << (header.metadata.empty() ? " (none)" : "") << "\n";
-  for (const auto& [key, value] : header.metadata) std::cout << "  " << key << " = " << value << "\n";
+  out << "metadata:" << (header.metadata.empty() ? " (none)" : "") << "\n";
+  for (const auto& [key, value] : header.metadata) out << "  " << key << " = " << value << "\n";
   // Columns: name, dtype, shape, byte range in the data section, and optionally the stats.
   std::vector<std::array<std::string, 4>> rows;
   std::array<std::size_t, 4> widths{};
@@ -130,7 +131,7 @@ void print_table(const std::string& path, const io::Header& header, const io::Sa
                     str("[", info.begin, ", ", info.end, ")")});
     for (std::size_t c = 0; c < widths.size(); ++c) widths[c] = std::max(widths[c], rows.back()[c].size());
   }
-  std::cout << "tensors:" << (rows.empty() ? " (none)" : "") << "\n";
+  out << "tensors:" << (rows.empty() ? " (none)" : "") << "\n";
   for (std::size_t r = 0; r < rows.size(); ++r) {
     std::string line = " ";
     for (std::size_t c = 0; c < widths.size(); ++c) line += " " + pad(rows[r][c], widths[c]);
@@ -140,7 +141,7 @@ void print_table(const std::string& path, const io::Header& header, const io::Sa
                 : std::string("  (empty)");
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
-    std::cout << line << "\n";
+    out << line << "\n";
   }
 }
 
@@ -156,10 +157,15 @@ RunFn setup(CLI::App& app) {
     // The header gives the offsets as written; the full load validates every byte (BOOL values).
     const io::Header header = io::read_safetensors_header(options->file);
     const io::SafetensorsFile file = io::load_safetensors(options->file);
+    // Composed whole before anything is printed: if the file shrank while its mapping was
+    // being read, the error replaces the output.
+    std::ostringstream out;
     if (options->json)
-      std::cout << to_json(header, file, options->stats).dump() << "\n";
+      out << to_json(header, file, options->stats).dump() << "\n";
     else
-      print_table(options->file, header, file, options->stats);
+      print_table(out, options->file, header, file, options->stats);
+    io::check_mappings_intact(str("'", options->file, "'"));
+    std::cout << out.str();
     return 0;
   };
 }

@@ -14,6 +14,7 @@
 #include "cli/command.hpp"
 #include "cli/token_ids.hpp"
 #include "kael/core/error.hpp"
+#include "kael/io/safetensors.hpp"
 #include "kael/model/gpt2.hpp"
 #include "kael/text/tokenizer.hpp"
 
@@ -71,6 +72,7 @@ int run_logits(const LogitsArgs& args) {
   const auto forward_start = std::chrono::steady_clock::now();
   const auto logits = model.forward(session, ids);
   const double forward_ms = ms_since(forward_start);
+  io::check_mappings_intact(str("'", args.model_dir, "/model.safetensors'"));
   const auto order = ranked(logits, args.top);
 
   // The decoded token may end inside a UTF-8 character; JSON shows that as U+FFFD.

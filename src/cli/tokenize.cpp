@@ -20,6 +20,7 @@
 
 #include "cli/command.hpp"
 #include "kael/core/error.hpp"
+#include "kael/core/file.hpp"
 #include "kael/text/tokenizer.hpp"
 
 namespace kael::cli {
@@ -40,9 +41,7 @@ std::string read_all(std::FILE* in, const std::string& name) {
 
 std::string read_file(const std::string& path) {
   if (path == "-") return read_all(stdin, "stdin");
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!file) throw Error(str("cannot open --file ", path));
-  return read_all(file.get(), path);
+  return read_regular_file(path, "--file");
 }
 
 // Appends "1 2 3" (or "[1,2,3]") to out.

@@ -8,20 +8,12 @@
 #include <cstring>
 
 #include "kael/core/error.hpp"
+#include "kael/core/file.hpp"
 
 namespace kael::io {
 
-PosixFile::PosixFile(const std::filesystem::path& path) : name_(path.string()) {
-  do {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  } while (fd_ < 0 && errno == EINTR);
-  if (fd_ < 0) throw Error(str("cannot open '", name_, "': ", std::strerror(errno)));
-  struct stat info {};
-  if (::fstat(fd_, &info) != 0 || !S_ISREG(info.st_mode)) {
-    ::close(fd_);
-    throw Error(str("cannot read '", name_, "': not a regular file"));
-  }
-}
+PosixFile::PosixFile(const std::filesystem::path& path)
+    : name_(path.string()), fd_(open_regular_file(path, "safetensors file")) {}
 
 PosixFile::~PosixFile() {
   if (fd_ >= 0) ::close(fd_);

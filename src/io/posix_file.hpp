@@ -11,7 +11,8 @@ namespace kael::io {
 
 class PosixFile {
  public:
-  // Opens a regular file for reading; throws Error naming the path when it cannot.
+  // Opens a regular file for reading, without blocking on a FIFO or device (kael/core/file.hpp);
+  // throws Error naming the path when it cannot.
   explicit PosixFile(const std::filesystem::path& path);
   ~PosixFile();
   PosixFile(const PosixFile&) = delete;

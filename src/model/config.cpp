@@ -2,12 +2,11 @@
 // summary heads) are ignored; keys that would change the computation must hold the value
 // kael implements, so a checkpoint kael cannot run fails at load rather than giving wrong logits.
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "kael/core/error.hpp"
+#include "kael/core/file.hpp"
 #include "kael/model/gpt2.hpp"
 
 namespace kael::model {
@@ -26,11 +25,20 @@ void read_int(const json& doc, const char* key, int& out, std::string_view sourc
   const auto it = doc.find(key);
   if (it == doc.end()) return;
   if (nullable && it->is_null()) return;
+  // A whole number past int64 arrives as unsigned or as a float: both are "too large", not
+  // "not a positive integer".
+  constexpr int kMax = std::numeric_limits<int>::max();
+  const bool whole_float = it->is_number_float() && std::isfinite(it->get<double>()) &&
+                           std::floor(it->get<double>()) == it->get<double>();
+  if (it->is_number_unsigned() || (whole_float && it->get<double>() > kMax)) {
+    if (!it->is_number_unsigned() || it->get<std::uint64_t>() > static_cast<std::uint64_t>(kMax))
+      throw ValueError(str(source, ": ", key, " is ", it->dump(), ", which is too large (at most ", kMax, ")"));
+  }
   if (!it->is_number_integer())
     throw ValueError(str(source, ": ", key, " is ", it->dump(), ", expected a positive integer"));
   const auto value = it->get<std::int64_t>();
-  if (value <= 0 || value > std::numeric_limits<int>::max())
-    throw ValueError(str(source, ": ", key, " is ", value, ", expected a positive integer"));
+  if (value <= 0) throw ValueError(str(source, ": ", key, " is ", value, ", expected a positive integer"));
+  if (value > kMax) throw ValueError(str(source, ": ", key, " is ", value, ", which is too large (at most ", kMax, ")"));
   out = static_cast<int>(value);
 }
 
@@ -108,12 +116,7 @@ Config Config::from_json(std::string_view text, std::string_view source) {
 }
 
 Config Config::from_json_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(str("cannot open '", path.string(), "'"));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw Error(str("cannot read '", path.string(), "'"));
-  return from_json(text.str(), str("'", path.string(), "'"));
+  return from_json(read_regular_file(path, "config file"), str("'", path.string(), "'"));
 }
 
 Config Config::from_directory(const std::filesystem::path& dir) {

@@ -90,14 +90,22 @@ bool mapping_pays_off(const io::Header& header) {
 GPT2 GPT2::load(const std::filesystem::path& dir, const LoadOptions& options) {
   const auto file = dir / "model.safetensors";
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec))
+  // Anything there that is not a regular file is refused by the reader, with what it is.
+  if (!std::filesystem::exists(std::filesystem::symlink_status(file, ec)))
     throw Error(str("no model.safetensors in '", dir.string(), "' (looked for '", file.string(), "')"));
+  const bool has_config = std::filesystem::exists(std::filesystem::symlink_status(dir / "config.json", ec));
   const Config config = Config::from_directory(dir);
   io::LoadOptions io_options;
   io_options.mmap = options.mmap && mapping_pays_off(io::read_safetensors_header(file));
   io::SafetensorsFile checkpoint = io::load_safetensors(file, io_options);
   // The tensors were just read or mapped privately for this model: no one else sees them.
-  return build(config, std::move(checkpoint.tensors), str("'", file.string(), "'"), true, options.dtype);
+  try {
+    return build(config, std::move(checkpoint.tensors), str("'", file.string(), "'"), true, options.dtype);
+  } catch (const ValueError& e) {
+    if (has_config) throw;
+    throw ValueError(str(e.what(), " (there is no config.json in '", dir.string(),
+                         "', so GPT-2 small's configuration was assumed)"));
+  }
 }
 
 GPT2 GPT2::from_tensors(const Config& config, std::map<std::string, Tensor> tensors, std::string_view source,

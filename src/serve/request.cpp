@@ -77,7 +77,13 @@ class Fields {
   }
 
   static std::string describe(const Json& v) {
-    if (v.is_number_float()) return str("the non-integer ", v.dump());
+    if (v.is_number_float()) {
+      // JSON has no integer limit: a whole number past 64 bits arrives as a double.
+      const double x = v.get<double>();
+      if (std::isfinite(x) && std::floor(x) == x && std::fabs(x) >= 9223372036854775808.0)  // 2^63
+        return str("the integer ", v.dump(), ", which is too large for 64 bits");
+      return str("the non-integer ", v.dump());
+    }
     return v.type_name();
   }
 

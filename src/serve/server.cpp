@@ -67,6 +67,9 @@ int run_server(const ServerOptions& options) {
   const auto tokenizer = text::Tokenizer::from_directory(options.model_dir);
   model::LoadOptions load_options;
   load_options.dtype = model::parse_weight_dtype(options.dtype);
+  // Read into the process's own memory, never mapped: once loaded, the server does not depend
+  // on the file (it may be truncated, rewritten or deleted while serving).
+  load_options.mmap = false;
   const auto model = model::GPT2::load(options.model_dir, load_options);
   const auto& config = model.config();
 

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "kael/core/error.hpp"
+#include "kael/core/file.hpp"
 #include "text/byte_symbols.hpp"
 
 namespace kael::text {
@@ -107,15 +108,7 @@ class VocabHandler : public nlohmann::json_sax<nlohmann::json> {
 }  // namespace
 
 std::string read_file_bytes(const std::filesystem::path& path, const char* what) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw Error(str(what, " not found: ", path.string(), " (expected a file)"));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(str("cannot open ", what, " ", path.string()));
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (in.bad()) throw Error(str("cannot read ", what, " ", path.string()));
-  return std::move(bytes).str();
+  return read_regular_file(path, what);
 }
 
 VocabFile parse_vocab_json(const std::string& json, const std::string& source) {

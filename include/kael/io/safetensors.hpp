@@ -57,6 +57,14 @@ SafetensorsFile load_safetensors(const std::filesystem::path& path, const LoadOp
 // writes); a tensor borrowed from anything else (Tensor::borrow) would lose its contents. Does
 // nothing for a tensor that owns its bytes.
 void release_mapped_pages(const Tensor& tensor);
+// A mapped file that shrinks (truncated, or rewritten in place) leaves pages with nothing
+// behind them; reading one would kill the process with SIGBUS. kael catches that fault for its
+// own mappings: the missing page reads as zeros from then on, and the count below grows, so
+// whatever was read from a mapping since is void. This throws Error naming `source` when any
+// such page was read; commands that read mapped tensors call it before printing a result.
+// (Nothing can detect a file rewritten in place at the same size: a mapping's untouched pages
+// show the new bytes. A process that must not depend on the file loads with mmap = false.)
+void check_mappings_intact(std::string_view source);
 // Same rules on bytes already in memory (used by the fuzzer and by tests); tensors are copies.
 SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const LoadOptions& options = {});
 
