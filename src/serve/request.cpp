@@ -111,6 +111,13 @@ std::vector<std::int32_t> token_ids(const Json& array, const std::string& param,
   return ids;
 }
 
+void check_text_size(const std::string& text, const char* param, const RequestLimits& limits) {
+  if (text.size() > limits.max_text_bytes)
+    throw HttpError(413, str("'", param, "' is ", text.size(), " bytes; the server tokenizes at most ",
+                             limits.max_text_bytes, " bytes per request"),
+                    param);
+}
+
 // OpenAI's prompt forms: "text", ["text"], [1, 2, 3] or [[1, 2, 3]]. One prompt only (n = 1).
 void read_prompt(const Json& body, const text::Tokenizer& tokenizer, const RequestLimits& limits,
                  CompletionRequest& out) {
@@ -120,6 +127,7 @@ void read_prompt(const Json& body, const text::Tokenizer& tokenizer, const Reque
   if (prompt->is_array() && prompt->size() == 1 && (prompt->at(0).is_string() || prompt->at(0).is_array()))
     prompt = &prompt->at(0);  // a batch of one
   if (prompt->is_string()) {
+    check_text_size(prompt->get_ref<const std::string&>(), "prompt", limits);
     out.prompt_text = prompt->get<std::string>();
     out.prompt_ids = tokenizer.encode(out.prompt_text);
   } else if (prompt->is_array()) {
@@ -223,13 +231,14 @@ CompletionRequest parse_completion_request(std::string_view body_text, const tex
   return out;
 }
 
-TokenizeRequest parse_tokenize_request(std::string_view body_text) {
+TokenizeRequest parse_tokenize_request(std::string_view body_text, const RequestLimits& limits) {
   const Json body = parse_object(body_text);
   const Fields fields(body);
   TokenizeRequest out;
   auto text = fields.string("text");
   if (!text) text = fields.string("prompt");
   if (!text) throw bad("text", "'text' is required");
+  check_text_size(*text, "text", limits);
   out.text = std::move(*text);
   out.allow_special = fields.boolean("allow_special").value_or(false);
   return out;

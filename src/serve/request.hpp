@@ -21,6 +21,9 @@ struct RequestLimits {
   std::size_t max_stop_bytes = 256;
   int max_logprobs = 20;         // alternatives per token
   int default_max_tokens = 16;   // OpenAI's default for completions
+  // Text tokenized per request (a prompt string, /tokenize's text): BPE on one long word costs
+  // about 20 bytes of memory per byte and O(n log n) time, so this bounds both (413 past it).
+  std::size_t max_text_bytes = 1 << 20;
 };
 
 struct CompletionRequest {
@@ -44,7 +47,8 @@ struct TokenizeRequest {
   std::string text;
   bool allow_special = false;
 };
-TokenizeRequest parse_tokenize_request(std::string_view body);
+// HttpError 413 when the text is longer than limits.max_text_bytes.
+TokenizeRequest parse_tokenize_request(std::string_view body, const RequestLimits& limits);
 
 // {"ids": [1, 2, 3]} (or "tokens") -> the ids, each checked against the vocabulary.
 std::vector<std::int32_t> parse_detokenize_request(std::string_view body, std::int64_t vocab_size);

@@ -95,7 +95,7 @@ void register_routes(httplib::Server& server, ServerContext& context) {
   }));
 
   server.Post("/tokenize", guarded([&context](const httplib::Request& request, httplib::Response& response) {
-    const TokenizeRequest parsed = parse_tokenize_request(request.body);
+    const TokenizeRequest parsed = parse_tokenize_request(request.body, context.limits);
     const auto ids = context.tokenizer.encode(parsed.text, parsed.allow_special);
     send_json(response, {{"ids", ids}, {"count", ids.size()}});
   }));

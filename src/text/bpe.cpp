@@ -1,6 +1,7 @@
 #include "text/bpe.hpp"
 
-#include <queue>
+#include <algorithm>
+#include <functional>
 
 #include "kael/core/error.hpp"
 
@@ -69,48 +70,50 @@ void bpe_merge_heap(const BpeTables& tables, std::string_view piece, std::vector
   for (std::uint32_t i = 0; i < n; ++i)
     parts[i] = {tables.byte_ids[static_cast<unsigned char>(piece[i])], i == 0 ? kEnd : i - 1, i + 1 == n ? kEnd : i + 1};
 
-  // A candidate merge of the part at `left` with the one after it, valid while both still
-  // hold the ids it was made from.
-  struct Candidate {
-    std::uint32_t rank;
-    std::uint32_t left;
-    std::uint32_t left_id;
-    std::uint32_t right;
-    std::uint32_t right_id;
-    std::uint32_t merged_id;
-    bool operator>(const Candidate& other) const {
-      return rank != other.rank ? rank > other.rank : left > other.left;
-    }
-  };
-  std::vector<Candidate> storage;
-  storage.reserve(n);
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap(std::greater<Candidate>{},
-                                                                                        std::move(storage));
-  auto consider = [&](std::uint32_t left) {
-    const std::uint32_t right = parts[left].next;
-    if (right == kEnd) return;
-    const Merge merge = tables.pairs.find(parts[left].id, parts[right].id);
-    if (merge.rank != PairMap::kNoRank) heap.push({merge.rank, left, parts[left].id, right, parts[right].id, merge.id});
-  };
+  // A candidate merge of the part at `left` with the one after it, as one key: rank in the
+  // high half, position in the low half, so the smallest key is the lowest rank, leftmost.
+  // Eight bytes, not the pair's ids: at a pop the pair is looked up again, and the candidate
+  // holds when the parts there now make a token of the same rank. That is exact: a rank names
+  // one token, so the same rank at the same position is the same merge, however the two parts
+  // came to be. A min-heap of keys (std::greater on a vector, built in one pass).
+  const auto key = [](std::uint32_t rank, std::uint32_t left) { return std::uint64_t{rank} << 32 | left; };
+  std::vector<std::uint64_t> heap;
+  heap.reserve(n);
   const auto* bytes = reinterpret_cast<const unsigned char*>(piece.data());
   for (std::uint32_t i = 0; i + 1 < n; ++i) {
     const Merge merge = tables.byte_pairs[bytes[i] << 8 | bytes[i + 1]];
-    if (merge.rank != PairMap::kNoRank) heap.push({merge.rank, i, parts[i].id, i + 1, parts[i + 1].id, merge.id});
+    if (merge.rank != PairMap::kNoRank) heap.push_back(key(merge.rank, i));
   }
+  const std::greater<std::uint64_t> later;
+  std::make_heap(heap.begin(), heap.end(), later);
+  const auto consider = [&](std::uint32_t left) {
+    const std::uint32_t right = parts[left].next;
+    if (right == kEnd) return;
+    const Merge merge = tables.pairs.find(parts[left].id, parts[right].id);
+    if (merge.rank == PairMap::kNoRank) return;
+    heap.push_back(key(merge.rank, left));
+    std::push_heap(heap.begin(), heap.end(), later);
+  };
 
   while (!heap.empty()) {
-    const Candidate c = heap.top();
-    heap.pop();
-    // Stale when either part has merged since (a removed part keeps its old id but is no
-    // longer linked from `left`).
-    if (parts[c.left].id != c.left_id || parts[c.left].next != c.right || parts[c.right].id != c.right_id) continue;
-    parts[c.left].id = c.merged_id;
-    const std::uint32_t after = parts[c.right].next;
-    parts[c.left].next = after;
-    if (after != kEnd) parts[after].prev = c.left;
-    parts[c.right].id = kEnd;  // unlinked: no candidate can match it again
-    if (parts[c.left].prev != kEnd) consider(parts[c.left].prev);
-    consider(c.left);
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const std::uint64_t top = heap.back();
+    heap.pop_back();
+    const auto rank = static_cast<std::uint32_t>(top >> 32);
+    const auto left = static_cast<std::uint32_t>(top & 0xFFFFFFFF);
+    // Stale when the part at `left` was merged into its left neighbour, is last, or now
+    // pairs into another token (or none).
+    if (parts[left].id == kEnd || parts[left].next == kEnd) continue;
+    const std::uint32_t right = parts[left].next;
+    const Merge merge = tables.pairs.find(parts[left].id, parts[right].id);
+    if (merge.rank != rank) continue;
+    parts[left].id = merge.id;
+    const std::uint32_t after = parts[right].next;
+    parts[left].next = after;
+    if (after != kEnd) parts[after].prev = left;
+    parts[right].id = kEnd;  // unlinked
+    if (parts[left].prev != kEnd) consider(parts[left].prev);
+    consider(left);
   }
   for (std::uint32_t i = 0; i != kEnd; i = parts[i].next) out.push_back(static_cast<std::int32_t>(parts[i].id));
 }

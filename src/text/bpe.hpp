@@ -19,7 +19,9 @@
 // - A min-heap of (rank, position) over a linked list of parts, with stale entries skipped:
 //   O(n log n), but used for every piece it costs 7% more instructions on the corpus than the
 //   scan (allocations, heap traffic), so it only takes pieces above kScanLimit, where it keeps
-//   a million-byte piece from taking quadratic time (bpe_merge_heap).
+//   a million-byte piece from taking quadratic time (bpe_merge_heap). Its entries are one
+//   8-byte key each (the pair is looked up again when popped), built into a heap in one pass:
+//   about 20 bytes of memory per byte of the piece, and half the time of 24-byte entries.
 #pragma once
 
 #include <array>
