@@ -99,3 +99,33 @@ TEST(StopMatcher, MultibyteStopString) {
 TEST(StopMatcher, EmptyStopStringIsAValueError) {
   EXPECT_THROW(StopMatcher({"ok", ""}), ValueError);
 }
+
+// Case 7 of the hostile-client issue: a client sees invalid UTF-8 as U+FFFD (one per maximal
+// invalid subpart), so a stop string holding U+FFFD matches there, and the text before it
+// keeps its exact bytes.
+TEST(StopMatcher, ReplacementCharacterMatchesInvalidBytesAsAClientShowsThem) {
+  const std::string fffd = "\xEF\xBF\xBD";
+  {
+    StopMatcher matcher({"a" + fffd + "b"});
+    EXPECT_EQ(run(matcher, {"x\xC3", "a\x80", "b tail"}), std::make_pair(std::string("x\xC3"), true));
+  }
+  {
+    // "\xE2\x82" is one maximal subpart (one U+FFFD), held back across pushes as a prefix.
+    StopMatcher matcher({fffd + "b"});
+    EXPECT_EQ(matcher.push("x\xE2\x82"), "x");
+    EXPECT_EQ(matcher.push("b"), "");
+    EXPECT_TRUE(matcher.stopped());
+  }
+  {
+    // Two invalid bytes are two U+FFFD: one replacement character does not match both.
+    StopMatcher matcher({fffd + "b"});
+    EXPECT_EQ(run(matcher, {"\x80\x80", "c"}), std::make_pair(std::string("\x80\x80" "c"), false));
+    StopMatcher pair({fffd + fffd + "c"});
+    EXPECT_EQ(run(pair, {"z\x80\x80", "c"}), std::make_pair(std::string("z"), true));
+  }
+  {
+    // A real U+FFFD in the text matches too, and valid text is untouched.
+    StopMatcher matcher({fffd});
+    EXPECT_EQ(run(matcher, {"ok \xE2\x82\xAC ", fffd, "!"}), std::make_pair(std::string("ok \xE2\x82\xAC "), true));
+  }
+}

@@ -5,6 +5,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -359,4 +362,41 @@ TEST(Utf8, StrictValidation) {
   EXPECT_EQ(find_invalid_utf8("\xf5\x80\x80\x80"), 0u);      // lead byte past F4
   EXPECT_EQ(find_invalid_utf8("ab\xe2\x82"), 2u);             // truncated at the end
   EXPECT_EQ(find_invalid_utf8("\xe2\x28\xa1"), 0u);          // bad continuation
+}
+
+// A mapped file truncated under its reader: the pages past the new end read as zeros instead
+// of killing the process with SIGBUS, and check_mappings_intact reports it.
+TEST(SafetensorsMapping, TruncatedMappedFileReadsZerosAndIsReported) {
+  const TempDir dir;
+  const Tensor w = patterned(DType::F32, {1 << 16}, 3);  // 256 KiB: many pages
+  io::save_safetensors(dir / "a.safetensors", {{"w", w}});
+  const Tensor mapped = io::load_safetensors(dir / "a.safetensors", {.mmap = true}).tensors.at("w");
+  ASSERT_TRUE(mapped.is_borrowed());
+  EXPECT_NO_THROW(io::check_mappings_intact("before"));
+  fs::resize_file(dir / "a.safetensors", 4096);
+  const auto* values = static_cast<const float*>(static_cast<const void*>(mapped.raw_data()));
+  float sum = 0.0f;
+  for (std::int64_t i = 0; i < mapped.numel(); ++i) sum += values[i];  // would be SIGBUS
+  EXPECT_EQ(values[mapped.numel() - 1], 0.0f);
+  EXPECT_TRUE(std::isfinite(sum));
+  try {
+    io::check_mappings_intact("'a.safetensors'");
+    FAIL() << "a shrunken mapping was not reported";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'a.safetensors' shrank"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SafetensorsLoad, NonRegularFilesAreRefusedWithoutBlocking) {
+  const TempDir dir;
+  const fs::path fifo = dir / "fifo.safetensors";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const fs::path& path : {fifo, dir.path()}) {
+    try {
+      io::load_safetensors(path);  // a plain open() of the FIFO would block here forever
+      FAIL() << path << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("is not a regular file"), std::string::npos) << e.what();
+    }
+  }
 }

@@ -77,7 +77,7 @@ int run_bench(const BenchArgs& args) {
   if (args.threads < 0) throw ValueError(str("--threads must be >= 0 (0 = one per core), found ", args.threads));
   model::LoadOptions load_options;
   load_options.dtype = model::parse_weight_dtype(args.dtype);
-  model::set_num_threads(args.threads);
+  set_threads_option(args.threads);
 
   const auto load_start = Clock::now();
   const auto model = model::GPT2::load(args.model_dir, load_options);

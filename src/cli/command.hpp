@@ -33,4 +33,8 @@ inline constexpr const char* kDtypeHelp =
     "Weight storage, converted at load: f32, f16 (half the bytes) or int8 (a scale per 32 weights; "
     "int8 matrix products)";
 
+// model::set_num_threads for --threads, with a warning on stderr when the request is above
+// model::max_threads() and was capped.
+void set_threads_option(int requested);
+
 }  // namespace kael::cli

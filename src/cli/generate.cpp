@@ -40,7 +40,7 @@ void write_stdout(std::string_view piece) {
 int run_generate(const GenerateArgs& args) {
   if (args.prompt_option->count() > 0 && args.ids_option->count() > 0)
     throw ValueError("give either PROMPT or --ids, not both");
-  model::set_num_threads(args.threads);
+  set_threads_option(args.threads);
   if (args.prompt_option->count() == 0 && args.ids_option->count() == 0)
     throw ValueError("nothing to continue: give a PROMPT or --ids");
 

@@ -55,7 +55,7 @@ int run_logits(const LogitsArgs& args) {
     throw ValueError("give either PROMPT or --ids, not both");
   if (args.prompt_option->count() == 0 && args.ids_option->count() == 0)
     throw ValueError("nothing to score: give a PROMPT or --ids");
-  model::set_num_threads(args.threads);
+  set_threads_option(args.threads);
   const model::WeightDType dtype = model::parse_weight_dtype(args.dtype);  // before the slow parts
 
   const auto tokenizer = text::Tokenizer::from_directory(args.model_dir);

@@ -4,6 +4,7 @@
 
 #include "cli/command.hpp"
 #include "kael/core/error.hpp"
+#include "kael/model/gpt2.hpp"
 #include "kael/version.hpp"
 
 namespace kael::cli {
@@ -14,6 +15,12 @@ std::vector<RegisteredCommand>& registry() {
 }
 
 Registration::Registration(std::string name, SetupFn setup) { registry().push_back({std::move(name), setup}); }
+
+void set_threads_option(int requested) {
+  if (const std::string warning = model::threads_cap_warning(requested); !warning.empty())
+    std::cerr << warning << "\n";
+  model::set_num_threads(requested);
+}
 
 }  // namespace kael::cli
 

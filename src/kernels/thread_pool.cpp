@@ -138,8 +138,13 @@ std::unique_ptr<Pool>& pool() {
 
 }  // namespace
 
+int max_threads() {
+  const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return kMaxThreadsPerCpu * cpus;
+}
+
 void set_num_threads(int n) {
-  const int threads = n <= 0 ? default_threads() : n;
+  const int threads = n <= 0 ? default_threads() : std::min(n, max_threads());
   if (pool()->threads() != threads) pool() = std::make_unique<Pool>(threads);
 }
 

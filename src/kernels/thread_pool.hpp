@@ -8,9 +8,14 @@
 namespace kael::kernels {
 
 // Threads used by parallel_for, the calling thread included. n <= 0 means one per physical
-// core (cpu_features.hpp). Not to be called while a kernel is running.
+// core (cpu_features.hpp); n above max_threads() is capped to it. Not to be called while a
+// kernel is running.
 void set_num_threads(int n);
 int num_threads();
+// kMaxThreadsPerCpu per hardware thread: more threads than that only contend (and
+// --threads 10000 would start 10,000 of them).
+inline constexpr int kMaxThreadsPerCpu = 4;
+int max_threads();
 
 // Below about 2^18 multiply-adds (or as much other work) a thread costs more to wake than it
 // saves. The one rule for how finely a kernel splits: the fewest items per thread, for items

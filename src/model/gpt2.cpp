@@ -59,6 +59,13 @@ WeightDType parse_weight_dtype(std::string_view name) {
 
 void set_num_threads(int n) { kernels::set_num_threads(n); }
 int num_threads() { return kernels::num_threads(); }
+int max_threads() { return kernels::max_threads(); }
+
+std::string threads_cap_warning(int requested) {
+  if (requested <= max_threads()) return {};
+  return str("warning: --threads ", requested, " is more than ", max_threads(), " (", kernels::kMaxThreadsPerCpu,
+             " per CPU); using ", max_threads());
+}
 const char* kernel_isa() { return kernels::isa_name(kernels::active_isa()); }
 const char* int8_dot() { return kernels::int8_dot_name(); }
 

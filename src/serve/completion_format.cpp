@@ -30,8 +30,7 @@ Json usage_json(int prompt_tokens, int completion_tokens) {
           {"total_tokens", prompt_tokens + completion_tokens}};
 }
 
-void LogprobsBuilder::add_token(std::int32_t id) {
-  const std::string_view bytes = tokenizer_->token_bytes(id);
+void LogprobsBuilder::add_token(std::string_view bytes) {
   tokens_.push_back(token_string(bytes));
   bytes_.push_back(byte_values(bytes));
   text_offset_.push_back(offset_);
@@ -39,13 +38,43 @@ void LogprobsBuilder::add_token(std::int32_t id) {
 }
 
 void LogprobsBuilder::add_prompt_token(std::int32_t id) {
-  add_token(id);
+  add_token(tokenizer_->token_bytes(id));
   token_logprobs_.push_back(nullptr);
   top_logprobs_.push_back(nullptr);
 }
 
 void LogprobsBuilder::add(const TokenEvent& event) {
-  add_token(event.id);
+  last_id_ = event.id;
+  held_.push_back(event);
+  cover(0);
+}
+
+void LogprobsBuilder::cover(std::size_t bytes) {
+  covered_ += bytes;
+  std::size_t released = 0;
+  for (; released < held_.size(); ++released) {
+    const std::string_view token = tokenizer_->token_bytes(held_[released].id);
+    if (token.size() > covered_) break;
+    covered_ -= token.size();
+    release(held_[released], token);
+  }
+  held_.erase(held_.begin(), held_.begin() + static_cast<std::ptrdiff_t>(released));
+}
+
+void LogprobsBuilder::finish(bool cut_by_stop) {
+  if (cut_by_stop) {
+    // The text ends `covered_` bytes into the first held token (never past it: cover()
+    // released every token the text covers whole).
+    if (!held_.empty() && covered_ > 0) release(held_.front(), tokenizer_->token_bytes(held_.front().id).substr(0, covered_));
+  } else {
+    for (const TokenEvent& event : held_) release(event, tokenizer_->token_bytes(event.id));
+  }
+  held_.clear();
+  covered_ = 0;
+}
+
+void LogprobsBuilder::release(const TokenEvent& event, std::string_view bytes) {
+  add_token(bytes);
   token_logprobs_.push_back(event.logprob);
   Json top = Json::object();
   for (const auto& alternative : event.top)

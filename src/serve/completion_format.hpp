@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "kael/text/tokenizer.hpp"
 #include "serve/job.hpp"
@@ -41,12 +42,23 @@ class LogprobsBuilder {
   // An echoed prompt token: no logprob (nothing precedes the first; kael does not compute the
   // others, since the model returns only the last position's logits).
   void add_prompt_token(std::int32_t id);
+  // A generated token: held until the completion's text covers its bytes (see cover), so the
+  // tokens handed out always spell exactly the text handed out.
   void add(const TokenEvent& event);
+  // `bytes` more bytes of completion text were emitted.
+  void cover(std::size_t bytes);
+  // The completion ended. With `cut_by_stop`, its text ends inside the tokens (a stop string
+  // matched): the token holding the cut keeps only its bytes before it, later ones are dropped.
+  // Otherwise every held token is released (the <|endoftext|> token, which is not text).
+  void finish(bool cut_by_stop);
+  // The last generated token added (-1 before any).
+  std::int32_t last_id() const { return last_id_; }
   bool empty() const { return tokens_.empty(); }
   Json take();
 
  private:
-  void add_token(std::int32_t id);
+  void add_token(std::string_view bytes);
+  void release(const TokenEvent& event, std::string_view bytes);
 
   const text::Tokenizer* tokenizer_;
   std::size_t offset_;
@@ -55,6 +67,9 @@ class LogprobsBuilder {
   Json top_logprobs_ = Json::array();
   Json text_offset_ = Json::array();
   Json bytes_ = Json::array();
+  std::vector<TokenEvent> held_;  // generated tokens not yet covered by text, in order
+  std::size_t covered_ = 0;       // emitted text bytes past the released tokens
+  std::int32_t last_id_ = -1;
 };
 
 }  // namespace kael::serve

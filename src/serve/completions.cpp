@@ -28,6 +28,12 @@ std::int64_t unix_now() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// True when a stop string ended the text; <|endoftext|> (unless ignored) also finishes with
+// "stop", but its token is not text and nothing is cut.
+bool cut_by_stop_string(const JobOutcome& outcome, const CompletionRequest& request, std::int32_t last_id) {
+  return outcome.finish_reason == "stop" && !(last_id == text::kEndOfText && !request.options.ignore_eos);
+}
+
 Json outcome_error(const JobOutcome& outcome) {
   return error_json(outcome.error_message, outcome.error_type, "", outcome.error_status);
 }
@@ -57,7 +63,11 @@ void answer_whole(ServerContext& context, const std::shared_ptr<Job>& job, const
     LogprobsBuilder builder = make_logprobs(context, request);
     if (request.echo)
       for (const auto id : request.prompt_ids) builder.add_prompt_token(id);
-    for (const auto& event : events) builder.add(event);
+    for (const auto& event : events) {
+      builder.add(event);
+      builder.cover(event.text.size());
+    }
+    builder.finish(cut_by_stop_string(*outcome, request, builder.last_id()));
     logprobs = builder.take();
   }
   for (const auto& event : events) text += event.text;
@@ -90,7 +100,10 @@ class EventStream {
     events_.clear();
     const auto outcome = job_->wait(events_, kPollInterval);
     for (const auto& event : events_) {
-      if (request.options.logprobs) logprobs_.add(event);
+      if (request.options.logprobs) {
+        logprobs_.add(event);
+        logprobs_.cover(event.text.size());
+      }
       // Tokens whose text is held back (half a character, a possible stop string) ride
       // along with the next chunk that has text.
       if (!event.text.empty() && !write_chunk(sink, event.text, nullptr)) return false;
@@ -102,6 +115,7 @@ class EventStream {
     if (outcome->error_status != 0) {
       if (!write(sink, sse_event(dump(outcome_error(*outcome))))) return false;
     } else {
+      if (request.options.logprobs) logprobs_.finish(cut_by_stop_string(*outcome, request, logprobs_.last_id()));
       Json usage = request.include_usage ? usage_json(outcome->prompt_tokens, outcome->completion_tokens) : Json();
       if (!write_chunk(sink, "", outcome->finish_reason, std::move(usage))) return false;
     }

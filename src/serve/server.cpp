@@ -62,6 +62,8 @@ int run_server(const ServerOptions& options) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  if (const std::string warning = model::threads_cap_warning(options.threads); !warning.empty())
+    std::fprintf(stderr, "%s\n", warning.c_str());
   kernels::set_num_threads(options.threads);  // after the mask: its workers inherit it
 
   const auto tokenizer = text::Tokenizer::from_directory(options.model_dir);

@@ -11,10 +11,14 @@ namespace kael::text {
 namespace {
 
 // A token as vocab.json spells it, quoted.
+// A token as merges.txt spells it, quoted; at most 60 bytes of it, so a hostile file cannot
+// make a message as large as itself.
 std::string spelled(std::string_view bytes) {
+  constexpr std::size_t kMax = 60;
   std::string out(1, '\'');
-  out.append(bytes_to_symbols(bytes));
+  out.append(bytes_to_symbols(bytes.substr(0, kMax)));
   out.push_back('\'');
+  if (bytes.size() > kMax) out += str("... (", bytes.size(), " bytes)");
   return out;
 }
 

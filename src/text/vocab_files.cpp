@@ -21,6 +21,13 @@ std::string excerpt(std::string_view text) {
   return out;
 }
 
+// nlohmann's parse errors quote the token they stopped in, which may be the whole file.
+std::string bounded(std::string_view message) {
+  constexpr std::size_t kMax = 200;
+  if (message.size() <= kMax) return std::string(message);
+  return str(message.substr(0, kMax), "... (", message.size(), " bytes)");
+}
+
 // Builds the vocabulary from SAX events, accepting only {"token": id, ...}. A SAX parser never
 // builds a tree, so deep nesting in a hostile file costs nothing.
 class VocabHandler : public nlohmann::json_sax<nlohmann::json> {
@@ -65,7 +72,7 @@ class VocabHandler : public nlohmann::json_sax<nlohmann::json> {
   bool start_array(std::size_t) override { return wrong_value("an array"); }
   bool end_array() override { return true; }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
-    return fail(std::string("invalid JSON: ") + e.what());
+    return fail("invalid JSON: " + bounded(e.what()));
   }
 
   VocabFile take() {
@@ -116,7 +123,7 @@ VocabFile parse_vocab_json(const std::string& json, const std::string& source) {
   try {
     nlohmann::json::sax_parse(json, &handler);
   } catch (const nlohmann::json::exception& e) {
-    throw ValueError(source + ": invalid JSON: " + e.what());
+    throw ValueError(source + ": invalid JSON: " + bounded(e.what()));
   }
   return handler.take();
 }

@@ -68,8 +68,13 @@ class Session;
 
 // Threads the forward pass computes on, the calling thread included; n <= 0 means one per
 // physical core (the default). Results do not depend on it. Call it between forward passes.
+// A request above max_threads() (4 per hardware thread) is capped to it.
 void set_num_threads(int n);
 int num_threads();
+int max_threads();
+// What to tell a user who asked for `requested` threads: "" when it is within max_threads(),
+// else a warning saying it was capped (callers print it; the library does not).
+std::string threads_cap_warning(int requested);
 
 // The instruction set the kernels run on: "amx", "avx512", "avx2" or "scalar", the best this
 // CPU, its OS and this build support; the environment variable KAEL_ISA=scalar|avx2|avx512|amx
