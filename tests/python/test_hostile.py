@@ -114,7 +114,6 @@ def test_1_cli_readers_never_die_when_the_file_shrinks_during_the_read(tmp_path)
 
     original = tmp_path / "big.safetensors"
     save_file({f"t{i}": np.full(1 << 20, i, dtype=np.float32) for i in range(24)}, str(original))
-    outcomes = set()
     for delay in (0.0, 0.02, 0.05, 0.1, 0.3):
         victim = tmp_path / "victim.safetensors"
         shutil.copy(original, victim)
@@ -125,10 +124,10 @@ def test_1_cli_readers_never_die_when_the_file_shrinks_during_the_read(tmp_path)
             f.truncate(1 << 16)
         out, err = process.communicate(timeout=120)
         assert process.returncode in (0, 1), (process.returncode, err)  # never a signal (SIGBUS)
+        # Finished before the cut, or an error naming the file: the validation (truncated before
+        # the open), "changed size" (while read) or "shrank while it was mapped" (while mapped).
         if process.returncode == 1:
-            assert b"error: " in err and (b"shrank" in err or b"changed size" in err or b"ended at byte" in err), err
-        outcomes.add(process.returncode)
-    assert outcomes  # each run either finished first or reported the change
+            assert err.startswith(b"error: ") and str(victim).encode() in err, err
 
 
 # ---- 2. FIFOs, sockets and devices given as files
@@ -159,11 +158,15 @@ def test_3_slow_heads_time_out_and_never_starve_others(model_dir):
     with Guarded(model_dir, "--max-batch", 1, "--max-queue", 1, "--head-timeout", 2) as server:
         slow = [socket.create_connection((HOST, server.port), timeout=10) for _ in range(24)]
         try:
-            for _ in range(3):  # one header byte per socket every half second
+            opened = time.monotonic()
+            while time.monotonic() - opened < 1.2:  # a header byte per socket every 0.3 s
                 for sock in slow:
-                    sock.sendall(b"G")
+                    try:
+                        sock.sendall(b"G")
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass  # already answered (a loaded machine ran past the deadline)
                 server.assert_healthy()
-                time.sleep(0.5)
+                time.sleep(0.3)
             answers = []
             for sock in slow:  # the whole head was due 2 s after its first byte
                 answers.append(read_all(sock))
