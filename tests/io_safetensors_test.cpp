@@ -7,7 +7,6 @@
 
 #include <sys/stat.h>
 
-#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -375,10 +374,10 @@ TEST(SafetensorsMapping, TruncatedMappedFileReadsZerosAndIsReported) {
   EXPECT_NO_THROW(io::check_mappings_intact("before"));
   fs::resize_file(dir / "a.safetensors", 4096);
   const auto* values = static_cast<const float*>(static_cast<const void*>(mapped.raw_data()));
-  float sum = 0.0f;
-  for (std::int64_t i = 0; i < mapped.numel(); ++i) sum += values[i];  // would be SIGBUS
+  std::int64_t zeros = 0;
+  for (std::int64_t i = 0; i < mapped.numel(); ++i) zeros += values[i] == 0.0f;  // each page was a SIGBUS
   EXPECT_EQ(values[mapped.numel() - 1], 0.0f);
-  EXPECT_TRUE(std::isfinite(sum));
+  EXPECT_GE(zeros, mapped.numel() - 4096 / 4);  // all but the first page's worth
   try {
     io::check_mappings_intact("'a.safetensors'");
     FAIL() << "a shrunken mapping was not reported";
