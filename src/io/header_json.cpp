@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "io/utf8.hpp"
 #include "kael/core/error.hpp"
+#include "kael/core/utf8.hpp"
 
 namespace kael::io {
 
@@ -36,7 +36,7 @@ void check_depth(std::string_view text, std::string_view source) {
 }  // namespace
 
 nlohmann::json parse_header_json(std::string_view text, std::string_view source) {
-  if (auto bad = find_invalid_utf8(text))
+  if (auto bad = utf8::find_invalid(text))
     throw ValueError(str(source, ": header is not valid UTF-8 (bad byte at header offset ", *bad, ")"));
   // nlohmann's lexer takes a NUL byte for the end of the input, so "{...}" padded with NULs would
   // parse; NUL is not JSON (not even whitespace), and the reference reader refuses it.
