@@ -1,6 +1,6 @@
-// One hand-made hostile file per way a safetensors file can be wrong (SPEC section 2). Each must
-// be refused with the right error type and a message naming the problem, by the in-memory
-// parser and by both file loaders (mapped and copying); a control case must load.
+// One hand-made hostile file per way a safetensors file can be wrong (docs/behaviour.md,
+// "safetensors"). Each must be refused with the right error type and a message naming the problem,
+// by the in-memory parser and by both file loaders (mapped and copying); a control case must load.
 #include <gtest/gtest.h>
 #include <unistd.h>
 

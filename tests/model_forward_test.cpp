@@ -1,5 +1,5 @@
-// The forward pass (SPEC section 4): against a naive double-precision implementation, cached
-// decoding against full recomputation, and the errors forward() raises.
+// The forward pass (docs/behaviour.md, "The forward pass"): against a naive double-precision
+// implementation, cached decoding against full recomputation, and the errors forward() raises.
 #include <gtest/gtest.h>
 
 #include <algorithm>

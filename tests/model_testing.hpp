@@ -1,6 +1,7 @@
 // Helpers for the model tests: a tiny random GPT-2 checkpoint in memory, named as Hugging Face
-// names it, and a naive full-sequence forward pass written from SPEC section 4 with no kael
-// kernels, to check the model's wiring (layouts, transposes, the head) independently.
+// names it, and a naive full-sequence forward pass written from docs/behaviour.md ("The forward
+// pass") with no kael kernels, to check the model's wiring (layouts, transposes, the head)
+// independently.
 #pragma once
 
 #include <algorithm>

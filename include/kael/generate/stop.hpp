@@ -1,6 +1,6 @@
-// Stop strings matched on the decoded text (SPEC section 6). Text reaches the caller only
-// once it can no longer be the start of a stop string, so a stop string is never emitted,
-// not even in part, even when it spans several tokens.
+// Stop strings matched on the decoded text (docs/behaviour.md, "Generation"). Text reaches the
+// caller only once it can no longer be the start of a stop string, so a stop string is never
+// emitted, not even in part, even when it spans several tokens.
 #pragma once
 
 #include <cstddef>
