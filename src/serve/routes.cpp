@@ -9,7 +9,6 @@
 #include "kael/core/error.hpp"
 #include "kael/model/gpt2.hpp"
 #include "serve/completions.hpp"
-#include "serve/decode_batch.hpp"
 #include "serve/http_error.hpp"
 #include "serve/json_text.hpp"
 #include "serve/page.hpp"
@@ -83,7 +82,6 @@ void register_routes(httplib::Server& server, ServerContext& context) {
                          {"active", context.scheduler.active_count()},
                          {"queued", context.scheduler.queue_depth()},
                          {"max_batch", context.scheduler.options().max_batch},
-                         {"batched_decode", kBatchedDecode},
                          {"isa", kael::model::kernel_isa()},
                          {"int8_dot", kael::model::int8_dot()}});
   }));

@@ -6,7 +6,6 @@
 #include <optional>
 
 #include "kael/core/error.hpp"
-#include "serve/decode_batch.hpp"
 
 namespace kael::serve {
 namespace {
@@ -222,7 +221,7 @@ void Scheduler::decode() {
   const auto start = Clock::now();
   std::vector<std::span<const float>> logits;
   try {
-    logits = decode_batch(model_, sessions, tokens);
+    logits = model_.forward_batch(sessions, tokens);
   } catch (const std::exception& e) {
     for (Slot* slot : batch) fail(*slot, 500, "server_error", str("decode failed: ", e.what()));
     return;
