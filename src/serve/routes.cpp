@@ -30,7 +30,9 @@ Handler guarded(Handler handler) {
       handler(request, response);
     } catch (const HttpError& e) {
       send_error(response, e.status(), e.what(), e.type(), e.param());
-    } catch (const ValueError& e) {  // a request the library refused
+    } catch (const ValueError& e) {  // a request the library refused: a bad value, dtype or id
+      send_error(response, 400, e.what(), "invalid_request_error");
+    } catch (const TypeError& e) {
       send_error(response, 400, e.what(), "invalid_request_error");
     } catch (const IndexError& e) {
       send_error(response, 400, e.what(), "invalid_request_error");
