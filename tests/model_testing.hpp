@@ -67,13 +67,6 @@ inline std::map<std::string, Tensor> tiny_checkpoint(const Config& c, unsigned s
   return t;
 }
 
-// n ids cycling through [0, vocab) in a fixed, irregular order.
-inline std::vector<std::int32_t> some_ids(std::size_t n, std::int32_t vocab) {
-  std::vector<std::int32_t> ids(n);
-  for (std::size_t i = 0; i < n; ++i) ids[i] = static_cast<std::int32_t>((i * 17 + 3) % static_cast<std::size_t>(vocab));
-  return ids;
-}
-
 // Shallow copies (tensors share bytes), since loading consumes its map.
 inline std::map<std::string, Tensor> share(const std::map<std::string, Tensor>& tensors) { return tensors; }
 
@@ -85,7 +78,8 @@ inline Config chunk_config() {
   return c;
 }
 
-// n ids below `vocab`, in a pattern that `salt` shifts (so sessions get different prompts).
+// n ids cycling through [0, vocab) in a fixed, irregular order that `salt` shifts (so
+// sessions get different prompts).
 inline std::vector<std::int32_t> some_ids(std::size_t n, std::int32_t vocab, std::size_t salt = 0) {
   std::vector<std::int32_t> ids(n);
   for (std::size_t i = 0; i < n; ++i)
