@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Downloads the GPT-2 (small) checkpoint and tokenizer files into DIR and checks their SHA-256
-# (SPEC section 3). A file that already verifies is kept and nothing is fetched for it; a
-# partial download (DIR/<file>.part) is resumed; a file only takes its final name after it
-# verifies, and a download that fails verification is deleted.
+# (docs/behaviour.md, "The GPT-2 checkpoint"). A file that already verifies is kept and nothing is
+# fetched for it; a partial download (DIR/<file>.part) is resumed; a file only takes its final name
+# after it verifies, and a download that fails verification is deleted.
 set -euo pipefail
 
 FILES=(model.safetensors vocab.json merges.txt)

@@ -4,10 +4,13 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <string>
+#include <string_view>
 
 #include "kael/core/dtype.hpp"
 #include "kael/core/error.hpp"
 #include "kael/core/tensor.hpp"
+#include "kael/core/utf8.hpp"
 
 using namespace kael;
 
@@ -135,4 +138,103 @@ TEST(Tensor, ToF32ConvertsEveryDType) {
   const std::uint8_t bools[] = {0, 1};
   EXPECT_EQ(Tensor::from_bytes(DType::BOOL, {2}, std::as_bytes(std::span(bools))).to_f32().data<float>()[1], 1.0f);
   EXPECT_THROW(Tensor::from_bytes(DType::F32, {3}, std::as_bytes(std::span(b))), ValueError);
+}
+
+namespace {
+utf8::Decoded decode(std::string_view bytes) {
+  return utf8::decode(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
+}
+}  // namespace
+
+TEST(Utf8, DecodeAcceptsOnlyWellFormedCharacters) {
+  EXPECT_EQ(decode("A").cp, 0x41u);
+  EXPECT_EQ(decode("\u00e9").cp, 0xE9u);
+  EXPECT_EQ(decode("\u20ac").cp, 0x20ACu);
+  EXPECT_EQ(decode("\U0001F600").cp, 0x1F600u);
+  EXPECT_EQ(decode("\U0001F600").length, 4u);
+  EXPECT_EQ(decode("\U0010FFFF").cp, 0x10FFFFu);
+  EXPECT_EQ(decode("\xed\x9f\xbf").cp, 0xD7FFu);  // just below the surrogates
+  EXPECT_EQ(decode("\xee\x80\x80").cp, 0xE000u);  // just above them
+  for (std::string_view bad : {"\x80", "\xc0\x80", "\xc1\xbf", "\xe0\x80\x80", "\xed\xa0\x80", "\xf0\x80\x80\x80",
+                               "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xff", "\xe2\x82", "\xc3", "\xc3\x41",
+                               "\xe2\x82\x41", "\xf0\x9f\x98\x41"}) {
+    const utf8::Decoded d = decode(bad);
+    EXPECT_EQ(d.cp, utf8::kInvalid) << bad;
+    EXPECT_EQ(d.length, 1u) << bad;
+  }
+}
+
+// The definition, written the other way round: the length from the lead byte's high bits, the
+// payload bits gathered, then the shortest-form, surrogate and U+10FFFF rules checked on the value.
+utf8::Decoded decode_by_definition(const unsigned char* s, std::size_t n) {
+  if (s[0] < 0x80) return {s[0], 1};
+  std::size_t extra = 0;
+  std::uint32_t cp = 0;
+  if ((s[0] & 0xE0) == 0xC0) extra = 1, cp = s[0] & 0x1F;
+  else if ((s[0] & 0xF0) == 0xE0) extra = 2, cp = s[0] & 0x0F;
+  else if ((s[0] & 0xF8) == 0xF0) extra = 3, cp = s[0] & 0x07;
+  else return {utf8::kInvalid, 1};
+  if (n <= extra) return {utf8::kInvalid, 1};
+  for (std::size_t k = 1; k <= extra; ++k) {
+    if ((s[k] & 0xC0) != 0x80) return {utf8::kInvalid, 1};
+    cp = (cp << 6) | (s[k] & 0x3F);
+  }
+  static constexpr std::uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return {utf8::kInvalid, 1};
+  return {cp, static_cast<std::uint32_t>(extra + 1)};
+}
+
+// Every sequence of 1 to 3 bytes, and 4-byte ones for every first two bytes.
+TEST(Utf8, DecodeEqualsTheDefinitionOnEverySequence) {
+  const auto check = [](const unsigned char* s, std::size_t n) {
+    const utf8::Decoded d = utf8::decode(s, n), want = decode_by_definition(s, n);
+    ASSERT_EQ(d.cp, want.cp) << int{s[0]} << " " << n;
+    ASSERT_EQ(d.length, want.length) << int{s[0]} << " " << n;
+  };
+  unsigned char s[4];
+  for (std::uint32_t v = 0; v < (1u << 24); ++v) {
+    s[0] = static_cast<unsigned char>(v >> 16), s[1] = static_cast<unsigned char>(v >> 8);
+    s[2] = static_cast<unsigned char>(v);
+    check(s, 3);
+    if (s[2] == 0) check(s, 2);
+    if (s[1] == 0 && s[2] == 0) check(s, 1);
+    if (s[0] >= 0xF0) {
+      for (const unsigned char last : {0x00, 0x41, 0x80, 0xBF, 0xC0, 0xFF}) {
+        s[3] = last;
+        check(s, 4);
+      }
+    }
+  }
+}
+
+TEST(Utf8, FindInvalidGivesTheFirstBadOffset) {
+  EXPECT_FALSE(utf8::find_invalid("plain ascii"));
+  EXPECT_FALSE(utf8::find_invalid("\xc2\x80 \xe2\x82\xac \xf0\x9f\x98\x80 \xf4\x8f\xbf\xbf"));  // U+0080 € 😀 U+10FFFF
+  EXPECT_EQ(utf8::find_invalid("ok\x80"), 2u);             // lone continuation byte
+  EXPECT_EQ(utf8::find_invalid("\xc1\xbf"), 0u);           // overlong 2-byte
+  EXPECT_EQ(utf8::find_invalid("a\xe0\x80\xaf"), 1u);      // overlong 3-byte
+  EXPECT_EQ(utf8::find_invalid("\xf0\x80\x80\xaf"), 0u);  // overlong 4-byte
+  EXPECT_EQ(utf8::find_invalid("\xed\xa0\x80"), 0u);      // surrogate U+D800
+  EXPECT_EQ(utf8::find_invalid("\xf4\x90\x80\x80"), 0u);  // U+110000
+  EXPECT_EQ(utf8::find_invalid("\xf5\x80\x80\x80"), 0u);  // lead byte past F4
+  EXPECT_EQ(utf8::find_invalid("ab\xe2\x82"), 2u);         // truncated at the end
+  EXPECT_EQ(utf8::find_invalid("\xe2\x28\xa1"), 0u);      // bad continuation
+  EXPECT_TRUE(utf8::is_valid(""));
+}
+
+TEST(Utf8, IncompleteTailHoldsOnlyStartsOfRealCharacters) {
+  EXPECT_EQ(utf8::incomplete_tail(""), 0u);
+  EXPECT_EQ(utf8::incomplete_tail("abc"), 0u);
+  EXPECT_EQ(utf8::incomplete_tail("a\xe6"), 1u);
+  EXPECT_EQ(utf8::incomplete_tail("a\xe6\x97"), 2u);
+  EXPECT_EQ(utf8::incomplete_tail("a\xe6\x97\xa5"), 0u);
+  EXPECT_EQ(utf8::incomplete_tail("\xf0\x9f\x98"), 3u);
+  EXPECT_EQ(utf8::incomplete_tail("\xf0\x9f\x98\x80"), 0u);
+  EXPECT_EQ(utf8::incomplete_tail("\xc3"), 1u);
+  EXPECT_EQ(utf8::incomplete_tail("\x80"), 0u);      // a stray continuation byte never completes
+  EXPECT_EQ(utf8::incomplete_tail("\xff"), 0u);      // nor does an impossible byte
+  EXPECT_EQ(utf8::incomplete_tail("\xe0\x80"), 0u);  // overlong start
+  EXPECT_EQ(utf8::incomplete_tail("\xed\xa0"), 0u);  // surrogate start
+  EXPECT_EQ(utf8::incomplete_tail("\xf4\x90"), 0u);  // above U+10FFFF
+  EXPECT_EQ(utf8::incomplete_tail("\x80\x80\x80"), 0u);
 }

@@ -1,12 +1,14 @@
-// One hand-made hostile file per way a safetensors file can be wrong (SPEC section 2). Each must
-// be refused with the right error type and a message naming the problem, by the in-memory
-// parser and by both file loaders (mapped and copying); a control case must load.
+// One hand-made hostile file per way a safetensors file can be wrong (docs/behaviour.md,
+// "safetensors"). Each must be refused with the right error type and a message naming the problem,
+// by the in-memory parser and by both file loaders (mapped and copying); a control case must load.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 
 #include "kael/core/error.hpp"
@@ -59,6 +61,12 @@ std::vector<Malformed> cases() {
       {"NotAnObject", file("[1,2]"), Kind::Value, "must start with '{'"},
       {"LeadingGarbage", file("x{}"), Kind::Value, "must start with '{'"},
       {"TrailingGarbage", file("{}x"), Kind::Value, "not valid JSON"},
+      // nlohmann alone would take the first NUL for the end of the input.
+      {"NulPadding", file("{" + kF32 + "}" + std::string(3, '\0'), four), Kind::Value, "NUL byte at header offset"},
+      {"NulBeforeObject", file(std::string(1, '\0') + "{" + kF32 + "}", four), Kind::Value, "NUL byte"},
+      {"FormFeedBeforeObject", file("\f{" + kF32 + "}", four), Kind::Value, "must start with '{'"},
+      {"ByteOrderMark", file("\xef\xbb\xbf{" + kF32 + "}", four), Kind::Value, "must start with '{'"},
+      {"OnlyWhitespace", file("  "), Kind::Value, "found nothing"},
       {"TwoDocuments", file("{}{}"), Kind::Value, "not valid JSON"},
       {"TruncatedJson", file("{\"a\":"), Kind::Value, "not valid JSON"},
       {"Comment", file("{/*c*/}"), Kind::Value, "not valid JSON"},
@@ -89,6 +97,7 @@ std::vector<Malformed> cases() {
       // Shapes.
       {"ShapeNotArray", file("{" + entry("a", "F32", "1", "[0,4]") + "}", four), Kind::Value, "expected an array"},
       {"NegativeDim", file("{" + entry("a", "F32", "[-1]", "[0,4]") + "}", four), Kind::Value, "non-negative"},
+      {"MinusZeroDim", file("{" + entry("a", "F32", "[-0]", "[0,0]") + "}"), Kind::Value, "is -0"},
       {"FractionalDim", file("{" + entry("a", "F32", "[1.5]", "[0,4]") + "}", four), Kind::Value, "expected an integer"},
       {"IntegralFloatDim", file("{" + entry("a", "F32", "[1.0]", "[0,4]") + "}", four), Kind::Value, "expected an integer"},
       {"ExponentDim", file("{" + entry("a", "F32", "[1e0]", "[0,4]") + "}", four), Kind::Value, "expected an integer"},
@@ -111,6 +120,7 @@ std::vector<Malformed> cases() {
       {"ThreeOffsets", file("{" + entry("a", "F32", "[]", "[0,4,4]") + "}", four), Kind::Value, "expected [begin, end]"},
       {"ReversedOffsets", file("{" + entry("a", "F32", "[]", "[4,0]") + "}", four), Kind::Value, "reversed"},
       {"NegativeOffset", file("{" + entry("a", "F32", "[]", "[-4,0]") + "}", four), Kind::Value, "non-negative"},
+      {"MinusZeroOffset", file("{" + entry("a", "F32", "[0]", "[-0,0]") + "}"), Kind::Value, "is -0"},
       {"FractionalOffset", file("{" + entry("a", "F32", "[]", "[0,4.0]") + "}", four), Kind::Value, "expected an integer"},
       {"HugeOffsets",
        file("{" + entry("a", "U8", "[4]", "[9223372036854775800,9223372036854775804]") + "}", four), Kind::Value,
@@ -137,7 +147,6 @@ std::vector<Malformed> cases() {
       {"DataWithoutTensors", file("{}", four), Kind::Value, "4 trailing bytes"},
       // Metadata.
       {"MetadataNotObject", file("{\"__metadata__\":[\"a\"]}"), Kind::Value, "__metadata__"},
-      {"MetadataNull", file("{\"__metadata__\":null}"), Kind::Value, "__metadata__"},
       {"MetadataNumber", file("{\"__metadata__\":{\"k\":1}}"), Kind::Value, "expected a string"},
       {"MetadataNested", file("{\"__metadata__\":{\"k\":{\"x\":\"y\"}}}"), Kind::Value, "expected a string"},
       // Data.
@@ -205,22 +214,48 @@ TEST(MalformedFile, TableHasOneCasePerKindAndUniqueNames) {
   for (const auto& c : all) EXPECT_TRUE(names.insert(c.name).second) << c.name;
 }
 
-// The control: the builders above make files that load when nothing is wrong, so each case
-// fails for its own reason and not because the helpers are broken.
+// The controls: files the builders above make when nothing is wrong, so each case fails for its
+// own reason and not because the helpers are broken. The reference reader loads each of them.
+struct Valid {
+  std::string name;
+  std::string bytes;
+};
+
+std::vector<Valid> valid_files() {
+  return {
+      {"OneF32", file("{" + kF32 + "}", std::string("\x00\x00\x80\x3f", 4))},
+      {"TwoTensors", file("{" + entry("a", "F32", "[]", "[0,4]") + "," + entry("b", "F32", "[2]", "[4,12]") + "}",
+                          std::string(12, '\0'))},
+      {"Bools", file("{" + entry("a", "BOOL", "[4]", "[0,4]") + "}", std::string("\x01\x00\x00\x01", 4))},
+      {"TwoEmpties", file("{" + entry("a", "F32", "[0]", "[0,0]") + "," + entry("b", "F32", "[0]", "[0,0]") + "}")},
+      {"Metadata", file("{\"__metadata__\":{\"k\":\"v\"}}")},
+      {"MetadataNull", file("{\"__metadata__\":null," + kF32 + "}", std::string(4, '\0'))},
+      // JSON whitespace may stand before and after the object (the writer pads with spaces).
+      {"WhitespaceAround", file(" \t\n\r{" + kF32 + "}  \n\t ", std::string(4, '\0'))},
+  };
+}
+
+std::string valid(const std::string& name) {
+  for (const Valid& v : valid_files())
+    if (v.name == name) return v.bytes;
+  throw std::out_of_range(name);
+}
+
 TEST(MalformedFile, ControlFilesLoad) {
-  const std::string f32 = file("{" + kF32 + "}", std::string("\x00\x00\x80\x3f", 4));
-  EXPECT_FLOAT_EQ(io::parse_safetensors(as_bytes(f32)).tensors.at("a").value_as_double(0), 1.0);
-  const std::string two = file("{" + entry("a", "F32", "[]", "[0,4]") + "," + entry("b", "F32", "[2]", "[4,12]") + "}",
-                               std::string(12, '\0'));
-  EXPECT_EQ(io::parse_safetensors(as_bytes(two)).tensors.size(), 2u);
-  const std::string bools = file("{" + entry("a", "BOOL", "[4]", "[0,4]") + "}", std::string("\x01\x00\x00\x01", 4));
-  EXPECT_EQ(io::parse_safetensors(as_bytes(bools)).tensors.at("a").numel(), 4);
-  const std::string empties = file("{" + entry("a", "F32", "[0]", "[0,0]") + "," + entry("b", "F32", "[0]", "[0,0]") + "}");
-  EXPECT_EQ(io::parse_safetensors(as_bytes(empties)).tensors.size(), 2u);
-  EXPECT_EQ(io::parse_safetensors(as_bytes(file("{\"__metadata__\":{\"k\":\"v\"}}"))).metadata.at("k"), "v");
-  // "-0" is zero, and JSON whitespace may pad the header.
-  const std::string minus_zero = file("{" + entry("a", "F32", "[-0]", "[0,-0]") + "}  \n\t ");
-  EXPECT_EQ(io::parse_safetensors(as_bytes(minus_zero)).tensors.at("a").shape(), (Shape{0}));
+  for (const Valid& v : valid_files()) {
+    SCOPED_TRACE(v.name);
+    EXPECT_NO_THROW(io::parse_safetensors(as_bytes(v.bytes)));
+    const TempFile temp(v.bytes);
+    EXPECT_NO_THROW(io::load_safetensors(temp.path(), {.mmap = true}));
+    EXPECT_NO_THROW(io::load_safetensors(temp.path(), {.mmap = false}));
+  }
+  EXPECT_FLOAT_EQ(io::parse_safetensors(as_bytes(valid("OneF32"))).tensors.at("a").value_as_double(0), 1.0);
+  EXPECT_EQ(io::parse_safetensors(as_bytes(valid("TwoTensors"))).tensors.size(), 2u);
+  EXPECT_EQ(io::parse_safetensors(as_bytes(valid("Bools"))).tensors.at("a").numel(), 4);
+  EXPECT_EQ(io::parse_safetensors(as_bytes(valid("TwoEmpties"))).tensors.size(), 2u);
+  EXPECT_EQ(io::parse_safetensors(as_bytes(valid("Metadata"))).metadata.at("k"), "v");
+  EXPECT_TRUE(io::parse_safetensors(as_bytes(valid("MetadataNull"))).metadata.empty());
+  EXPECT_EQ(io::parse_safetensors(as_bytes(valid("WhitespaceAround"))).tensors.at("a").shape(), Shape{});
   // Nesting just under the limit is a type error, not a nesting error.
   const std::string nested = file("{\"a\":" + std::string(15, '[') + std::string(15, ']') + "}");
   try {
@@ -229,6 +264,24 @@ TEST(MalformedFile, ControlFilesLoad) {
   } catch (const ValueError& e) {
     EXPECT_NE(std::string(e.what()).find("expected an object"), std::string::npos) << e.what();
   }
+}
+
+// With KAEL_CONFORMANCE_DIR set, writes every malformed case and every control there as
+// NAME.safetensors, with verdicts.txt holding "NAME refuse" or "NAME accept" a line, for
+// tests/python/test_safetensors_conformance.py to run through the reference package and kael.
+TEST(MalformedFile, WritesEveryCaseForTheReference) {
+  const char* dir = std::getenv("KAEL_CONFORMANCE_DIR");
+  if (!dir) GTEST_SKIP() << "KAEL_CONFORMANCE_DIR is not set (the pytest conformance test sets it)";
+  const std::filesystem::path out(dir);
+  std::ofstream verdicts(out / "verdicts.txt");
+  const auto write = [&](const std::string& name, const std::string& bytes, const char* verdict) {
+    std::ofstream(out / (name + ".safetensors"), std::ios::binary)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    verdicts << name << ' ' << verdict << '\n';
+  };
+  for (const Malformed& c : cases()) write(c.name, c.bytes, "refuse");
+  for (const Valid& v : valid_files()) write(v.name, v.bytes, "accept");
+  ASSERT_TRUE(verdicts.good());
 }
 
 TEST(MalformedFile, HeaderCapIsConfigurable) {

@@ -13,7 +13,6 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "io/utf8.hpp"
 #include "kael/core/error.hpp"
 #include "kael/io/safetensors.hpp"
 
@@ -346,21 +345,6 @@ TEST(SafetensorsSave, KeepsTheModeOfTheFileItReplaces) {
   fs::permissions(dir / "a.safetensors", fs::perms::owner_read | fs::perms::owner_write);
   io::save_safetensors(dir / "a.safetensors", {});
   EXPECT_EQ(fs::status(dir / "a.safetensors").permissions(), fs::perms::owner_read | fs::perms::owner_write);
-}
-
-TEST(Utf8, StrictValidation) {
-  using io::find_invalid_utf8;
-  EXPECT_FALSE(find_invalid_utf8("plain ascii"));
-  EXPECT_FALSE(find_invalid_utf8("\xc2\x80 \xe2\x82\xac \xf0\x9f\x98\x80 \xf4\x8f\xbf\xbf"));  // U+0080 € 😀 U+10FFFF
-  EXPECT_EQ(find_invalid_utf8("ok\x80"), 2u);                 // lone continuation byte
-  EXPECT_EQ(find_invalid_utf8("\xc1\xbf"), 0u);               // overlong 2-byte
-  EXPECT_EQ(find_invalid_utf8("a\xe0\x80\xaf"), 1u);          // overlong 3-byte
-  EXPECT_EQ(find_invalid_utf8("\xf0\x80\x80\xaf"), 0u);      // overlong 4-byte
-  EXPECT_EQ(find_invalid_utf8("\xed\xa0\x80"), 0u);          // surrogate U+D800
-  EXPECT_EQ(find_invalid_utf8("\xf4\x90\x80\x80"), 0u);      // U+110000
-  EXPECT_EQ(find_invalid_utf8("\xf5\x80\x80\x80"), 0u);      // lead byte past F4
-  EXPECT_EQ(find_invalid_utf8("ab\xe2\x82"), 2u);             // truncated at the end
-  EXPECT_EQ(find_invalid_utf8("\xe2\x28\xa1"), 0u);          // bad continuation
 }
 
 // A mapped file truncated under its reader: the pages past the new end read as zeros instead

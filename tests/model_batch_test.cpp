@@ -1,6 +1,6 @@
 // GPT2::forward_batch (several sequences, one new token each, at their own positions, in one
 // pass): equal to each session's own forward(), for sessions of different lengths, across
-// the prefill chunk boundary and with any thread count; and the calls it refuses.
+// the prefill chunk boundary (kChunk) and with any thread count; and the calls it refuses.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -15,28 +15,19 @@ using namespace kael::model::testing;
 
 namespace {
 
-std::vector<std::int32_t> some_ids(std::size_t n, std::int32_t vocab, std::size_t salt) {
-  std::vector<std::int32_t> ids(n);
-  for (std::size_t i = 0; i < n; ++i)
-    ids[i] = static_cast<std::int32_t>((i * 17 + 3 + salt * 5) % static_cast<std::size_t>(vocab));
-  return ids;
-}
-
-class Batch : public ::testing::Test {
- protected:
-  Config config = tiny_config();
-  std::map<std::string, Tensor> tensors = tiny_checkpoint(config);
-  GPT2 model = GPT2::from_tensors(config, share(tensors));
-};
+class Batch : public TinyModel {};
+class BatchChunks : public ChunkModel {};
 
 }  // namespace
 
-TEST_F(Batch, EqualsForwardOfEachSession) {
+TEST_F(BatchChunks, EqualsForwardOfEachSession) {
+  const auto C = static_cast<std::size_t>(kChunk);
   for (int threads : {1, 3}) {
     model::set_num_threads(threads);
-    // Prompts of different lengths (one past the 64-position chunk), so every session decodes
-    // at its own position; the reference sessions get the same tokens through forward().
-    const std::vector<std::size_t> lengths = {1, 5, 64, 12, 70};
+    // Prompts of different lengths (two of them past a prefill chunk: the first decode step
+    // of the one of kChunk - 1 tokens crosses it), so every session decodes at its own
+    // position; the reference sessions get the same tokens through forward().
+    const std::vector<std::size_t> lengths = {1, 5, C - 1, 12, C + 6};
     std::vector<Session> batched, alone;
     std::vector<std::int32_t> next;
     for (std::size_t i = 0; i < lengths.size(); ++i) {
@@ -133,14 +124,10 @@ TEST_F(Batch, ProfileAddsUpEachPart) {
   EXPECT_EQ(profile.total_ms, before.total_ms);
 }
 
-TEST(Chunks, LongPromptAcrossChunksMatchesNaiveAndStepwise) {
-  // A context longer than one prefill chunk (kChunk = 256 rows): one call over 300 tokens
-  // must equal the naive implementation and a session fed in uneven pieces.
-  Config config = tiny_config();
-  config.n_positions = 320;
-  const auto tensors = tiny_checkpoint(config, 7);
-  const GPT2 model = GPT2::from_tensors(config, share(tensors));
-  const auto ids = some_ids(300, config.vocab_size, 3);
+TEST_F(BatchChunks, LongPromptAcrossChunksMatchesNaiveAndStepwise) {
+  // A context longer than one prefill chunk: one call over kChunk + 20 tokens must equal the
+  // naive implementation and a session fed in uneven pieces.
+  const auto ids = some_ids(static_cast<std::size_t>(kChunk) + 20, config.vocab_size, 3);
   Session whole = model.new_session();
   const auto logits = model.forward(whole, ids);
   const auto expected = naive_last_logits(config, tensors, ids);
@@ -150,7 +137,7 @@ TEST(Chunks, LongPromptAcrossChunksMatchesNaiveAndStepwise) {
   Session pieces = model.new_session();
   std::span<const std::int32_t> rest(ids);
   std::span<const float> last;
-  for (std::size_t piece : {255, 2, 40, 3}) {
+  for (std::size_t piece : {std::size_t(kChunk) - 1, std::size_t{2}, std::size_t{15}, std::size_t{4}}) {
     last = model.forward(pieces, rest.first(piece));
     rest = rest.subspan(piece);
   }

@@ -1,4 +1,5 @@
-// Config from config.json (SPEC section 3): the GPT-2 family, defaults, and refusals.
+// Config from config.json (docs/behaviour.md, "The GPT-2 checkpoint"): the GPT-2 family, defaults,
+// and refusals.
 #include <gtest/gtest.h>
 
 #include <cstdlib>

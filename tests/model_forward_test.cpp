@@ -1,5 +1,5 @@
-// The forward pass (SPEC section 4): against a naive double-precision implementation, cached
-// decoding against full recomputation, and the errors forward() raises.
+// The forward pass (docs/behaviour.md, "The forward pass"): against a naive double-precision
+// implementation, cached decoding against full recomputation, and the errors forward() raises.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,18 +27,14 @@ std::int32_t argmax(std::span<const float> logits) {
   return static_cast<std::int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
-class Forward : public ::testing::Test {
- protected:
-  Config config = tiny_config();
-  std::map<std::string, Tensor> tensors = tiny_checkpoint(config);
-  GPT2 model = GPT2::from_tensors(config, share(tensors));
-};
+class Forward : public TinyModel {};
+class ForwardChunks : public ChunkModel {};
 
 }  // namespace
 
-TEST_F(Forward, MatchesNaiveImplementation) {
-  // Lengths around the 64-position chunk and up to the context end.
-  for (std::size_t n : {1, 2, 5, 63, 64, 65, 80}) {
+TEST_F(ForwardChunks, MatchesNaiveImplementationAroundTheChunkAndUpToTheContextEnd) {
+  const auto C = static_cast<std::size_t>(kChunk), P = static_cast<std::size_t>(config.n_positions);
+  for (std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{5}, C - 1, C, C + 1, P}) {
     const auto ids = some_ids(n, config.vocab_size);
     const auto expected = naive_last_logits(config, tensors, ids);
     const auto got = run(model, ids);

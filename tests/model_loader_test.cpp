@@ -1,5 +1,6 @@
-// Loading GPT-2 weights: Hugging Face names with and without the prefix, ignored buffers, the
-// tied head, dtype conversion, and one test per loader error (SPEC section 3).
+// Loading GPT-2 weights: Hugging Face names with and without the prefix, ignored buffers, the tied
+// head, dtype conversion, and one test per loader error (docs/behaviour.md, "The GPT-2
+// checkpoint").
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -85,7 +86,8 @@ TEST(Loader, LoadsInMemoryCheckpoint) {
 }
 
 TEST(Loader, Gpt2SmallParameterCountFromSpecs) {
-  // The published figure (SPEC section 3), from shapes alone: load zero tensors of every shape.
+  // The published figure (docs/behaviour.md, "The GPT-2 checkpoint"), from shapes alone: load zero
+  // tensors of every shape.
   const Config small;
   std::map<std::string, Tensor> tensors;
   for (int l = 0; l < 12; ++l) {

@@ -1,6 +1,7 @@
 // Helpers for the model tests: a tiny random GPT-2 checkpoint in memory, named as Hugging Face
-// names it, and a naive full-sequence forward pass written from SPEC section 4 with no kael
-// kernels, to check the model's wiring (layouts, transposes, the head) independently.
+// names it, and a naive full-sequence forward pass written from docs/behaviour.md ("The forward
+// pass") with no kael kernels, to check the model's wiring (layouts, transposes, the head)
+// independently.
 #pragma once
 
 #include <algorithm>
@@ -12,12 +13,15 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "kael/core/tensor.hpp"
 #include "kael/model/gpt2.hpp"
+#include "model/state.hpp"
 
 namespace kael::model::testing {
 
-// 2 layers, 3 heads of 4, 37 tokens, 80 positions: more than one 64-position chunk fits.
+// 2 layers, 3 heads of 4, 37 tokens, 80 positions.
 inline Config tiny_config() {
   Config c;
   c.n_layer = 2;
@@ -63,15 +67,36 @@ inline std::map<std::string, Tensor> tiny_checkpoint(const Config& c, unsigned s
   return t;
 }
 
-// n ids cycling through [0, vocab) in a fixed, irregular order.
-inline std::vector<std::int32_t> some_ids(std::size_t n, std::int32_t vocab) {
+// Shallow copies (tensors share bytes), since loading consumes its map.
+inline std::map<std::string, Tensor> share(const std::map<std::string, Tensor>& tensors) { return tensors; }
+
+// tiny_config() with room for more than one prefill chunk (kChunk positions, model/state.hpp),
+// so prompts of kChunk - 1, kChunk and kChunk + 1 tokens straddle the boundary.
+inline Config chunk_config() {
+  Config c = tiny_config();
+  c.n_positions = static_cast<int>(kChunk) + 24;
+  return c;
+}
+
+// n ids cycling through [0, vocab) in a fixed, irregular order that `salt` shifts (so
+// sessions get different prompts).
+inline std::vector<std::int32_t> some_ids(std::size_t n, std::int32_t vocab, std::size_t salt = 0) {
   std::vector<std::int32_t> ids(n);
-  for (std::size_t i = 0; i < n; ++i) ids[i] = static_cast<std::int32_t>((i * 17 + 3) % static_cast<std::size_t>(vocab));
+  for (std::size_t i = 0; i < n; ++i)
+    ids[i] = static_cast<std::int32_t>((i * 17 + 3 + salt * 5) % static_cast<std::size_t>(vocab));
   return ids;
 }
 
-// Shallow copies (tensors share bytes), since loading consumes its map.
-inline std::map<std::string, Tensor> share(const std::map<std::string, Tensor>& tensors) { return tensors; }
+// A test fixture: the tiny checkpoint of make_config() and the model loaded from it.
+template <Config (*make_config)()>
+class ModelFixture : public ::testing::Test {
+ protected:
+  Config config = make_config();
+  std::map<std::string, Tensor> tensors = tiny_checkpoint(config);
+  GPT2 model = GPT2::from_tensors(config, share(tensors));
+};
+using TinyModel = ModelFixture<tiny_config>;
+using ChunkModel = ModelFixture<chunk_config>;
 
 // Naive forward over the whole sequence in double: logits (V) of the last position.
 inline std::vector<double> naive_last_logits(const Config& c, const std::map<std::string, Tensor>& t,

@@ -1,5 +1,6 @@
-// The GPT-2 pre-splitter against the pattern's rules (SPEC section 5). Expected pieces were
-// checked with the pattern itself; whole-text equality with tiktoken is in tests/python.
+// The GPT-2 pre-splitter against the pattern's rules (docs/behaviour.md, "Tokenizer"). Expected
+// pieces were checked with the pattern itself; whole-text equality with tiktoken is in
+// tests/python.
 #include <gtest/gtest.h>
 
 #include <chrono>

@@ -1,6 +1,6 @@
-// The tokenizer on the real GPT-2 files: the known ids of SPEC section 5, round trips of any
-// bytes, the special token, errors, the streaming decoder and pathological inputs. Equality
-// with tiktoken on the corpus and on random text is in tests/python.
+// The tokenizer on the real GPT-2 files: the known ids (docs/behaviour.md, "Tokenizer"), round
+// trips of any bytes, the special token, errors, the streaming decoder and pathological inputs.
+// Equality with tiktoken on the corpus and on random text is in tests/python.
 #include <gtest/gtest.h>
 
 #include <chrono>

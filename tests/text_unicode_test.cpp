@@ -35,41 +35,5 @@ TEST(Unicode, KnownClasses) {
   for (unsigned b = 0; b < 128; ++b) EXPECT_EQ(ascii_class(static_cast<unsigned char>(b)), char_class(b)) << b;
 }
 
-Decoded decode(std::string_view bytes) {
-  return decode_utf8(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size());
-}
-
-TEST(Unicode, DecodeAcceptsOnlyWellFormedUtf8) {
-  EXPECT_EQ(decode("A").cp, 0x41u);
-  EXPECT_EQ(decode("\u00e9").cp, 0xE9u);
-  EXPECT_EQ(decode("\u20ac").cp, 0x20ACu);
-  EXPECT_EQ(decode("\U0001F600").cp, 0x1F600u);
-  EXPECT_EQ(decode("\U0001F600").length, 4u);
-  EXPECT_EQ(decode("\U0010FFFF").cp, 0x10FFFFu);
-  for (std::string_view bad : {"\x80", "\xc0\x80", "\xc1\xbf", "\xe0\x80\x80", "\xed\xa0\x80", "\xf0\x80\x80\x80",
-                               "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xff", "\xe2\x82", "\xc3", "\xc3\x41"}) {
-    const Decoded d = decode(bad);
-    EXPECT_EQ(d.cp, kInvalid) << bad;
-    EXPECT_EQ(d.length, 1u) << bad;
-  }
-}
-
-TEST(Unicode, IncompleteTailHoldsOnlyStartsOfRealCharacters) {
-  EXPECT_EQ(incomplete_utf8_tail(""), 0u);
-  EXPECT_EQ(incomplete_utf8_tail("abc"), 0u);
-  EXPECT_EQ(incomplete_utf8_tail("a\xe6"), 1u);
-  EXPECT_EQ(incomplete_utf8_tail("a\xe6\x97"), 2u);
-  EXPECT_EQ(incomplete_utf8_tail("a\xe6\x97\xa5"), 0u);
-  EXPECT_EQ(incomplete_utf8_tail("\xf0\x9f\x98"), 3u);
-  EXPECT_EQ(incomplete_utf8_tail("\xf0\x9f\x98\x80"), 0u);
-  EXPECT_EQ(incomplete_utf8_tail("\xc3"), 1u);
-  EXPECT_EQ(incomplete_utf8_tail("\x80"), 0u);          // a stray continuation byte never completes
-  EXPECT_EQ(incomplete_utf8_tail("\xff"), 0u);          // nor does an impossible byte
-  EXPECT_EQ(incomplete_utf8_tail("\xe0\x80"), 0u);      // overlong start
-  EXPECT_EQ(incomplete_utf8_tail("\xed\xa0"), 0u);      // surrogate start
-  EXPECT_EQ(incomplete_utf8_tail("\xf4\x90"), 0u);      // above U+10FFFF
-  EXPECT_EQ(incomplete_utf8_tail("\x80\x80\x80"), 0u);
-}
-
 }  // namespace
 }  // namespace kael::text::unicode

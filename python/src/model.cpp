@@ -11,7 +11,6 @@
 #include "kael/generate/generator.hpp"
 #include "kael/model/gpt2.hpp"
 #include "kael/text/tokenizer.hpp"
-#include "kernels/thread_pool.hpp"
 
 namespace py = pybind11;
 
@@ -120,7 +119,7 @@ void init_model(py::module_& m) {
             options.dtype = model::parse_weight_dtype(dtype);  // ValueError listing the choices
             if (threads) {
               if (*threads < 1) throw kael::ValueError(str("threads must be at least 1, got ", *threads));
-              kernels::set_num_threads(*threads);
+              model::set_num_threads(*threads);
             }
             py::gil_scoped_release release;
             Model model;

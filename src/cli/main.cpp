@@ -1,6 +1,7 @@
 // The `kael` command line. Only this file prints errors and chooses exit codes.
 #include <algorithm>
 #include <iostream>
+#include <string>
 
 #include "cli/command.hpp"
 #include "kael/core/error.hpp"
@@ -36,6 +37,17 @@ int main(int argc, char** argv) {
   for (const auto& command : commands) {
     RunFn run = command.setup(app);
     runs.emplace_back(app.get_subcommand(command.name), std::move(run));
+  }
+
+  // CLI11 would take an unknown first word for a stray argument and only say that a
+  // subcommand is required; name it, and the ones kael has.
+  if (argc > 1 && argv[1][0] != '-' &&
+      std::none_of(commands.begin(), commands.end(), [&](const auto& c) { return c.name == argv[1]; })) {
+    std::string known;
+    for (const auto& command : commands) known += (known.empty() ? "" : ", ") + command.name;
+    std::cerr << "error: unknown subcommand '" << argv[1] << "' (kael has: " << known
+              << "; `kael --help` lists them)\n";
+    return 1;
   }
 
   try {

@@ -1,4 +1,5 @@
-// `kael tokenize` and `kael detokenize`: text to GPT-2 token ids and back (SPEC section 7).
+// `kael tokenize` and `kael detokenize`: text to GPT-2 token ids and back (docs/behaviour.md,
+// "Command line").
 //
 //   kael tokenize [--model DIR] [TEXT | --file F | --jsonl] [--json] [--allow-special]
 //     ids of TEXT, of file F ("-" is stdin), or of all of stdin when neither is given, space

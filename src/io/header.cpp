@@ -16,9 +16,10 @@ using nlohmann::json;
 
 constexpr std::string_view kMetadataKey = "__metadata__";
 
-// A JSON number that is an exact non-negative integer fitting int64. nlohmann stores
-// non-negative literals as unsigned, negative ones as signed, and anything with a fraction,
-// an exponent or too many digits as a double, which is refused rather than rounded.
+// A JSON number that is an exact non-negative integer fitting int64, written without a sign.
+// nlohmann stores non-negative literals as unsigned, negative ones (and "-0") as signed, and
+// anything with a fraction, an exponent or too many digits as a double, which is refused
+// rather than rounded.
 std::uint64_t to_count(const json& value, std::string_view source, std::string_view what) {
   if (value.is_number_unsigned()) {
     const auto n = value.get<std::uint64_t>();
@@ -26,15 +27,18 @@ std::uint64_t to_count(const json& value, std::string_view source, std::string_v
       throw ValueError(str(source, ": ", what, " is ", n, ", larger than the int64 maximum"));
     return n;
   }
-  if (value.is_number_integer() && value.get<std::int64_t>() >= 0) return 0;  // "-0"
-  if (value.is_number_integer())  // otherwise signed storage means it was negative
-    throw ValueError(str(source, ": ", what, " is ", value.dump(), ", expected a non-negative integer"));
+  // Signed storage means a minus sign, even on "-0", which the reference reader refuses too.
+  if (value.is_number_integer())
+    throw ValueError(str(source, ": ", what, " is ", value.get<std::int64_t>() == 0 ? "-0" : value.dump(),
+                         ", expected a non-negative integer"));
   if (value.is_number_float())
     throw ValueError(str(source, ": ", what, " is ", value.dump(), ", expected an integer"));
   throw ValueError(str(source, ": ", what, " is a JSON ", value.type_name(), ", expected a non-negative integer"));
 }
 
+// null is no metadata, as the reference reader (an optional map) reads it.
 std::map<std::string, std::string> parse_metadata(const json& value, std::string_view source) {
+  if (value.is_null()) return {};
   if (!value.is_object())
     throw ValueError(str(source, ": __metadata__ is a JSON ", value.type_name(), ", expected an object of strings"));
   std::map<std::string, std::string> metadata;

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "io/utf8.hpp"
 #include "kael/core/error.hpp"
+#include "kael/core/utf8.hpp"
 
 namespace kael::io {
 
@@ -36,12 +36,20 @@ void check_depth(std::string_view text, std::string_view source) {
 }  // namespace
 
 nlohmann::json parse_header_json(std::string_view text, std::string_view source) {
-  if (auto bad = find_invalid_utf8(text))
+  if (auto bad = utf8::find_invalid(text))
     throw ValueError(str(source, ": header is not valid UTF-8 (bad byte at header offset ", *bad, ")"));
-  // The reference implementation also demands this; it rules out leading whitespace tricks.
-  if (text.empty() || text.front() != '{')
-    throw ValueError(str(source, ": header must start with '{', found ",
-                         text.empty() ? std::string("nothing") : str("byte ", static_cast<int>(static_cast<unsigned char>(text.front())))));
+  // nlohmann's lexer takes a NUL byte for the end of the input, so "{...}" padded with NULs would
+  // parse; NUL is not JSON (not even whitespace), and the reference reader refuses it.
+  if (const auto nul = text.find('\0'); nul != std::string_view::npos)
+    throw ValueError(str(source, ": header holds a NUL byte at header offset ", nul,
+                         ", which is not JSON (a header is padded with spaces)"));
+  // JSON whitespace may come first, as the reference reader allows; then the object itself.
+  const std::size_t start = text.find_first_not_of(" \t\n\r");
+  if (start == std::string_view::npos || text[start] != '{')
+    throw ValueError(str(source, ": header must start with '{' (after any JSON whitespace), found ",
+                         start == std::string_view::npos
+                             ? std::string("nothing")
+                             : str("byte ", static_cast<int>(static_cast<unsigned char>(text[start])))));
   check_depth(text, source);
 
   // One set of seen keys per open object; a repeated key is refused as soon as it appears.

@@ -3,15 +3,15 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "io/utf8.hpp"
 #include "kael/core/error.hpp"
+#include "kael/core/utf8.hpp"
 
 namespace kael::io {
 
 namespace {
 
 void check_text(const std::string& text, std::string_view what) {
-  if (auto bad = find_invalid_utf8(text))
+  if (auto bad = utf8::find_invalid(text))
     throw ValueError(str("cannot save safetensors: ", what, " is not valid UTF-8 (bad byte at offset ", *bad, ")"));
 }
 

@@ -1,6 +1,7 @@
-// config.json -> Config (SPEC section 3). Keys kael does not read (dropout rates, token ids,
-// summary heads) are ignored; keys that would change the computation must hold the value
-// kael implements, so a checkpoint kael cannot run fails at load rather than giving wrong logits.
+// config.json -> Config (docs/behaviour.md, "The GPT-2 checkpoint"). Keys kael does not read
+// (dropout rates, token ids, summary heads) are ignored; keys that would change the computation
+// must hold the value kael implements, so a checkpoint kael cannot run fails at load rather than
+// giving wrong logits.
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>

@@ -1,6 +1,6 @@
-// The forward pass of SPEC section 4 (llm.c style: flat layer functions over raw buffers,
-// shapes in comments), for one sequence's chunk of new positions or for a batch of sequences
-// taking one position each.
+// The forward pass (docs/behaviour.md, "The forward pass"; llm.c style: flat layer functions over
+// raw buffers, shapes in comments), for one sequence's chunk of new positions or for a batch of
+// sequences taking one position each.
 #pragma once
 
 #include <cstdint>

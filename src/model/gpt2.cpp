@@ -32,7 +32,6 @@ Session::State::State(const void* owner_, const Config& c)
       ln(kChunk * c.n_embd),
       qkv(kChunk * 3 * c.n_embd),
       att(kChunk * c.n_embd),
-      proj(kChunk * c.n_embd),
       fc(kChunk * c.mlp_dim()),
       scores(kChunk * c.n_head * std::int64_t{c.n_positions}),
       logits(c.vocab_size) {}

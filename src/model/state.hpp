@@ -38,7 +38,6 @@ struct kael::model::Session::State {
   Buffer ln;       // (kChunk, C) LayerNorm output
   Buffer qkv;      // (kChunk, 3C) query, key, value side by side
   Buffer att;      // (kChunk, C) attention output, heads concatenated
-  Buffer proj;     // (kChunk, C) output of a projection, before the residual add
   Buffer fc;       // (kChunk, H) MLP hidden layer
   Buffer scores;   // (kChunk * NH, P) attention probabilities
   Buffer logits;   // (V) of the last position

@@ -1,18 +1,19 @@
 // The model's parameters as the kernels read them, decided in one place (weights.cpp).
 //
-// Layout: every parameter is F32. The four matrices of each block are packed at load into
-// the panel layout of kernels/gemm.hpp (16 columns at a time, each panel contiguous), which
+// Layout. Whatever dtype the checkpoint stores (F32, F16, BF16, F64), parameters are read as F32.
+// With the default dtype (f32) they stay F32: the four matrices of each block are packed at load
+// into the panel layout of kernels/gemm.hpp (16 columns at a time, each panel contiguous), which
 // the decode GEMV streams at the memory bandwidth and the GEMM micro-kernel reads without
-// repacking; packing keeps the size (K * N floats). Everything else (embeddings, biases,
-// LayerNorm) stays row-major as the checkpoint stores it, except the output head: wte (V, C)
-// is packed as the (C, V) matrix the logits multiply by, in place, so the head is one more
-// streamed GEMV/GEMM and a token's embedding is gathered from its column (embed()). A load from a file owns its tensors and
-// packs each matrix in place (through one matrix of scratch), so the peak memory stays at
-// the weights' size; tensors handed in by a caller are left untouched and copied.
-// With LoadOptions::dtype f16 or int8, the four block matrices and the head are stored in
-// that type instead (kernels/quant.hpp, kernels/int8.hpp), and a tied model's embedding lookup
-// reads (dequantizes) the narrow head's columns, so no F32 copy of wte is kept; an untied
-// model's wte stays row-major F32.
+// repacking; packing keeps the size (K * N floats). Everything else (embeddings, biases, LayerNorm)
+// stays row-major as the checkpoint stores it, except the output head: wte (V, C) is packed as the
+// (C, V) matrix the logits multiply by, in place, so the head is one more streamed GEMV/GEMM and a
+// token's embedding is gathered from its column (embed()). A load from a file owns its tensors and
+// packs each matrix in place (through one matrix of scratch), so the peak memory stays at the
+// weights' size; tensors handed in by a caller are left untouched and copied. With
+// LoadOptions::dtype f16 or int8, the four block matrices and the head are stored in that type
+// instead (kernels/quant.hpp, kernels/int8.hpp), and a tied model's embedding lookup reads
+// (dequantizes) the narrow head's columns, so no F32 copy of wte is kept; an untied model's wte
+// stays row-major F32. Biases, LayerNorm and position embeddings are F32 in every dtype.
 #pragma once
 
 #include <cstdint>
@@ -58,17 +59,16 @@ struct Weights {
   std::vector<Tensor> storage;  // owns (or keeps the mapping of) everything pointed to above
 };
 
-// Matches `tensors` (checkpoint names) to the parameters `config` calls for, checks names,
-// shapes and dtypes before converting anything, then builds the weights. Consumes `tensors`.
-// `source` names the checkpoint in messages. With `owned`, no one else holds the tensors'
-// memory, and the matrices are packed in place.
 // x (T, C) = wte[tokens[t]] + wpe[pos0 + t], from wherever the embeddings live.
 void embed(float* x, const Weights& weights, const Config& config, const std::int32_t* tokens, std::int64_t T,
            std::int64_t pos0);
 
-// `dtype` chooses the storage of the block matrices and the head (WeightDType); biases,
-// LayerNorm and position embeddings stay F32. With `owned`, the mapped pages of each matrix
-// converted to a narrow type are released as soon as it is converted.
+// Matches `tensors` (checkpoint names) to the parameters `config` calls for, checks names,
+// shapes and dtypes before converting anything, then builds the weights. Consumes `tensors`.
+// `source` names the checkpoint in messages. With `owned`, no one else holds the tensors'
+// memory, and the matrices are packed in place (and, for a narrow dtype, the mapped pages of
+// each matrix are released as soon as it is converted). `dtype` chooses the storage of the
+// block matrices and the head (WeightDType); biases, LayerNorm and position embeddings stay F32.
 Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors, std::string_view source,
                      bool owned = false, WeightDType dtype = WeightDType::f32);
 

@@ -71,7 +71,7 @@ void answer_whole(ServerContext& context, const std::shared_ptr<Job>& job, const
     logprobs = builder.take();
   }
   for (const auto& event : events) text += event.text;
-  response.set_content(dump(completion_object(header, text, std::move(logprobs), outcome->finish_reason,
+  response.set_content(dump(completion_object(header, text, std::move(logprobs), std::string(finish_reason_name(outcome->finish_reason)),
                                               usage_json(outcome->prompt_tokens, outcome->completion_tokens))),
                        "application/json");
 }
@@ -117,7 +117,7 @@ class EventStream {
     } else {
       if (request.options.logprobs) logprobs_.finish(cut_by_stop_string(*outcome, request, logprobs_.last_id()));
       Json usage = request.include_usage ? usage_json(outcome->prompt_tokens, outcome->completion_tokens) : Json();
-      if (!write_chunk(sink, "", outcome->finish_reason, std::move(usage))) return false;
+      if (!write_chunk(sink, "", std::string(finish_reason_name(outcome->finish_reason)), std::move(usage))) return false;
     }
     if (!write(sink, std::string(kSseDone))) return false;
     sink.done();

@@ -15,6 +15,7 @@
 
 #include "kael/generate/sampling.hpp"
 #include "kael/generate/sequence.hpp"
+#include "serve/finish_reason.hpp"
 #include "serve/request.hpp"
 
 namespace kael::serve {
@@ -32,12 +33,12 @@ struct TokenEvent {
 
 // How the request ended. `error_status` != 0 means it failed (timeout, shutdown, model error).
 struct JobOutcome {
-  std::string finish_reason;  // "stop" or "length" on success
+  FinishReason finish_reason = FinishReason::error;  // stop or length on success
   int prompt_tokens = 0;
   int completion_tokens = 0;
   int error_status = 0;
-  std::string error_type;
-  std::string error_message;
+  std::string error_type{};
+  std::string error_message{};
 };
 
 class Job {

@@ -16,9 +16,6 @@ using Json = nlohmann::ordered_json;
 // Compact JSON text; invalid UTF-8 in strings becomes U+FFFD.
 std::string dump(const Json& value);
 
-// True when `bytes` is well-formed UTF-8 (no overlongs, surrogates or values past U+10FFFF).
-bool is_valid_utf8(std::string_view bytes);
-
 // A token's display string: its bytes when they are valid UTF-8, else "bytes:\xe2\x80"
 // (OpenAI's legacy completions spelling), so distinct tokens never share a key.
 std::string token_string(std::string_view bytes);

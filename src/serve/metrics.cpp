@@ -66,9 +66,9 @@ void Metrics::count_generated_tokens(std::int64_t n) {
   std::lock_guard lock(mutex_);
   generated_tokens_ += static_cast<std::uint64_t>(n);
 }
-void Metrics::count_finished(std::string_view reason) {
+void Metrics::count_finished(FinishReason reason) {
   std::lock_guard lock(mutex_);
-  ++finished_[std::string(reason)];
+  ++finished_[std::string(finish_reason_name(reason))];
 }
 void Metrics::count_rejected() {
   std::lock_guard lock(mutex_);

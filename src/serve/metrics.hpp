@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "serve/finish_reason.hpp"
+
 namespace kael::serve {
 
 // A cumulative histogram with fixed upper bounds (the +Inf bucket is implied).
@@ -34,7 +36,7 @@ class Metrics {
   void count_request(std::string_view route, int status);
   void count_prompt_tokens(std::int64_t n);
   void count_generated_tokens(std::int64_t n);
-  void count_finished(std::string_view reason);  // "stop", "length", "cancelled", "timeout", "error"
+  void count_finished(FinishReason reason);
   void count_rejected();                          // 503: queue full
   void observe_batch(int active_sequences, double step_seconds);
   void observe_time_to_first_token(double seconds);

@@ -9,7 +9,6 @@
 #include "kael/core/error.hpp"
 #include "kael/model/gpt2.hpp"
 #include "serve/completions.hpp"
-#include "serve/decode_batch.hpp"
 #include "serve/http_error.hpp"
 #include "serve/json_text.hpp"
 #include "serve/page.hpp"
@@ -31,7 +30,9 @@ Handler guarded(Handler handler) {
       handler(request, response);
     } catch (const HttpError& e) {
       send_error(response, e.status(), e.what(), e.type(), e.param());
-    } catch (const ValueError& e) {  // a request the library refused
+    } catch (const ValueError& e) {  // a request the library refused: a bad value, dtype or id
+      send_error(response, 400, e.what(), "invalid_request_error");
+    } catch (const TypeError& e) {
       send_error(response, 400, e.what(), "invalid_request_error");
     } catch (const IndexError& e) {
       send_error(response, 400, e.what(), "invalid_request_error");
@@ -83,7 +84,6 @@ void register_routes(httplib::Server& server, ServerContext& context) {
                          {"active", context.scheduler.active_count()},
                          {"queued", context.scheduler.queue_depth()},
                          {"max_batch", context.scheduler.options().max_batch},
-                         {"batched_decode", kBatchedDecode},
                          {"isa", kael::model::kernel_isa()},
                          {"int8_dot", kael::model::int8_dot()}});
   }));

@@ -6,7 +6,6 @@
 #include <optional>
 
 #include "kael/core/error.hpp"
-#include "serve/decode_batch.hpp"
 
 namespace kael::serve {
 namespace {
@@ -16,12 +15,19 @@ double seconds_since(Clock::time_point start) {
 }
 
 JobOutcome failure(int status, std::string type, std::string message) {
-  JobOutcome outcome;
-  outcome.finish_reason = "error";
-  outcome.error_status = status;
-  outcome.error_type = std::move(type);
-  outcome.error_message = std::move(message);
-  return outcome;
+  return {.finish_reason = FinishReason::error,
+          .error_status = status,
+          .error_type = std::move(type),
+          .error_message = std::move(message)};
+}
+
+int prompt_tokens(generate::Sequence& sequence) { return static_cast<int>(sequence.prompt_ids().size()); }
+
+// How a sequence that finished by itself (or was cancelled) ended.
+JobOutcome ended(generate::Sequence& sequence) {
+  return {.finish_reason = finish_reason_from(sequence.finish_reason()),
+          .prompt_tokens = prompt_tokens(sequence),
+          .completion_tokens = static_cast<int>(sequence.ids().size())};
 }
 
 }  // namespace
@@ -119,7 +125,7 @@ void Scheduler::admit() {
     try {
       session = take_session();
     } catch (const std::exception& e) {  // no memory for another KV cache: refuse this one
-      metrics_.count_finished("error");
+      metrics_.count_finished(FinishReason::error);
       job->finish(failure(503, "server_error", str("cannot start the request: ", e.what())));
       continue;
     }
@@ -127,8 +133,7 @@ void Scheduler::admit() {
     active_count_.store(static_cast<int>(active_.size()), std::memory_order_relaxed);
     Slot& added = active_.back();
     if (added.job->sequence().finished())  // max_tokens = 0: nothing to run
-      end(added, JobOutcome{added.job->sequence().finish_reason(),
-                            static_cast<int>(added.job->sequence().prompt_ids().size()), 0, 0, {}, {}});
+      end(added, ended(added.job->sequence()));
   }
 }
 
@@ -147,10 +152,10 @@ void Scheduler::sweep_queue() {
   }
   for (auto& job : dropped) {
     if (job->cancelled()) {
-      metrics_.count_finished("cancelled");
-      job->finish(JobOutcome{"cancelled", static_cast<int>(job->sequence().prompt_ids().size()), 0, 0, {}, {}});
+      metrics_.count_finished(FinishReason::cancelled);
+      job->finish({.finish_reason = FinishReason::cancelled, .prompt_tokens = prompt_tokens(job->sequence())});
     } else {
-      metrics_.count_finished("timeout");
+      metrics_.count_finished(FinishReason::timeout);
       job->finish(failure(504, "timeout", str("the request timed out after ", seconds_since(job->created()),
                                                " s waiting for a batch slot")));
     }
@@ -164,11 +169,10 @@ void Scheduler::drop_cancelled_and_expired() {
     if (sequence.finished()) continue;
     if (slot.job->cancelled()) {
       sequence.cancel();
-      end(slot, JobOutcome{"cancelled", static_cast<int>(sequence.prompt_ids().size()),
-                           static_cast<int>(sequence.ids().size()), 0, {}, {}});
+      end(slot, ended(sequence));
     } else if (now >= slot.job->deadline()) {
       sequence.cancel();
-      metrics_.count_finished("timeout");
+      metrics_.count_finished(FinishReason::timeout);
       slot.job->finish(failure(504, "timeout",
                                str("the request timed out after ", seconds_since(slot.job->created()), " s with ",
                                    sequence.ids().size(), " tokens generated")));
@@ -222,7 +226,7 @@ void Scheduler::decode() {
   const auto start = Clock::now();
   std::vector<std::span<const float>> logits;
   try {
-    logits = decode_batch(model_, sessions, tokens);
+    logits = model_.forward_batch(sessions, tokens);
   } catch (const std::exception& e) {
     for (Slot* slot : batch) fail(*slot, 500, "server_error", str("decode failed: ", e.what()));
     return;
@@ -248,8 +252,7 @@ void Scheduler::accept(Slot& slot, std::span<const float> logits) {
   metrics_.count_generated_tokens(1);
   slot.job->push(TokenEvent{step.token, step.logprob, std::move(step.top_logprobs), std::move(step.text)});
   if (step.finished)
-    end(slot, JobOutcome{sequence.finish_reason(), static_cast<int>(sequence.prompt_ids().size()),
-                         static_cast<int>(sequence.ids().size()), 0, {}, {}});
+    end(slot, ended(sequence));
 }
 
 void Scheduler::end(Slot& slot, JobOutcome outcome) {
@@ -265,7 +268,7 @@ void Scheduler::fail(Slot& slot, int status, std::string type, std::string messa
   } catch (const std::exception&) {
     // Only the held-back text was being computed; the job fails either way.
   }
-  metrics_.count_finished("error");
+  metrics_.count_finished(FinishReason::error);
   slot.job->finish(failure(status, std::move(type), std::move(message)));
 }
 

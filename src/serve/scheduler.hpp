@@ -5,7 +5,8 @@
 //   3. prefills newly admitted prompts, shortest first, at most `prefill_chunk` prompt tokens per iteration
 //      (a long prompt takes several iterations, so running sequences keep decoding meanwhile,
 //      and a cancelled prompt stops between chunks),
-//   4. runs one decode step for every sequence past its prefill (decode_batch),
+//   4. runs one decode step for every sequence past its prefill, all in one GPT2::forward_batch
+//      (each weight read once for the whole batch, bit for bit equal to one forward per sequence),
 // so requests join and leave at token boundaries and a long request never holds up a short one.
 #pragma once
 

@@ -13,7 +13,6 @@
 #include "kael/core/error.hpp"
 #include "kael/model/gpt2.hpp"
 #include "kael/text/tokenizer.hpp"
-#include "kernels/thread_pool.hpp"
 #include "serve/context.hpp"
 #include "serve/http_front.hpp"
 #include "serve/routes.hpp"
@@ -64,7 +63,7 @@ int run_server(const ServerOptions& options) {
   signal(SIGPIPE, SIG_IGN);
   if (const std::string warning = model::threads_cap_warning(options.threads); !warning.empty())
     std::fprintf(stderr, "%s\n", warning.c_str());
-  kernels::set_num_threads(options.threads);  // after the mask: its workers inherit it
+  model::set_num_threads(options.threads);  // after the mask: its workers inherit it
 
   const auto tokenizer = text::Tokenizer::from_directory(options.model_dir);
   model::LoadOptions load_options;
@@ -98,7 +97,7 @@ int run_server(const ServerOptions& options) {
     throw Error(str("cannot listen on ", options.host, ":", options.port, " (address in use or not available)"));
   std::fprintf(stderr, "kael serve: %s (%d layers, %d positions) on http://%s:%d, max batch %d, queue %d, %d threads\n",
                context.model_id.c_str(), config.n_layer, config.n_positions, options.host.c_str(), port,
-               options.max_batch, options.max_queue, kernels::num_threads());
+               options.max_batch, options.max_queue, model::num_threads());
 
   std::thread signal_thread([&] {
     int signal_number = 0;

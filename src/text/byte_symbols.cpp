@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "text/unicode.hpp"
+#include "kael/core/utf8.hpp"
 
 namespace kael::text {
 namespace {
@@ -50,8 +50,8 @@ std::optional<std::string> symbols_to_bytes(std::string_view symbols) {
   bytes.reserve(symbols.size());
   const auto* data = reinterpret_cast<const unsigned char*>(symbols.data());
   for (std::size_t pos = 0; pos < symbols.size();) {
-    const unicode::Decoded d = unicode::decode_utf8(data + pos, symbols.size() - pos);
-    if (d.cp == unicode::kInvalid) return std::nullopt;
+    const utf8::Decoded d = utf8::decode(data + pos, symbols.size() - pos);
+    if (d.cp == utf8::kInvalid) return std::nullopt;
     const auto byte = symbol_to_byte(d.cp);
     if (!byte) return std::nullopt;
     bytes += static_cast<char>(*byte);

@@ -55,31 +55,4 @@ ClassTable::ClassTable() {
   blocks_.assign(distinct.begin(), distinct.end());
 }
 
-std::size_t incomplete_utf8_tail(std::string_view bytes) {
-  // A character is at most 4 bytes, so an unfinished one starts within the last 3.
-  const std::size_t n = bytes.size();
-  for (std::size_t back = 1; back <= 3 && back <= n; ++back) {
-    const auto lead = static_cast<unsigned char>(bytes[n - back]);
-    if ((lead & 0xC0) == 0x80) continue;  // continuation byte: keep looking for the lead
-    std::size_t need = 0;
-    if (lead >= 0xC2 && lead <= 0xDF) need = 2;
-    else if (lead >= 0xE0 && lead <= 0xEF) need = 3;
-    else if (lead >= 0xF0 && lead <= 0xF4) need = 4;
-    if (need <= back) return 0;  // ASCII, invalid lead, or a complete character
-    // The bytes after the lead must be a valid start of that character (the second byte has
-    // narrower ranges after E0, ED, F0 and F4), else they never become one.
-    if (back >= 2) {
-      const auto second = static_cast<unsigned char>(bytes[n - back + 1]);
-      unsigned lo = 0x80, hi = 0xBF;
-      if (lead == 0xE0) lo = 0xA0;
-      else if (lead == 0xED) hi = 0x9F;
-      else if (lead == 0xF0) lo = 0x90;
-      else if (lead == 0xF4) hi = 0x8F;
-      if (second < lo || second > hi) return 0;
-    }
-    return back;
-  }
-  return 0;
-}
-
 }  // namespace kael::text::unicode

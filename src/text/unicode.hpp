@@ -1,10 +1,13 @@
-// Code point classes for the GPT-2 pre-splitter and a UTF-8 decoder that never fails.
+// Code point classes for the GPT-2 pre-splitter, over the UTF-8 decoder of kael/core/utf8.hpp
+// (which never fails: an invalid byte is its own unit).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <vector>
+
+#include "kael/core/utf8.hpp"
 
 namespace kael::text::unicode {
 
@@ -44,36 +47,6 @@ inline constexpr CharClass ascii_class(unsigned char byte) {
   return CharClass::Other;
 }
 
-inline constexpr std::uint32_t kInvalid = 0xFFFFFFFF;
-
-struct Decoded {
-  std::uint32_t cp;  // kInvalid when the byte at the position does not start valid UTF-8
-  std::uint32_t length;  // bytes consumed: 1-4 for a code point, 1 for an invalid byte
-};
-
-// Decodes the character at data[0] (size > 0). Accepts only shortest forms, no surrogates, no
-// code point above U+10FFFF; anything else is one invalid byte, so decoding always advances.
-inline Decoded decode_utf8(const unsigned char* data, std::size_t size) {
-  const unsigned b0 = data[0];
-  if (b0 < 0x80) return {b0, 1};
-  auto cont = [&](std::size_t i) { return i < size && (data[i] & 0xC0) == 0x80; };
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    if (cont(1)) return {((b0 & 0x1Fu) << 6) | (data[1] & 0x3Fu), 2};
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    if (cont(1) && cont(2)) {
-      const std::uint32_t cp = ((b0 & 0x0Fu) << 12) | ((data[1] & 0x3Fu) << 6) | (data[2] & 0x3Fu);
-      if (cp >= 0x800 && (cp < 0xD800 || cp > 0xDFFF)) return {cp, 3};
-    }
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    if (cont(1) && cont(2) && cont(3)) {
-      const std::uint32_t cp =
-          ((b0 & 0x07u) << 18) | ((data[1] & 0x3Fu) << 12) | ((data[2] & 0x3Fu) << 6) | (data[3] & 0x3Fu);
-      if (cp >= 0x10000 && cp <= 0x10FFFF) return {cp, 4};
-    }
-  }
-  return {kInvalid, 1};
-}
-
 // Class and length of the character at data[0]; an invalid byte is Other (it is neither a
 // letter, a number nor white space, like U+FFFD).
 struct Unit {
@@ -82,12 +55,8 @@ struct Unit {
 };
 inline Unit classify(const ClassTable& table, const unsigned char* data, std::size_t size) {
   if (data[0] < 0x80) return {ascii_class(data[0]), 1};
-  const Decoded d = decode_utf8(data, size);
-  return {d.cp == kInvalid ? CharClass::Other : table.lookup(d.cp), d.length};
+  const utf8::Decoded d = utf8::decode(data, size);
+  return {d.cp == utf8::kInvalid ? CharClass::Other : table.lookup(d.cp), d.length};
 }
-
-// The number of bytes at the end of `bytes` that are the start of a UTF-8 character still
-// missing bytes (0 when the text ends on a complete character or on invalid bytes).
-std::size_t incomplete_utf8_tail(std::string_view bytes);
 
 }  // namespace kael::text::unicode

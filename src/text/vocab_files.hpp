@@ -1,5 +1,5 @@
-// Reading GPT-2's two tokenizer files, with the checks SPEC section 5 asks for. Both spell
-// tokens in byte symbols (byte_symbols.hpp); these functions return raw bytes.
+// Reading GPT-2's two tokenizer files, with the checks of docs/behaviour.md, "Tokenizer". Both
+// spell tokens in byte symbols (byte_symbols.hpp); these functions return raw bytes.
 #pragma once
 
 #include <cstddef>

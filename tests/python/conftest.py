@@ -70,3 +70,25 @@ def gpt2_small_dir(tmp_path_factory):
 def gpt2_f16_dir(tmp_path_factory):
     """A small F16 checkpoint of another shape: 4 layers, 8 heads, n_embd 256, n_positions 256."""
     return _checkpoint_dir(tmp_path_factory, "small-f16")
+
+
+# ---------------------------------------------------------------------------------------------
+# `kael serve` fixtures (the helpers they use are in test_serve_support.py).
+
+@pytest.fixture(scope="session")
+def serve_model_dir(tmp_path_factory):
+    """The small seeded checkpoint every server test runs on, built once per session."""
+    from test_serve_support import small_checkpoint
+
+    return small_checkpoint(tmp_path_factory.mktemp("serve_model"))
+
+
+@pytest.fixture(scope="module")
+def server(serve_model_dir, request):
+    """One `kael serve` per test module, started with the module's SERVER_ARGS; it must still be
+    running when the module's tests are done."""
+    from test_serve_support import Server
+
+    with Server(serve_model_dir, *getattr(request.module, "SERVER_ARGS", ())) as s:
+        yield s
+        assert s.alive(), "the server died during the tests"

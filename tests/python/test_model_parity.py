@@ -1,7 +1,8 @@
-"""kael's forward pass against Hugging Face transformers on seeded checkpoints (SPEC sections 3,
-4 and 7): full-vocabulary logits at the last position within 1e-3, for GPT-2 small's shape in
-F32 and a small F16 checkpoint of another shape, in each checkpoint layout; then `kael logits`
-itself (text prompts, --top, --json) and its errors."""
+"""kael's forward pass against Hugging Face transformers on seeded checkpoints
+(docs/behaviour.md, "The GPT-2 checkpoint", "The forward pass" and "Command line"):
+full-vocabulary logits at the last position within 1e-3, for GPT-2 small's shape in F32 and a
+small F16 checkpoint of another shape, in each checkpoint layout; then `kael logits` itself
+(text prompts, --top, --json) and its errors."""
 import json
 import os
 import subprocess
@@ -116,7 +117,7 @@ def test_thread_count_does_not_change_logits(kael, gpt2_f16_dir):
 
 def test_text_prompt_top_json(kael, gpt2_f16_dir, hf_f16):
     out = json.loads(kael("logits", "--model", gpt2_f16_dir, "Hello, my name is", "--json").stdout)
-    assert out["ids"] == [15496, 11, 616, 1438, 318]  # SPEC section 5
+    assert out["ids"] == [15496, 11, 616, 1438, 318]  # docs/behaviour.md, "Tokenizer"
     top = out["top"]
     assert len(top) == 5 and [sorted(e) for e in top] == [["id", "logit", "token"]] * 5
     logits = [e["logit"] for e in top]
@@ -185,7 +186,7 @@ def test_help_documents_full_vocabulary(kael):
 
 
 def _byte_decoder():
-    """GPT-2's printable symbol -> byte map (SPEC section 5)."""
+    """GPT-2's printable symbol -> byte map (docs/behaviour.md, "Tokenizer")."""
     bs = list(range(0x21, 0x7F)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
     cs = bs[:]
     n = 0

@@ -6,32 +6,21 @@ import json
 
 import pytest
 
-from test_serve_support import Server, joined_text, small_checkpoint
+from test_serve_support import joined_text
 
 PROMPTS = ["Hello, my name is", "The quick brown fox", "Ünïcödé → 日本語のテキスト", "def main():\n    "]
 TOKENS = 24
+SERVER_ARGS = ("--threads", 2, "--max-batch", 8)  # for conftest's `server`
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    return small_checkpoint(tmp_path_factory.mktemp("serve_model"))
-
-
-@pytest.fixture(scope="module")
-def server(model_dir):
-    with Server(model_dir, "--threads", 2, "--max-batch", 8) as s:
-        yield s
-        assert s.alive(), "the server died during the tests"
-
-
-def generate_greedy(kael, model_dir, prompt, n=TOKENS, *extra):
-    out = kael("generate", "--model", model_dir, "--greedy", "--max-tokens", n, "--json", *extra, prompt)
+def generate_greedy(kael, serve_model_dir, prompt, n=TOKENS, *extra):
+    out = kael("generate", "--model", serve_model_dir, "--greedy", "--max-tokens", n, "--json", *extra, prompt)
     return json.loads(out.stdout)
 
 
 @pytest.mark.parametrize("prompt", PROMPTS)
-def test_greedy_equals_generate(server, kael, model_dir, prompt):
-    expected = generate_greedy(kael, model_dir, prompt)
+def test_greedy_equals_generate(server, kael, serve_model_dir, prompt):
+    expected = generate_greedy(kael, serve_model_dir, prompt)
     body = server.complete(prompt=prompt, max_tokens=TOKENS, temperature=0)
     choice = body["choices"][0]
     assert choice["text"] == expected["text"]
@@ -61,11 +50,11 @@ def test_token_id_prompt_equals_text_prompt(server):
     assert server.complete(prompt=[ids["ids"]], max_tokens=8, temperature=0)["choices"] == by_ids["choices"]
 
 
-def test_openai_client(server, model_dir, kael):
+def test_openai_client(server, serve_model_dir, kael):
     import openai
 
     client = openai.OpenAI(base_url=f"{server.base}/v1", api_key="unused", max_retries=0, timeout=60)
-    expected = generate_greedy(kael, model_dir, PROMPTS[1])
+    expected = generate_greedy(kael, serve_model_dir, PROMPTS[1])
     models = client.models.list()
     model = models.data[0].id
     whole = client.completions.create(model=model, prompt=PROMPTS[1], max_tokens=TOKENS, temperature=0)

@@ -5,18 +5,11 @@ import shutil
 
 import pytest
 
-from test_serve_support import Server, small_checkpoint
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 PROMPT = "Once upon a time"
 TOKENS = 48
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    model_dir = small_checkpoint(tmp_path_factory.mktemp("serve_page_model"))
-    with Server(model_dir, "--threads", 2) as s:
-        yield s
+SERVER_ARGS = ("--threads", 2)  # for conftest's `server`
 
 
 def test_page_streams_a_completion(server):

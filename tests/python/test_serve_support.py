@@ -9,6 +9,7 @@ import pathlib
 import signal
 import socket
 import subprocess
+import threading
 import time
 
 from conftest import kael_binary
@@ -194,3 +195,65 @@ def wait_until(predicate, timeout: float, interval: float = 0.05):
         if value or time.monotonic() >= deadline:
             return value
         time.sleep(interval)
+
+
+# ---------------------------------------------------------------------------------------------
+# Many clients at once against one after another (test_serve_concurrency.py checks what they
+# get; bench/serve_concurrency.py reports the throughput).
+
+def prompt_for(i):
+    return f"Client {i} says: the number {i * 7919} is"
+
+
+def one_stream(server, i, tokens, pause=0.0):
+    """(text, completion tokens) of client i's greedy stream of `tokens` tokens."""
+    raw = raw_stream(server.port, {"prompt": prompt_for(i), "max_tokens": tokens, "temperature": 0,
+                                   "ignore_eos": True}, pause=pause)
+    payloads = parse_sse(raw)
+    return joined_text(payloads), payloads[-1]["usage"]["completion_tokens"]
+
+
+def sequential(server, n, tokens):
+    """Clients 0..n-1 one after another: (texts, total tokens, wall seconds)."""
+    began = time.perf_counter()
+    results = [one_stream(server, i, tokens) for i in range(n)]
+    return [r[0] for r in results], sum(r[1] for r in results), time.perf_counter() - began
+
+
+def concurrent(server, n, tokens):
+    """Clients 0..n-1 all at once: (texts, total tokens, wall seconds)."""
+    results = [None] * n
+    barrier = threading.Barrier(n + 1)
+
+    def client(i):
+        barrier.wait()
+        # Reading every 10 ms instead of at every token keeps many Python threads from
+        # competing with the server for the CPU; it can only delay the last read, which
+        # counts against the aggregate figure, never for it.
+        results[i] = one_stream(server, i, tokens, pause=0.01)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    barrier.wait()
+    began = time.perf_counter()
+    for t in threads:
+        t.join(timeout=300)
+    wall = time.perf_counter() - began
+    assert all(r is not None for r in results), "a client did not finish"
+    return [r[0] for r in results], sum(r[1] for r in results), wall
+
+
+def sequential_then_concurrent(server, n, tokens):
+    """The same n greedy requests made one after another by one client, then by n clients at
+    once (after a warm-up request). Both runs cover the same tokens and about as long a time (on
+    a shared machine a short burst gets more CPU than a long run). Returns a dict: alone (texts
+    run alone), together (texts run concurrently), tokens (of the concurrent run), single and
+    aggregate (tokens/s), mean_batch (the server's mean decode batch during the concurrent run)."""
+    one_stream(server, 0, tokens)  # warm-up (page faults, thread pool)
+    alone, single_tokens, single_wall = sequential(server, n, tokens)
+    sum_before, count_before = server.metric("kael_batch_size_sum"), server.metric("kael_batch_size_count")
+    together, total, wall = concurrent(server, n, tokens)
+    sum_after, count_after = server.metric("kael_batch_size_sum"), server.metric("kael_batch_size_count")
+    return {"alone": alone, "together": together, "tokens": total, "single": single_tokens / single_wall,
+            "aggregate": total / wall, "mean_batch": (sum_after - sum_before) / (count_after - count_before)}

@@ -1,5 +1,5 @@
-"""`kael tokenize` and `kael detokenize` (SPEC sections 5 and 7): known ids, the output
-forms, exact bytes back for any input, and errors that name the problem."""
+"""`kael tokenize` and `kael detokenize` (docs/behaviour.md, "Tokenizer" and "Command line"):
+known ids, the output forms, exact bytes back for any input, and errors that name the problem."""
 import json
 import shutil
 

@@ -1,5 +1,5 @@
-// The one error hierarchy of kael (SPEC section 1). Library code throws these and never
-// prints or exits; only the command line's main turns them into "error: <message>".
+// The one error hierarchy of kael (docs/behaviour.md, "Errors"). Library code throws these and
+// never prints or exits; only the command line's main turns them into "error: <message>".
 #pragma once
 
 #include <cstdint>

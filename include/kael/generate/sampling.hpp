@@ -1,5 +1,5 @@
-// Choosing the next token from logits (SPEC section 6): penalties, temperature, top-k, top-p,
-// min-p, and a seeded random draw that gives the same ids on every platform.
+// Choosing the next token from logits (docs/behaviour.md, "Generation"): penalties, temperature,
+// top-k, top-p, min-p, and a seeded random draw that gives the same ids on every platform.
 //
 // The order follows Hugging Face's generate(): the penalties (repetition, then presence and
 // frequency) apply to every mode, greedy included; temperature -> top-k -> top-p -> min-p

@@ -1,9 +1,9 @@
-// Stop strings matched on the decoded text (SPEC section 6). Text reaches the caller only
-// once it can no longer be the start of a stop string, so a stop string is never emitted,
-// not even in part, even when it spans several tokens. Matching sees the text as a client
-// shows it: each maximal invalid UTF-8 subpart (as Python's errors="replace" and JSON output
-// render it) reads as U+FFFD, so a stop string holding U+FFFD matches where the text shows
-// one; the text returned keeps its exact bytes.
+// Stop strings matched on the decoded text (docs/behaviour.md, "Generation"). Text reaches the
+// caller only once it can no longer be the start of a stop string, so a stop string is never
+// emitted, not even in part, even when it spans several tokens. Matching sees the text as a
+// client shows it: each maximal invalid UTF-8 subpart (as Python's errors="replace" and JSON
+// output render it) reads as U+FFFD, so a stop string holding U+FFFD matches where the text
+// shows one; the text returned keeps its exact bytes.
 #pragma once
 
 #include <cstddef>

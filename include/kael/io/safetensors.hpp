@@ -1,5 +1,5 @@
 // safetensors: read (copying or memory-mapped), validate, and atomically write.
-// Every file is treated as hostile input: see SPEC section 2 for the checks.
+// Every file is treated as hostile input: docs/behaviour.md, "safetensors", lists the checks.
 // Errors: ValueError for a malformed file (messages name the file, the tensor, and what was
 // expected vs found), TypeError for an unsupported dtype (F8_*, unknown names), Error for I/O
 // (a missing file, a failed write). Implementation: src/io/ (framing, header, load, save).

@@ -1,5 +1,5 @@
 // The GPT-2 model: configuration, weights loaded from a safetensors checkpoint, and the
-// forward pass with a KV cache (SPEC sections 3 and 4).
+// forward pass with a KV cache (docs/behaviour.md, "The GPT-2 checkpoint" and "The forward pass").
 #pragma once
 
 #include <cstdint>

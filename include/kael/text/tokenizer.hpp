@@ -1,6 +1,6 @@
-// GPT-2's byte-level BPE tokenizer, equal to tiktoken's "gpt2" encoding (SPEC section 5).
-// A loaded Tokenizer is immutable: encode and decode may run on many threads at once (each
-// thread keeps its own cache of recently merged words).
+// GPT-2's byte-level BPE tokenizer, equal to tiktoken's "gpt2" encoding (docs/behaviour.md,
+// "Tokenizer"). A loaded Tokenizer is immutable: encode and decode may run on many threads at once
+// (each thread keeps its own cache of recently merged words).
 #pragma once
 
 #include <cstdint>
