@@ -1,0 +1,114 @@
+// The AMX kernels of amx.hpp: 32 x 32 blocks of the output in four accumulator tiles (0-3),
+// fed by two tiles of activation rows (4, 5) and two of weight panels (6, 7), 64 bytes of K per
+// step (64 int8 or 32 BF16). The activations are padded to whole tiles of rows, so every tile
+// is full and only the stores see ragged sizes.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/amx.hpp"
+#include "kernels/amx/epilogue.hpp"
+
+namespace kael::kernels::amx {
+namespace {
+
+// The 64-byte LDTILECFG operand: palette 1, tiles 0-7 of 16 rows x 64 bytes.
+struct alignas(64) TileConfig {
+  std::uint8_t palette = 1;
+  std::uint8_t start_row = 0;
+  std::uint8_t reserved[14] = {};
+  std::uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+
+// The four accumulators of one block, row-major (32, 32).
+template <class T>
+void store_block(T* acc) {
+  _tile_stored(0, acc, 128);
+  _tile_stored(1, acc + 16, 128);
+  _tile_stored(2, acc + 16 * 32, 128);
+  _tile_stored(3, acc + 16 * 32 + 16, 128);
+}
+
+}  // namespace
+
+AmxTiles::AmxTiles() {
+  static const TileConfig config;
+  _tile_loadconfig(&config);
+}
+
+AmxTiles::~AmxTiles() { _tile_release(); }
+
+void bf16_tile_gemm(float* c, std::int64_t ldc, const std::uint16_t* a, std::int64_t M, std::int64_t Kp,
+                    const std::uint16_t* w, std::int64_t blocks, std::int64_t n_valid, const float* bias,
+                    Epilogue epilogue) {
+  alignas(64) float acc[32 * 32];
+  const long stride = Kp * 2;  // bytes between activation rows
+  for (std::int64_t block = 0; block < blocks; ++block) {
+    const std::uint16_t* w0 = w + block * 32 * Kp;
+    const std::uint16_t* w1 = w0 + 16 * Kp;
+    const std::int64_t col = block * 32, width = std::min<std::int64_t>(32, n_valid - col);
+    for (std::int64_t m = 0; m < M; m += 32) {
+      const std::uint16_t* a0 = a + m * Kp;
+      const std::uint16_t* a1 = a0 + 16 * Kp;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (std::int64_t k = 0; k < Kp; k += 32) {
+        _tile_loadd(4, a0 + k, stride);
+        _tile_loadd(5, a1 + k, stride);
+        _tile_loadd(6, w0 + k * 16, 64);
+        _tile_loadd(7, w1 + k * 16, 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+      store_block(acc);
+      for (std::int64_t r = 0; r < std::min<std::int64_t>(32, M - m); ++r) {
+        float* y = acc + r * 32;
+        for (std::int64_t j = 0; j < width; ++j) y[j] += bias ? bias[col + j] : 0.0f;
+        finish_row(c + (m + r) * ldc + col, y, width, epilogue);
+      }
+    }
+  }
+}
+
+void int8c_tile_gemm(float* c, std::int64_t ldc, const std::int8_t* a, const float* xs, std::int64_t M,
+                     std::int64_t Kp, const std::int8_t* w, const float* scales, std::int64_t blocks,
+                     std::int64_t n_valid, const float* bias, Epilogue epilogue) {
+  alignas(64) std::int32_t acc[32 * 32];
+  alignas(64) float y[32] = {};
+  for (std::int64_t block = 0; block < blocks; ++block) {
+    const std::int8_t* w0 = w + block * 32 * Kp;
+    const std::int8_t* w1 = w0 + 16 * Kp;
+    const std::int64_t col = block * 32, width = std::min<std::int64_t>(32, n_valid - col);
+    for (std::int64_t m = 0; m < M; m += 32) {
+      const std::int8_t* a0 = a + m * Kp;
+      const std::int8_t* a1 = a0 + 16 * Kp;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (std::int64_t k = 0; k < Kp; k += 64) {
+        _tile_loadd(4, a0 + k, Kp);
+        _tile_loadd(5, a1 + k, Kp);
+        _tile_loadd(6, w0 + k * 16, 64);
+        _tile_loadd(7, w1 + k * 16, 64);
+        _tile_dpbssd(0, 4, 6);
+        _tile_dpbssd(1, 4, 7);
+        _tile_dpbssd(2, 5, 6);
+        _tile_dpbssd(3, 5, 7);
+      }
+      store_block(acc);
+      for (std::int64_t r = 0; r < std::min<std::int64_t>(32, M - m); ++r) {
+        for (std::int64_t j = 0; j < width; ++j)
+          y[j] = int8c_output(acc[r * 32 + j], xs[m + r], scales[col + j], bias ? bias[col + j] : 0.0f);
+        finish_row(c + (m + r) * ldc + col, y, width, epilogue);
+      }
+    }
+  }
+}
+
+}  // namespace kael::kernels::amx
