@@ -122,6 +122,23 @@ TEST(AmxInt8, LinearEqualsReferenceBitForBitOnRaggedSizes) {
     }
 }
 
+TEST(AmxInt8, Avx512RowQuantizerEqualsThePlainOne) {
+  REQUIRE_AVX512_VNNI();
+  for (std::int64_t K : {1, 15, 16, 17, 100, 768}) {
+    const std::int64_t T = 5, Kp = int8c_padded_k(K);
+    auto x = random_vector(T * K, 30, 3.0f);
+    x[static_cast<std::size_t>(K - 1)] = std::numeric_limits<float>::infinity();  // row 0
+    for (std::int64_t k = 0; k < K; ++k) x[static_cast<std::size_t>(2 * K + k)] = 0.0f;  // row 2
+    std::vector<std::int8_t> q1(static_cast<std::size_t>(T * Kp), 7), q2(q1.size(), 9);
+    std::vector<float> s1(static_cast<std::size_t>(T)), s2(s1.size());
+    quantize_rows_int8c(q1.data(), s1.data(), x.data(), T, K);
+    amx::quantize_rows_int8c(q2.data(), s2.data(), x.data(), T, K, Kp, false);
+    EXPECT_EQ(q1, q2) << "K = " << K;
+    EXPECT_TRUE(std::isnan(s1[0]) && std::isnan(s2[0]));
+    EXPECT_EQ(0, std::memcmp(s1.data() + 1, s2.data() + 1, (s1.size() - 1) * sizeof(float))) << "K = " << K;
+  }
+}
+
 TEST(AmxInt8, GeluEpilogueMatchesReference) {
   REQUIRE_AVX512_VNNI();
   for (const Shape& s : kShapes) {
@@ -184,9 +201,10 @@ TEST(AmxTiles, Int8TilesEqualTheVnniGemvBitForBit) {
   const std::int64_t M = 45, K = 300, N = 70, Kp = int8c_padded_k(K);
   const auto x = random_vector(M * K, 20), w = random_vector(K * N, 21, 0.2f);
   const auto m = int8c_matrix(w, K, N);
-  std::vector<std::int8_t> xq(static_cast<std::size_t>(round_up(M, 32) * Kp));
+  std::vector<std::int8_t> xq(static_cast<std::size_t>(round_up(M, 32) * Kp)), xq_tiled(xq.size());
   std::vector<float> xs(static_cast<std::size_t>(round_up(M, 32)));
-  quantize_rows_int8c(xq.data(), xs.data(), x.data(), M, K);
+  amx::quantize_rows_int8c(xq.data(), xs.data(), x.data(), M, K, Kp, false);
+  amx::quantize_rows_int8c(xq_tiled.data(), xs.data(), x.data(), M, K, Kp, true);
   const auto* q = reinterpret_cast<const std::int8_t*>(m.data());
   const auto* scales = reinterpret_cast<const float*>(m.data() + Kp * int8c_padded_n(N));
   const auto* sums = reinterpret_cast<const std::int32_t*>(scales + int8c_padded_n(N));
@@ -194,7 +212,7 @@ TEST(AmxTiles, Int8TilesEqualTheVnniGemvBitForBit) {
   std::vector<float> tiles(static_cast<std::size_t>(M * N)), gemv(tiles.size());
   {
     amx::AmxTiles hold;
-    amx::int8c_tile_gemm(tiles.data(), N, xq.data(), xs.data(), M, Kp, q, scales, blocks, N, nullptr, Epilogue::store);
+    amx::int8c_tile_gemm(tiles.data(), N, xq_tiled.data(), xs.data(), M, Kp, q, scales, blocks, N, nullptr, Epilogue::store);
   }
   amx::int8c_gemv(gemv.data(), N, xq.data(), xs.data(), M, Kp, q, scales, sums, blocks, N, nullptr, Epilogue::store);
   EXPECT_EQ(0, std::memcmp(tiles.data(), gemv.data(), tiles.size() * sizeof(float)));
@@ -205,13 +223,14 @@ TEST(AmxTiles, Bf16TilesAgreeWithTheGemv) {
   const std::int64_t M = 45, K = 300, N = 70, Kp = bf16_padded_k(K);
   const auto x = random_vector(M * K, 22), w = random_vector(K * N, 23, 0.2f);
   const auto m = bf16_matrix(w, K, N);
-  std::vector<std::uint16_t> a(static_cast<std::size_t>(round_up(M, 32) * Kp));
-  amx::convert_rows_bf16(a.data(), x.data(), M, K, Kp);
+  std::vector<std::uint16_t> a(static_cast<std::size_t>(round_up(M, 32) * Kp)), a_tiled(a.size());
+  amx::convert_rows_bf16(a.data(), x.data(), M, K, Kp, false);
+  amx::convert_rows_bf16(a_tiled.data(), x.data(), M, K, Kp, true);
   const std::int64_t blocks = bf16_padded_n(N) / 32;
   std::vector<float> tiles(static_cast<std::size_t>(M * N)), gemv(tiles.size()), want(tiles.size());
   {
     amx::AmxTiles hold;
-    amx::bf16_tile_gemm(tiles.data(), N, a.data(), M, Kp, m.data(), blocks, N, nullptr, Epilogue::store);
+    amx::bf16_tile_gemm(tiles.data(), N, a_tiled.data(), M, Kp, m.data(), blocks, N, nullptr, Epilogue::store);
   }
   amx::bf16_gemv(gemv.data(), N, a.data(), M, Kp, m.data(), blocks, N, nullptr, Epilogue::store);
   ref::bf16_linear(want.data(), x.data(), m.data(), nullptr, M, K, N);

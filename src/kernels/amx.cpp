@@ -211,8 +211,8 @@ void bf16_linear(float* out, const float* x, const std::uint16_t* w, const float
   const std::int64_t Kp = bf16_padded_k(K), blocks = bf16_padded_n(N) / 32;
   thread_local std::vector<std::uint16_t> a_buffer;  // read by the workers through `a`
   const std::uint16_t* a = scratch(a_buffer, T, Kp);
-  amx::convert_rows_bf16(a_buffer.data(), x, T, K, Kp);
   const bool tiles = use_amx() && T >= kAmxMinRows;
+  amx::convert_rows_bf16(a_buffer.data(), x, T, K, Kp, tiles);
   parallel_for(blocks, min_blocks(T, Kp), [&](std::int64_t first, std::int64_t last) {
     const std::int64_t col = first * 32;
     const std::uint16_t* wb = w + col * Kp;
@@ -234,11 +234,11 @@ void int8c_linear(float* out, const float* x, const std::uint8_t* w, const float
   thread_local std::vector<float> xs_buffer;
   const std::int8_t* xq = scratch(xq_buffer, T, Kp);
   const float* xs = scratch(xs_buffer, T, 1);
-  quantize_rows_int8c(xq_buffer.data(), xs_buffer.data(), x, T, K);
+  const bool tiles = use_amx() && T >= kAmxMinRows;
+  amx::quantize_rows_int8c(xq_buffer.data(), xs_buffer.data(), x, T, K, Kp, tiles);
   const auto* q = reinterpret_cast<const std::int8_t*>(w);
   const float* scales = int8c_scales(w, K, N);
   const std::int32_t* sums = int8c_sums(w, K, N);
-  const bool tiles = use_amx() && T >= kAmxMinRows;
   parallel_for(blocks, min_blocks(T, Kp), [&](std::int64_t first, std::int64_t last) {
     const std::int64_t col = first * 32;
     const float* b = bias ? bias + col : nullptr;

@@ -77,6 +77,7 @@ float int8c_weight(const std::uint8_t* w, std::int64_t K, std::int64_t N, std::i
 void int8c_linear(float* out, const float* x, const std::uint8_t* w, const float* bias, std::int64_t T,
                   std::int64_t K, std::int64_t N, Epilogue epilogue = Epilogue::store);
 // xq (T, Kp) and xs (T) from x (T, K), per row; a row holding an infinity or NaN gets scale NaN.
+// Plain C++: the reference for amx::quantize_rows_int8c.
 void quantize_rows_int8c(std::int8_t* xq, float* xs, const float* x, std::int64_t T, std::int64_t K);
 
 // The plain references: the same roundings, then sums in double (bf16) or exact int (int8c).
@@ -89,9 +90,9 @@ void int8c_linear(float* out, const float* x, const std::uint8_t* w, const float
 
 // The single-threaded kernels behind the two linear functions (src/kernels/amx/). c (M, N; ldc)
 // gets the columns of `blocks` 32-column blocks of w starting at w's column 0 (at most n_valid
-// of them); the activations a are padded: (round_up(M, 32), Kp) with zero rows past M.
-// `tile` kernels run only with the tile configuration loaded (AmxTiles); `gemv` ones need only
-// AVX-512.
+// of them). The activations a: (M, Kp) row-major for the GEMVs; for the tile kernels in the
+// tiled layout below, padded to round_up(M, 32) rows with zeros past M. `tile` kernels run
+// only with the tile configuration loaded (AmxTiles); `gemv` ones need only AVX-512.
 namespace amx {
 // Loads the tile configuration on this thread for its lifetime, then releases the tiles.
 class AmxTiles {
@@ -114,8 +115,19 @@ void int8c_tile_gemm(float* c, std::int64_t ldc, const std::int8_t* a, const flo
 void int8c_gemv(float* c, std::int64_t ldc, const std::int8_t* a, const float* xs, std::int64_t M, std::int64_t Kp,
                 const std::int8_t* w, const float* scales, const std::int32_t* sums, std::int64_t blocks,
                 std::int64_t n_valid, const float* bias, Epilogue epilogue);
-// a (M, Kp) BF16 = x (M, K) rounded to nearest even, zeros past K.
-void convert_rows_bf16(std::uint16_t* a, const float* x, std::int64_t M, std::int64_t K, std::int64_t Kp);
+// The converted activations hold each row as 64-byte chunks (64 int8 or 32 BF16 of K). Row
+// major for the GEMVs; `tiled` for the tile kernels: rows in groups of 16, each group's chunk c
+// one contiguous A tile (16 rows x 64 bytes) at byte 16 * Kp_bytes * group + 1024 * c, so that
+// a tile load reads 1 KiB in a row instead of 16 lines a row apart.
+constexpr std::int64_t chunk_byte(std::int64_t row, std::int64_t chunk, std::int64_t row_bytes, bool tiled) {
+  return tiled ? row / 16 * 16 * row_bytes + chunk * 1024 + row % 16 * 64 : row * row_bytes + chunk * 64;
+}
+// As kernels::quantize_rows_int8c (equal bits), with AVX-512; xq in the layout above.
+void quantize_rows_int8c(std::int8_t* xq, float* xs, const float* x, std::int64_t T, std::int64_t K,
+                         std::int64_t Kp, bool tiled);
+// a (M, Kp) BF16 = x (M, K) rounded to nearest even, zeros past K, in the layout above.
+void convert_rows_bf16(std::uint16_t* a, const float* x, std::int64_t M, std::int64_t K, std::int64_t Kp,
+                       bool tiled);
 }  // namespace amx
 
 }  // namespace kael::kernels

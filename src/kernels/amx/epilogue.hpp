@@ -21,7 +21,27 @@ namespace {
 // path (elementwise.hpp's dispatcher), the residual added last.
 [[maybe_unused]] void finish_row(float* out, float* y, std::int64_t width, Epilogue epilogue) {
   if (epilogue == Epilogue::gelu) gelu_new(y, y, width);
-  for (std::int64_t j = 0; j < width; ++j) out[j] = epilogue == Epilogue::residual ? out[j] + y[j] : y[j];
+  if (epilogue == Epilogue::residual) {
+    for (std::int64_t j = 0; j < width; ++j) out[j] += y[j];
+  } else {
+    for (std::int64_t j = 0; j < width; ++j) out[j] = y[j];
+  }
+}
+
+// y (width) = int8c_output of a row of dots; bias may be null.
+[[maybe_unused]] void int8c_row(float* y, const std::int32_t* dot, float row_scale, const float* column_scales,
+                                const float* bias, std::int64_t width) {
+  if (bias != nullptr) {
+    for (std::int64_t j = 0; j < width; ++j) y[j] = int8c_output(dot[j], row_scale, column_scales[j], bias[j]);
+  } else {
+    for (std::int64_t j = 0; j < width; ++j) y[j] = int8c_output(dot[j], row_scale, column_scales[j], 0.0f);
+  }
+}
+
+// y (width) += bias, when there is one.
+[[maybe_unused]] void add_bias(float* y, const float* bias, std::int64_t width) {
+  if (bias != nullptr)
+    for (std::int64_t j = 0; j < width; ++j) y[j] += bias[j];
 }
 
 }  // namespace

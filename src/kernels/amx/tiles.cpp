@@ -43,21 +43,20 @@ void bf16_tile_gemm(float* c, std::int64_t ldc, const std::uint16_t* a, std::int
                     const std::uint16_t* w, std::int64_t blocks, std::int64_t n_valid, const float* bias,
                     Epilogue epilogue) {
   alignas(64) float acc[32 * 32];
-  const long stride = Kp * 2;  // bytes between activation rows
   for (std::int64_t block = 0; block < blocks; ++block) {
     const std::uint16_t* w0 = w + block * 32 * Kp;
     const std::uint16_t* w1 = w0 + 16 * Kp;
     const std::int64_t col = block * 32, width = std::min<std::int64_t>(32, n_valid - col);
     for (std::int64_t m = 0; m < M; m += 32) {
-      const std::uint16_t* a0 = a + m * Kp;
+      const std::uint16_t* a0 = a + m * Kp;  // tiled: 16 rows x 32 k contiguous
       const std::uint16_t* a1 = a0 + 16 * Kp;
       _tile_zero(0);
       _tile_zero(1);
       _tile_zero(2);
       _tile_zero(3);
       for (std::int64_t k = 0; k < Kp; k += 32) {
-        _tile_loadd(4, a0 + k, stride);
-        _tile_loadd(5, a1 + k, stride);
+        _tile_loadd(4, a0 + k * 16, 64);
+        _tile_loadd(5, a1 + k * 16, 64);
         _tile_loadd(6, w0 + k * 16, 64);
         _tile_loadd(7, w1 + k * 16, 64);
         _tile_dpbf16ps(0, 4, 6);
@@ -68,7 +67,7 @@ void bf16_tile_gemm(float* c, std::int64_t ldc, const std::uint16_t* a, std::int
       store_block(acc);
       for (std::int64_t r = 0; r < std::min<std::int64_t>(32, M - m); ++r) {
         float* y = acc + r * 32;
-        for (std::int64_t j = 0; j < width; ++j) y[j] += bias ? bias[col + j] : 0.0f;
+        add_bias(y, bias ? bias + col : nullptr, width);
         finish_row(c + (m + r) * ldc + col, y, width, epilogue);
       }
     }
@@ -92,8 +91,8 @@ void int8c_tile_gemm(float* c, std::int64_t ldc, const std::int8_t* a, const flo
       _tile_zero(2);
       _tile_zero(3);
       for (std::int64_t k = 0; k < Kp; k += 64) {
-        _tile_loadd(4, a0 + k, Kp);
-        _tile_loadd(5, a1 + k, Kp);
+        _tile_loadd(4, a0 + k * 16, 64);
+        _tile_loadd(5, a1 + k * 16, 64);
         _tile_loadd(6, w0 + k * 16, 64);
         _tile_loadd(7, w1 + k * 16, 64);
         _tile_dpbssd(0, 4, 6);
@@ -103,8 +102,7 @@ void int8c_tile_gemm(float* c, std::int64_t ldc, const std::int8_t* a, const flo
       }
       store_block(acc);
       for (std::int64_t r = 0; r < std::min<std::int64_t>(32, M - m); ++r) {
-        for (std::int64_t j = 0; j < width; ++j)
-          y[j] = int8c_output(acc[r * 32 + j], xs[m + r], scales[col + j], bias ? bias[col + j] : 0.0f);
+        int8c_row(y, acc + r * 32, xs[m + r], scales + col, bias ? bias + col : nullptr, width);
         finish_row(c + (m + r) * ldc + col, y, width, epilogue);
       }
     }
