@@ -108,6 +108,19 @@ TEST(AmxBf16, LinearMatchesReferenceOnRaggedSizes) {
     }
 }
 
+TEST(AmxBf16, RowsDoNotDependOnTheirNeighboursOrTheCount) {
+  REQUIRE_AVX512_BF16();
+  const std::int64_t M = 40, K = 200, N = 77;
+  const auto x = random_vector(M * K, 24), w = random_vector(K * N, 25, 0.2f), bias = random_vector(N, 26);
+  const auto m = bf16_matrix(w, K, N);
+  std::vector<float> all(static_cast<std::size_t>(M * N)), one(static_cast<std::size_t>(N));
+  bf16_linear(all.data(), x.data(), m.data(), bias.data(), M, K, N);
+  for (std::int64_t t = 0; t < M; t += 13) {
+    bf16_linear(one.data(), x.data() + t * K, m.data(), bias.data(), 1, K, N);
+    ASSERT_EQ(0, std::memcmp(one.data(), all.data() + t * N, one.size() * sizeof(float))) << "row " << t;
+  }
+}
+
 TEST(AmxInt8, LinearEqualsReferenceBitForBitOnRaggedSizes) {
   REQUIRE_AVX512_VNNI();
   for (const Shape& s : kShapes)

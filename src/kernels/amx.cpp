@@ -211,7 +211,9 @@ void bf16_linear(float* out, const float* x, const std::uint16_t* w, const float
   const std::int64_t Kp = bf16_padded_k(K), blocks = bf16_padded_n(N) / 32;
   thread_local std::vector<std::uint16_t> a_buffer;  // read by the workers through `a`
   const std::uint16_t* a = scratch(a_buffer, T, Kp);
-  const bool tiles = use_amx() && T >= kAmxMinRows;
+  // Every row count goes to the tiles where they exist: the GEMV's vdpbf16ps rounds its sums
+  // differently, and a row's bits must not depend on how many rows came with it.
+  const bool tiles = use_amx();
   amx::convert_rows_bf16(a_buffer.data(), x, T, K, Kp, tiles);
   parallel_for(blocks, min_blocks(T, Kp), [&](std::int64_t first, std::int64_t last) {
     const std::int64_t col = first * 32;

@@ -44,7 +44,9 @@ bool cpu_has_avx512_vnni();     // AVX512-F/BW/VL/VNNI with the OS saving ZMM st
 
 // Whether the products below use the tiles: amx_usable(), unless KAEL_AMX=0 (read once).
 bool use_amx();
-// Rows from which a product goes to the tiles; below, the GEMV.
+// Rows from which an int8 product goes to the tiles; below, the VNNI GEMV (equal bits, and
+// faster at decode). BF16 takes the tiles for any row count: the vdpbf16ps GEMV rounds its
+// sums differently, and a row's result must not depend on the rows beside it.
 inline constexpr std::int64_t kAmxMinRows = 16;
 
 constexpr std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }

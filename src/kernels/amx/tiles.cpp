@@ -21,13 +21,53 @@ struct alignas(64) TileConfig {
   std::uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
 };
 
-// The four accumulators of one block, row-major (32, 32).
-template <class T>
-void store_block(T* acc) {
+// Multiplies rows [m, m + 32) (or only [m, m + 16) when `half`) of the tiled activations a by
+// the two weight panels w0, w1 over all of K, and stores the accumulators row-major into acc
+// (32, 32). T is the element type: BF16 (uint16_t, 32 k per tile row) or int8 (64).
+template <class T, class Acc>
+void block_product(Acc* acc, const T* a, const T* w0, const T* w1, std::int64_t Kp, bool half) {
+  constexpr std::int64_t kStep = 64 / sizeof(T);  // k per tile row
+  _tile_zero(0);
+  _tile_zero(1);
+  if (half) {
+    for (std::int64_t k = 0; k < Kp; k += kStep) {
+      _tile_loadd(4, a + k * 16, 64);
+      _tile_loadd(6, w0 + k * 16, 64);
+      _tile_loadd(7, w1 + k * 16, 64);
+      if constexpr (sizeof(T) == 2) {
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+      } else {
+        _tile_dpbssd(0, 4, 6);
+        _tile_dpbssd(1, 4, 7);
+      }
+    }
+  } else {
+    const T* a1 = a + 16 * Kp;
+    _tile_zero(2);
+    _tile_zero(3);
+    for (std::int64_t k = 0; k < Kp; k += kStep) {
+      _tile_loadd(4, a + k * 16, 64);
+      _tile_loadd(5, a1 + k * 16, 64);
+      _tile_loadd(6, w0 + k * 16, 64);
+      _tile_loadd(7, w1 + k * 16, 64);
+      if constexpr (sizeof(T) == 2) {
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      } else {
+        _tile_dpbssd(0, 4, 6);
+        _tile_dpbssd(1, 4, 7);
+        _tile_dpbssd(2, 5, 6);
+        _tile_dpbssd(3, 5, 7);
+      }
+    }
+    _tile_stored(2, acc + 16 * 32, 128);
+    _tile_stored(3, acc + 16 * 32 + 16, 128);
+  }
   _tile_stored(0, acc, 128);
   _tile_stored(1, acc + 16, 128);
-  _tile_stored(2, acc + 16 * 32, 128);
-  _tile_stored(3, acc + 16 * 32 + 16, 128);
 }
 
 }  // namespace
@@ -48,23 +88,7 @@ void bf16_tile_gemm(float* c, std::int64_t ldc, const std::uint16_t* a, std::int
     const std::uint16_t* w1 = w0 + 16 * Kp;
     const std::int64_t col = block * 32, width = std::min<std::int64_t>(32, n_valid - col);
     for (std::int64_t m = 0; m < M; m += 32) {
-      const std::uint16_t* a0 = a + m * Kp;  // tiled: 16 rows x 32 k contiguous
-      const std::uint16_t* a1 = a0 + 16 * Kp;
-      _tile_zero(0);
-      _tile_zero(1);
-      _tile_zero(2);
-      _tile_zero(3);
-      for (std::int64_t k = 0; k < Kp; k += 32) {
-        _tile_loadd(4, a0 + k * 16, 64);
-        _tile_loadd(5, a1 + k * 16, 64);
-        _tile_loadd(6, w0 + k * 16, 64);
-        _tile_loadd(7, w1 + k * 16, 64);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(1, 4, 7);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
-      }
-      store_block(acc);
+      block_product(acc, a + m * Kp, w0, w1, Kp, M - m <= 16);
       for (std::int64_t r = 0; r < std::min<std::int64_t>(32, M - m); ++r) {
         float* y = acc + r * 32;
         add_bias(y, bias ? bias + col : nullptr, width);
@@ -84,23 +108,7 @@ void int8c_tile_gemm(float* c, std::int64_t ldc, const std::int8_t* a, const flo
     const std::int8_t* w1 = w0 + 16 * Kp;
     const std::int64_t col = block * 32, width = std::min<std::int64_t>(32, n_valid - col);
     for (std::int64_t m = 0; m < M; m += 32) {
-      const std::int8_t* a0 = a + m * Kp;
-      const std::int8_t* a1 = a0 + 16 * Kp;
-      _tile_zero(0);
-      _tile_zero(1);
-      _tile_zero(2);
-      _tile_zero(3);
-      for (std::int64_t k = 0; k < Kp; k += 64) {
-        _tile_loadd(4, a0 + k * 16, 64);
-        _tile_loadd(5, a1 + k * 16, 64);
-        _tile_loadd(6, w0 + k * 16, 64);
-        _tile_loadd(7, w1 + k * 16, 64);
-        _tile_dpbssd(0, 4, 6);
-        _tile_dpbssd(1, 4, 7);
-        _tile_dpbssd(2, 5, 6);
-        _tile_dpbssd(3, 5, 7);
-      }
-      store_block(acc);
+      block_product(acc, a + m * Kp, w0, w1, Kp, M - m <= 16);
       for (std::int64_t r = 0; r < std::min<std::int64_t>(32, M - m); ++r) {
         int8c_row(y, acc + r * 32, xs[m + r], scales + col, bias ? bias + col : nullptr, width);
         finish_row(c + (m + r) * ldc + col, y, width, epilogue);
