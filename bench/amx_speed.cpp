@@ -51,9 +51,11 @@ int main(int argc, char** argv) {
   const std::int64_t T = argc > 1 ? std::atoll(argv[1]) : 512;
   const int repeats = argc > 2 ? std::atoi(argv[2]) : 3;
   set_num_threads(1);
-  std::printf("isa %s; AMX: %s; AVX512-BF16 %s, AVX512-VNNI %s; 1 thread, CPU time; T = %lld\n",
-              isa_name(active_isa()), amx_status(), cpu_has_avx512_bf16() ? "yes" : "no",
-              cpu_has_avx512_vnni() ? "yes" : "no", static_cast<long long>(T));
+  std::string why = "usable";
+  isa_supported(Isa::amx, &why);
+  std::printf("isa %s (KAEL_ISA); AMX: %s; AVX512-BF16 %s, AVX512-VNNI %s; 1 thread, CPU time; T = %lld\n",
+              isa_name(active_isa()), why.c_str(), cpu_features().avx512_bf16 ? "yes" : "no",
+              cpu_features().avx512_vnni ? "yes" : "no", static_cast<long long>(T));
   std::vector<std::vector<float>> f32;
   std::vector<std::vector<std::int8_t>> q8;
   std::vector<std::vector<std::uint16_t>> s8, bf16;
@@ -103,8 +105,9 @@ int main(int argc, char** argv) {
   };
   std::printf("%-28s %14s %14s\n", "weights", "GFLOP/s at T", "GB/s at T=1");
   for (const Kernel& k : kernels) {
-    if ((k.name[0] == 'b' && !cpu_has_avx512_bf16()) || (k.name[7] == 'p' && k.name[10] == 'c' && !cpu_has_avx512_vnni())) {
-      std::printf("%-28s skipped: the CPU lacks the instructions\n", k.name);
+    const bool bf16 = k.name[0] == 'b', per_column = std::string(k.name).find("per column") != std::string::npos;
+    if ((bf16 && !(cpu_features().avx512_bf16 && active_isa() >= Isa::avx512)) || (per_column && !int8_per_column())) {
+      std::printf("%-28s skipped: needs %s\n", k.name, bf16 ? "AVX512-BF16 and KAEL_ISA avx512 or amx" : "the amx set");
       continue;
     }
     const double prefill = best_seconds(k.run, T, repeats);

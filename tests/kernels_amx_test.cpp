@@ -8,25 +8,48 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "kael/core/dtype.hpp"
 #include "kael/core/error.hpp"
 #include "kernels/amx.hpp"
+#include "kernels/cpu_features.hpp"
 #include "kernels_testing.hpp"
 
 using namespace kael::kernels;
 using test_util::max_error;
 using test_util::random_vector;
+using kael::str;
 
 namespace {
 
-#define REQUIRE_AVX512_BF16() \
-  if (!cpu_has_avx512_bf16()) GTEST_SKIP() << "AVX512-BF16 missing on this CPU"
-#define REQUIRE_AVX512_VNNI() \
-  if (!cpu_has_avx512_vnni()) GTEST_SKIP() << "AVX512-VNNI missing on this CPU"
-#define REQUIRE_AMX() \
-  if (!amx_usable()) GTEST_SKIP() << "AMX not usable: " << amx_status()
+// Why `isa` cannot run the formats of amx.hpp here, or "" when it can.
+std::string unusable(Isa isa, bool bf16) {
+  std::string why;
+  if (!isa_supported(isa, &why)) return str(isa_name(isa), " unsupported: ", why);
+  if (bf16 && !cpu_features().avx512_bf16) return "AVX512-BF16 missing on this CPU";
+  if (bf16 && isa == Isa::amx && !cpu_features().amx_bf16) return "AMX-BF16 missing on this CPU";
+  if (!bf16 && isa != Isa::amx) return "per-column int8 runs on the amx set only";
+  if (!bf16 && !cpu_features().avx512_vnni) return "AVX512-VNNI missing (or hidden by KAEL_VNNI=0)";
+  return "";
+}
+
+// Runs the test body on `isa` (restoring the detected set after), or skips it by name.
+#define ON_ISA(isa, bf16)                                            \
+  const std::string why_not = unusable(isa, bf16);                   \
+  if (!why_not.empty()) GTEST_SKIP() << why_not;                     \
+  const IsaScope isa_scope(isa)
+
+struct IsaScope {
+  explicit IsaScope(Isa isa) { set_isa(isa); }
+  ~IsaScope() { set_isa(detected_isa()); }
+};
+
+// The sets the BF16 tests run on: the GEMV (avx512) and the tiles (amx).
+class AmxBf16 : public ::testing::TestWithParam<Isa> {};
+INSTANTIATE_TEST_SUITE_P(Sets, AmxBf16, ::testing::Values(Isa::avx512, Isa::amx),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
 
 struct Shape {
   std::int64_t M, K, N;
@@ -95,8 +118,8 @@ TEST(AmxFormat, Int8PerColumnScaleIsTheColumnMaximum) {
   EXPECT_THROW(quantize_int8c(out.data(), bad.data(), K, N, false), kael::ValueError);
 }
 
-TEST(AmxBf16, LinearMatchesReferenceOnRaggedSizes) {
-  REQUIRE_AVX512_BF16();
+TEST_P(AmxBf16, LinearMatchesReferenceOnRaggedSizes) {
+  ON_ISA(GetParam(), true);
   for (const Shape& s : kShapes)
     for (Epilogue e : kEpilogues) {
       const auto x = random_vector(s.M * s.K, 3), w = random_vector(s.K * s.N, 4, 0.2f), bias = random_vector(s.N, 5);
@@ -108,8 +131,8 @@ TEST(AmxBf16, LinearMatchesReferenceOnRaggedSizes) {
     }
 }
 
-TEST(AmxBf16, RowsDoNotDependOnTheirNeighboursOrTheCount) {
-  REQUIRE_AVX512_BF16();
+TEST_P(AmxBf16, RowsDoNotDependOnTheirNeighboursOrTheCount) {
+  ON_ISA(GetParam(), true);
   const std::int64_t M = 40, K = 200, N = 77;
   const auto x = random_vector(M * K, 24), w = random_vector(K * N, 25, 0.2f), bias = random_vector(N, 26);
   const auto m = bf16_matrix(w, K, N);
@@ -122,7 +145,7 @@ TEST(AmxBf16, RowsDoNotDependOnTheirNeighboursOrTheCount) {
 }
 
 TEST(AmxInt8, LinearEqualsReferenceBitForBitOnRaggedSizes) {
-  REQUIRE_AVX512_VNNI();
+  ON_ISA(Isa::amx, false);
   for (const Shape& s : kShapes)
     for (Epilogue e : {Epilogue::store, Epilogue::residual}) {
       const auto x = random_vector(s.M * s.K, 7), w = random_vector(s.K * s.N, 8, 0.2f), bias = random_vector(s.N, 9);
@@ -136,7 +159,7 @@ TEST(AmxInt8, LinearEqualsReferenceBitForBitOnRaggedSizes) {
 }
 
 TEST(AmxInt8, Avx512RowQuantizerEqualsThePlainOne) {
-  REQUIRE_AVX512_VNNI();
+  ON_ISA(Isa::amx, false);
   for (std::int64_t K : {1, 15, 16, 17, 100, 768}) {
     const std::int64_t T = 5, Kp = int8c_padded_k(K);
     auto x = random_vector(T * K, 30, 3.0f);
@@ -153,7 +176,7 @@ TEST(AmxInt8, Avx512RowQuantizerEqualsThePlainOne) {
 }
 
 TEST(AmxInt8, GeluEpilogueMatchesReference) {
-  REQUIRE_AVX512_VNNI();
+  ON_ISA(Isa::amx, false);
   for (const Shape& s : kShapes) {
     const auto x = random_vector(s.M * s.K, 11), w = random_vector(s.K * s.N, 12, 0.2f);
     const auto m = int8c_matrix(w, s.K, s.N);
@@ -165,7 +188,7 @@ TEST(AmxInt8, GeluEpilogueMatchesReference) {
 }
 
 TEST(AmxInt8, ErrorAgainstTheExactProductIsSmall) {
-  REQUIRE_AVX512_VNNI();
+  ON_ISA(Isa::amx, false);
   const std::int64_t M = 24, K = 768, N = 96;
   const auto x = random_vector(M * K, 13), w = random_vector(K * N, 14, 0.05f);
   const auto m = int8c_matrix(w, K, N);
@@ -183,7 +206,7 @@ TEST(AmxInt8, ErrorAgainstTheExactProductIsSmall) {
 }
 
 TEST(AmxInt8, RowsDoNotDependOnTheirNeighboursOrTheCount) {
-  REQUIRE_AVX512_VNNI();
+  ON_ISA(Isa::amx, false);
   // 40 rows take the tiles (where AMX is usable), one row the GEMV: each row's bits must agree.
   const std::int64_t M = 40, K = 200, N = 77;
   const auto x = random_vector(M * K, 15), w = random_vector(K * N, 16, 0.2f), bias = random_vector(N, 17);
@@ -197,7 +220,7 @@ TEST(AmxInt8, RowsDoNotDependOnTheirNeighboursOrTheCount) {
 }
 
 TEST(AmxInt8, NonFiniteRowGivesNaNOnlyInItsOutputs) {
-  REQUIRE_AVX512_VNNI();
+  ON_ISA(Isa::amx, false);
   const std::int64_t M = 20, K = 70, N = 40;
   auto x = random_vector(M * K, 18);
   x[3 * K + 5] = std::numeric_limits<float>::quiet_NaN();
@@ -210,7 +233,7 @@ TEST(AmxInt8, NonFiniteRowGivesNaNOnlyInItsOutputs) {
 
 // The tile kernels straight, against the GEMVs on the same padded operands.
 TEST(AmxTiles, Int8TilesEqualTheVnniGemvBitForBit) {
-  REQUIRE_AMX();
+  ON_ISA(Isa::amx, false);
   const std::int64_t M = 45, K = 300, N = 70, Kp = int8c_padded_k(K);
   const auto x = random_vector(M * K, 20), w = random_vector(K * N, 21, 0.2f);
   const auto m = int8c_matrix(w, K, N);
@@ -232,7 +255,7 @@ TEST(AmxTiles, Int8TilesEqualTheVnniGemvBitForBit) {
 }
 
 TEST(AmxTiles, Bf16TilesAgreeWithTheGemv) {
-  REQUIRE_AMX();
+  ON_ISA(Isa::amx, true);
   const std::int64_t M = 45, K = 300, N = 70, Kp = bf16_padded_k(K);
   const auto x = random_vector(M * K, 22), w = random_vector(K * N, 23, 0.2f);
   const auto m = bf16_matrix(w, K, N);

@@ -1,84 +1,30 @@
-// amx.hpp: what the CPU and Linux allow, the weight conversions at load, the threaded
-// dispatch of the two products and their plain references. Built for baseline x86-64: the
-// AMX and AVX-512 instructions live in kernels/amx/.
+// amx.hpp: when its formats can run, the weight conversions at load, the threaded dispatch of
+// the two products and their plain references, and the kernel table's AMX hook (the tile
+// permission). Built for the baseline target, since load and the checks run on any CPU: the
+// AMX and AVX-512 instructions live in kernels/amx/, which exists only in an x86 build.
 #include "kernels/amx.hpp"
-
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cpuid.h>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <string_view>
+#include <string>
 #include <vector>
+
+#if KAEL_AMX_KERNELS
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include "kael/core/dtype.hpp"
 #include "kael/core/error.hpp"
 #include "kernels/amx/epilogue.hpp"
 #include "kernels/elementwise.hpp"
+#include "kernels/kernel_table.hpp"
 #include "kernels/thread_pool.hpp"
 
 namespace kael::kernels {
 namespace {
-
-constexpr int kArchReqXcompPerm = 0x1023;  // arch_prctl code (asm/prctl.h)
-constexpr int kXfeatureXtiledata = 18;     // the 8 KiB tile data state component
-
-struct CpuidBits {
-  unsigned b7 = 0, c7 = 0, d7 = 0, a7_1 = 0;  // leaf 7 subleaf 0 (EBX, ECX, EDX), subleaf 1 EAX
-  bool osxsave = false;
-};
-
-CpuidBits read_cpuid() {
-  CpuidBits bits;
-  unsigned a, b, c, d;
-  if (__get_cpuid(1, &a, &b, &c, &d)) bits.osxsave = (c >> 27) & 1u;
-  if (__get_cpuid_max(0, nullptr) >= 7) {
-    __cpuid_count(7, 0, a, b, c, d);
-    bits.b7 = b, bits.c7 = c, bits.d7 = d;
-    __cpuid_count(7, 1, a, b, c, d);
-    bits.a7_1 = a;
-  }
-  return bits;
-}
-
-// XCR0: the state components the OS saves on a context switch.
-std::uint64_t read_xcr0() {
-  std::uint32_t lo, hi;
-  asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  return (std::uint64_t{hi} << 32) | lo;
-}
-
-const CpuidBits& cpuid() {
-  static const CpuidBits bits = read_cpuid();
-  return bits;
-}
-
-// ZMM state (XCR0 bits 1, 2, 5, 6, 7) and AVX512-F/BW/VL (leaf 7 EBX bits 16, 30, 31).
-bool avx512_base() {
-  const CpuidBits& c = cpuid();
-  if (!c.osxsave || (read_xcr0() & 0xe6) != 0xe6) return false;
-  return ((c.b7 >> 16) & 1u) && ((c.b7 >> 30) & 1u) && ((c.b7 >> 31) & 1u);
-}
-
-// Why AMX cannot be used, or null when it can. Asks Linux once.
-const char* amx_refusal() {
-  static const char* const reason = []() -> const char* {
-    const CpuidBits& c = cpuid();
-    // Leaf 7 EDX: AMX-BF16 bit 22, AMX-TILE bit 24, AMX-INT8 bit 25.
-    if (!(((c.d7 >> 22) & 1u) && ((c.d7 >> 24) & 1u) && ((c.d7 >> 25) & 1u)))
-      return "the CPU lacks AMX-TILE/INT8/BF16";
-    if (!avx512_base()) return "the OS does not save the AVX-512 state";
-    if ((read_xcr0() & (3u << 17)) != (3u << 17)) return "the OS does not enable the AMX tile state (XCR0 bits 17-18)";
-    if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0)
-      return "Linux refused the AMX tile state (arch_prctl ARCH_REQ_XCOMP_PERM)";
-    return nullptr;
-  }();
-  return reason;
-}
 
 float element(const float* src, std::int64_t K, std::int64_t N, std::int64_t k, std::int64_t n, bool transposed) {
   return transposed ? src[n * K + k] : src[k * N + n];
@@ -96,20 +42,15 @@ const float* int8c_scales(const std::uint8_t* w, std::int64_t K, std::int64_t N)
   return reinterpret_cast<const float*>(w + int8c_padded_k(K) * int8c_padded_n(N));
 }
 
-const std::int32_t* int8c_sums(const std::uint8_t* w, std::int64_t K, std::int64_t N) {
+[[maybe_unused]] const std::int32_t* int8c_sums(const std::uint8_t* w, std::int64_t K, std::int64_t N) {
   return reinterpret_cast<const std::int32_t*>(int8c_scales(w, K, N) + int8c_padded_n(N));
 }
 
-// At least 2^18 multiply-adds per thread, as the other products: below that, waking a thread
-// costs more than it saves.
-std::int64_t min_blocks(std::int64_t T, std::int64_t Kp) {
-  return std::max<std::int64_t>(1, (std::int64_t{1} << 18) / std::max<std::int64_t>(1, T * Kp * 32));
-}
 
 // The calling thread's scratch for converted activations: (rows, width), padded to whole
 // tiles of rows; the rows past `used` are zero (the converters write the others).
 template <class T>
-T* scratch(std::vector<T>& buffer, std::int64_t used, std::int64_t width) {
+[[maybe_unused]] T* scratch(std::vector<T>& buffer, std::int64_t used, std::int64_t width) {
   const std::int64_t rows = round_up(used, 32);
   buffer.resize(static_cast<std::size_t>(rows * width));
   std::fill(buffer.begin() + used * width, buffer.end(), T{});
@@ -124,23 +65,40 @@ float finish_ref(float y, float old, Epilogue epilogue) {
 
 }  // namespace
 
-bool cpu_has_amx() {
-  const CpuidBits& c = cpuid();
-  return ((c.d7 >> 22) & 1u) && ((c.d7 >> 24) & 1u) && ((c.d7 >> 25) & 1u) && avx512_base() &&
-         (read_xcr0() & (3u << 17)) == (3u << 17);
+void require_bf16() {
+#if KAEL_AMX_KERNELS
+  if (!cpu_features().avx512_bf16)
+    throw ValueError("dtype bf16 needs a CPU with AVX512-BF16 (the BF16 dot product); this one lacks it: "
+                     "use f32, f16 or int8");
+  if (active_isa() < Isa::avx512)
+    throw ValueError(str("dtype bf16 needs the avx512 or amx kernels, but the ", isa_name(active_isa()),
+                         " set is in use (KAEL_ISA)"));
+#else
+  throw ValueError("dtype bf16 needs AVX512-BF16 kernels, which this build (not for x86) lacks");
+#endif
 }
-bool amx_usable() { return amx_refusal() == nullptr; }
-const char* amx_status() { return amx_usable() ? "usable" : amx_refusal(); }
-bool cpu_has_avx512_bf16() { return avx512_base() && ((cpuid().a7_1 >> 5) & 1u); }
-bool cpu_has_avx512_vnni() { return avx512_base() && ((cpuid().c7 >> 11) & 1u); }
 
-bool use_amx() {
-  static const bool use = [] {
-    const char* env = std::getenv("KAEL_AMX");
-    return !(env != nullptr && std::string_view(env) == "0") && amx_usable();
-  }();
-  return use;
+bool int8_per_column() { return active_isa() == Isa::amx && cpu_features().avx512_vnni; }
+
+#if KAEL_AMX_KERNELS
+namespace amx {
+
+bool available(const CpuFeatures& cpu, std::string* why) {
+  (void)cpu;  // the CPUID and XCR0 bits were checked by the caller
+  constexpr int kArchReqXcompPerm = 0x1023;  // arch_prctl code (asm/prctl.h)
+  constexpr int kXfeatureXtiledata = 18;     // the tile data state component
+  static const bool granted = syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  if (!granted && why != nullptr) *why = "arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) failed (a VM or an old kernel)";
+  return granted;
 }
+
+void fill(KernelTable& table, const CpuFeatures& cpu) {
+  // The int8 products of the amx set are amx.hpp's, outside the table (their own format).
+  if (cpu.avx512_vnni) table.int8_dot = "amx-int8 (avx512-vnni below 16 rows)";
+}
+
+}  // namespace amx
+#endif
 
 void convert_bf16_tiles(std::uint16_t* dst, const float* src, std::int64_t K, std::int64_t N, bool transposed) {
   const std::int64_t Kp = bf16_padded_k(K);
@@ -207,15 +165,16 @@ void quantize_rows_int8c(std::int8_t* xq, float* xs, const float* x, std::int64_
 
 void bf16_linear(float* out, const float* x, const std::uint16_t* w, const float* bias, std::int64_t T,
                  std::int64_t K, std::int64_t N, Epilogue epilogue) {
-  if (!cpu_has_avx512_bf16()) throw ValueError("BF16 weights need a CPU with AVX512-BF16");
+  require_bf16();
+#if KAEL_AMX_KERNELS
   const std::int64_t Kp = bf16_padded_k(K), blocks = bf16_padded_n(N) / 32;
   thread_local std::vector<std::uint16_t> a_buffer;  // read by the workers through `a`
   const std::uint16_t* a = scratch(a_buffer, T, Kp);
   // Every row count goes to the tiles where they exist: the GEMV's vdpbf16ps rounds its sums
   // differently, and a row's bits must not depend on how many rows came with it.
-  const bool tiles = use_amx();
+  const bool tiles = active_isa() == Isa::amx && cpu_features().amx_bf16;
   amx::convert_rows_bf16(a_buffer.data(), x, T, K, Kp, tiles);
-  parallel_for(blocks, min_blocks(T, Kp), [&](std::int64_t first, std::int64_t last) {
+  parallel_for(blocks, min_items_per_thread(T * Kp * 32), [&](std::int64_t first, std::int64_t last) {
     const std::int64_t col = first * 32;
     const std::uint16_t* wb = w + col * Kp;
     const float* b = bias ? bias + col : nullptr;
@@ -226,22 +185,26 @@ void bf16_linear(float* out, const float* x, const std::uint16_t* w, const float
       amx::bf16_gemv(out + col, N, a, T, Kp, wb, last - first, N - col, b, epilogue);
     }
   });
+#else
+  (void)out, (void)x, (void)w, (void)bias, (void)T, (void)K, (void)N, (void)epilogue;
+#endif
 }
 
 void int8c_linear(float* out, const float* x, const std::uint8_t* w, const float* bias, std::int64_t T,
                   std::int64_t K, std::int64_t N, Epilogue epilogue) {
-  if (!cpu_has_avx512_vnni()) throw ValueError("per-column int8 weights need a CPU with AVX512-VNNI");
+  if (!int8_per_column()) throw ValueError("per-column int8 weights need the amx kernels with AVX512-VNNI");
+#if KAEL_AMX_KERNELS
   const std::int64_t Kp = int8c_padded_k(K), blocks = int8c_padded_n(N) / 32;
   thread_local std::vector<std::int8_t> xq_buffer;  // read by the workers through these pointers
   thread_local std::vector<float> xs_buffer;
   const std::int8_t* xq = scratch(xq_buffer, T, Kp);
   const float* xs = scratch(xs_buffer, T, 1);
-  const bool tiles = use_amx() && T >= kAmxMinRows;
+  const bool tiles = T >= kAmxMinRows;
   amx::quantize_rows_int8c(xq_buffer.data(), xs_buffer.data(), x, T, K, Kp, tiles);
   const auto* q = reinterpret_cast<const std::int8_t*>(w);
   const float* scales = int8c_scales(w, K, N);
   const std::int32_t* sums = int8c_sums(w, K, N);
-  parallel_for(blocks, min_blocks(T, Kp), [&](std::int64_t first, std::int64_t last) {
+  parallel_for(blocks, min_items_per_thread(T * Kp * 32), [&](std::int64_t first, std::int64_t last) {
     const std::int64_t col = first * 32;
     const float* b = bias ? bias + col : nullptr;
     if (tiles) {
@@ -253,6 +216,9 @@ void int8c_linear(float* out, const float* x, const std::uint8_t* w, const float
                       epilogue);
     }
   });
+#else
+  (void)out, (void)x, (void)w, (void)bias, (void)T, (void)K, (void)N, (void)epilogue;
+#endif
 }
 
 namespace ref {

@@ -22,11 +22,12 @@
 //   the same bits from AMX, from the VNNI GEMV and from the plain reference, since the int32
 //   sum is exact whatever the order.
 //
-// AMX needs the CPU (CPUID AMX-TILE, AMX-INT8, AMX-BF16), the OS (XCR0 bits 17 and 18) and
-// Linux's permission for the 8 KiB of tile state (arch_prctl ARCH_REQ_XCOMP_PERM), asked once;
-// without them every product here runs on the GEMV (AVX512-BF16 / AVX512-VNNI) instead.
-// Each thread loads the tile configuration when a product starts and releases the tiles when
-// it ends (LDTILECFG / TILERELEASE), so an idle thread holds no tile state.
+// The tiles run on the amx instruction set (cpu_features.hpp: AMX-TILE/INT8/BF16 in CPUID, the
+// tile state in XCR0, and Linux's permission for its 8 KiB, asked once by amx::available, the
+// kernel table's hook). On the avx512 set, and on the amx set below kAmxMinRows rows of int8,
+// the products run on the GEMVs (AVX512-BF16 / AVX512-VNNI). Each thread loads the tile
+// configuration when a product starts and releases the tiles when it ends (LDTILECFG /
+// TILERELEASE), so an idle thread holds no tile state.
 #pragma once
 
 #include <cstdint>
@@ -35,15 +36,11 @@
 
 namespace kael::kernels {
 
-// What the CPU and OS allow. amx_usable() asks Linux for the tile state the first time.
-bool cpu_has_amx();             // AMX-TILE, AMX-INT8 and AMX-BF16 in CPUID, XCR0 tile bits set
-bool amx_usable();              // cpu_has_amx() and Linux granted the tile state
-const char* amx_status();       // "usable", or why not (for bench output and test skips)
-bool cpu_has_avx512_bf16();     // AVX512-F/BW/VL/BF16 with the OS saving ZMM state
-bool cpu_has_avx512_vnni();     // AVX512-F/BW/VL/VNNI with the OS saving ZMM state
-
-// Whether the products below use the tiles: amx_usable(), unless KAEL_AMX=0 (read once).
-bool use_amx();
+// ValueError unless --dtype bf16 can run: AVX512-BF16 on this CPU and the avx512 or amx set.
+void require_bf16();
+// Whether int8 weights take the per-column format below rather than int8.hpp's per-32 one:
+// on the amx set (with AVX512-VNNI for the few-row GEMV; KAEL_VNNI=0 hides it).
+bool int8_per_column();
 // Rows from which an int8 product goes to the tiles; below, the VNNI GEMV (equal bits, and
 // faster at decode). BF16 takes the tiles for any row count: the vdpbf16ps GEMV rounds its
 // sums differently, and a row's result must not depend on the rows beside it.
@@ -61,7 +58,7 @@ constexpr std::int64_t bf16_matrix_elements(std::int64_t K, std::int64_t N) {
 // with `transposed`; round to nearest even (core's converter).
 void convert_bf16_tiles(std::uint16_t* dst, const float* src, std::int64_t K, std::int64_t N, bool transposed);
 float bf16_tile_weight(const std::uint16_t* w, std::int64_t K, std::int64_t k, std::int64_t n);
-// out (T, N) = epilogue(bf16(x) (T, K) @ W + bias), F32 sums. Needs cpu_has_avx512_bf16().
+// out (T, N) = epilogue(bf16(x) (T, K) @ W + bias), F32 sums. ValueError as require_bf16().
 void bf16_linear(float* out, const float* x, const std::uint16_t* w, const float* bias, std::int64_t T,
                  std::int64_t K, std::int64_t N, Epilogue epilogue = Epilogue::store);
 
@@ -75,7 +72,8 @@ constexpr std::int64_t int8c_matrix_bytes(std::int64_t K, std::int64_t N) {
 // scale = max |w| / 127 per column; ValueError naming (k, n) when a weight is not finite.
 void quantize_int8c(std::uint8_t* dst, const float* src, std::int64_t K, std::int64_t N, bool transposed);
 float int8c_weight(const std::uint8_t* w, std::int64_t K, std::int64_t N, std::int64_t k, std::int64_t n);
-// out (T, N) = epilogue(x @ W + bias) as in the header comment. Needs cpu_has_avx512_vnni().
+// out (T, N) = epilogue(x @ W + bias) as in the header comment. ValueError unless
+// int8_per_column().
 void int8c_linear(float* out, const float* x, const std::uint8_t* w, const float* bias, std::int64_t T,
                   std::int64_t K, std::int64_t N, Epilogue epilogue = Epilogue::store);
 // xq (T, Kp) and xs (T) from x (T, K), per row; a row holding an infinity or NaN gets scale NaN.

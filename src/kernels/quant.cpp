@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/amx.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/portable.hpp"
 #include "kernels/scalar_math.hpp"
@@ -50,6 +51,13 @@ void linear_matrix(float* out, const float* inp, const PackedMatrix& w, const fl
     int8_linear(out, inp, static_cast<const std::int8_t*>(w.data), w.scales, bias, T, K, N, epilogue);
     return;
   }
+  if (w.tiles) {  // amx.hpp's formats
+    if (w.type == WeightDType::bf16)
+      bf16_linear(out, inp, static_cast<const std::uint16_t*>(w.data), bias, T, K, N, epilogue);
+    else
+      int8c_linear(out, inp, static_cast<const std::uint8_t*>(w.data), bias, T, K, N, epilogue);
+    return;
+  }
   const KernelTable& kt = active_kernels();
   const auto* h = static_cast<const std::uint16_t*>(w.data);
   const std::int64_t panels = (N + kPanel - 1) / kPanel, group = panels_per_pass(K);
@@ -83,6 +91,12 @@ void unpack_matrix_column(float* out, const PackedMatrix& w, std::int64_t K, std
       out[k] = int8_weight(static_cast<const std::int8_t*>(w.data), w.scales, K, k, n);
     return;
   }
+  if (w.tiles) {
+    for (std::int64_t k = 0; k < K; ++k)
+      out[k] = w.type == WeightDType::bf16 ? bf16_tile_weight(static_cast<const std::uint16_t*>(w.data), K, k, n)
+                                          : int8c_weight(static_cast<const std::uint8_t*>(w.data), K, N, k, n);
+    return;
+  }
   const std::int64_t col = n / kPanel * kPanel, width = std::min(kPanel, N - col), j = n - col;
   for (std::int64_t k = 0; k < K; ++k) {
     const std::int64_t i = col * K + k * width + j;
@@ -96,6 +110,14 @@ void unpack_matrix_column(float* out, const PackedMatrix& w, std::int64_t K, std
 namespace ref {
 void linear_matrix(float* out, const float* inp, const PackedMatrix& w, const float* bias, std::int64_t T,
                    std::int64_t K, std::int64_t N, Epilogue epilogue) {
+  if (w.tiles && w.type == WeightDType::int8) {
+    ref::int8c_linear(out, inp, static_cast<const std::uint8_t*>(w.data), bias, T, K, N, epilogue);
+    return;
+  }
+  if (w.tiles) {
+    ref::bf16_linear(out, inp, static_cast<const std::uint16_t*>(w.data), bias, T, K, N, epilogue);
+    return;
+  }
   std::vector<float> column(static_cast<std::size_t>(K));
   // int8 multiplies the activations as quantize_rows rounds them (its scalar form).
   std::vector<double> x(inp, inp + T * K);
