@@ -1,7 +1,8 @@
 // Speed of the AMX products (kernels/amx.hpp) beside kael's other linear kernels on GPT-2
 // small's four block matrices, on one thread, timed in that thread's CPU time so that the
 // figures hold on a machine shared with other work. For each weight type: GFLOP/s at T rows
-// (prefill) and GB/s of weights at one row (decode).
+// (prefill) and GB/s of weights at one row (decode). KAEL_ISA=avx512 times the same formats
+// on the AVX-512 GEMVs, without tiles.
 // Usage: amx_speed [T (default 512)] [repeats (default 3)]
 #include <time.h>
 

@@ -19,9 +19,9 @@ distribution after it):
 
   quant_accuracy.py --kael build/kael [--workdir DIR] [--dtypes f32,f16,int8] [--checkpoints NAME,...]
 
-A dtype is one of kael's --dtype values, or int8-per32: --dtype int8 with KAEL_AMX=0, which keeps
-the per-32-group int8 scheme on a CPU where AMX would otherwise choose per-column scales (so both
-int8 schemes can be scored in one run there; elsewhere int8 and int8-per32 are the same scheme).
+A dtype is one of kael's --dtype values, or int8-per32: --dtype int8 with KAEL_ISA=avx2, which keeps
+the per-32-group int8 scheme on a CPU where the amx kernel set would choose per-column scales (so
+both int8 schemes are scored in one run there; elsewhere int8 and int8-per32 are the same scheme).
 
 Missing checkpoints are built in --workdir (a temp dir by default) and reused when present.
 
@@ -74,7 +74,7 @@ def prompt_source(name):
 
 
 # Pseudo-dtypes: (the --dtype passed to kael, the environment it runs with).
-VARIANTS = {"int8-per32": ("int8", {"KAEL_AMX": "0"})}
+VARIANTS = {"int8-per32": ("int8", {"KAEL_ISA": "avx2"})}
 
 
 @contextlib.contextmanager
