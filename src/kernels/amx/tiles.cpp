@@ -70,6 +70,27 @@ void block_product(Acc* acc, const T* a, const T* w0, const T* w1, std::int64_t 
   _tile_stored(1, acc + 16, 128);
 }
 
+// c (M, width of each block; ldc) from `blocks` 32-column blocks of w: each block's
+// accumulators go row by row through finish(y (32), acc row (32), row, col, width), which
+// writes y (bias and scales applied) before finish_row stores it through the epilogue.
+template <class T, class Acc, class Finish>
+void tile_gemm(float* c, std::int64_t ldc, const T* a, std::int64_t M, std::int64_t Kp, const T* w,
+               std::int64_t blocks, std::int64_t n_valid, Epilogue epilogue, Finish finish) {
+  alignas(64) Acc acc[32 * 32];
+  alignas(64) float y[32] = {};
+  for (std::int64_t block = 0; block < blocks; ++block) {
+    const T* w0 = w + block * 32 * Kp;
+    const std::int64_t col = block * 32, width = std::min<std::int64_t>(32, n_valid - col);
+    for (std::int64_t m = 0; m < M; m += 32) {
+      block_product(acc, a + m * Kp, w0, w0 + 16 * Kp, Kp, M - m <= 16);
+      for (std::int64_t r = 0; r < std::min<std::int64_t>(32, M - m); ++r) {
+        finish(y, acc + r * 32, m + r, col, width);
+        finish_row(c + (m + r) * ldc + col, y, width, epilogue);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 AmxTiles::AmxTiles() {
@@ -82,39 +103,21 @@ AmxTiles::~AmxTiles() { _tile_release(); }
 void bf16_tile_gemm(float* c, std::int64_t ldc, const std::uint16_t* a, std::int64_t M, std::int64_t Kp,
                     const std::uint16_t* w, std::int64_t blocks, std::int64_t n_valid, const float* bias,
                     Epilogue epilogue) {
-  alignas(64) float acc[32 * 32];
-  for (std::int64_t block = 0; block < blocks; ++block) {
-    const std::uint16_t* w0 = w + block * 32 * Kp;
-    const std::uint16_t* w1 = w0 + 16 * Kp;
-    const std::int64_t col = block * 32, width = std::min<std::int64_t>(32, n_valid - col);
-    for (std::int64_t m = 0; m < M; m += 32) {
-      block_product(acc, a + m * Kp, w0, w1, Kp, M - m <= 16);
-      for (std::int64_t r = 0; r < std::min<std::int64_t>(32, M - m); ++r) {
-        float* y = acc + r * 32;
-        add_bias(y, bias ? bias + col : nullptr, width);
-        finish_row(c + (m + r) * ldc + col, y, width, epilogue);
-      }
-    }
-  }
+  tile_gemm<std::uint16_t, float>(c, ldc, a, M, Kp, w, blocks, n_valid, epilogue,
+                                  [&](float* y, const float* acc, std::int64_t, std::int64_t col, std::int64_t width) {
+                                    std::copy(acc, acc + 32, y);
+                                    add_bias(y, bias ? bias + col : nullptr, width);
+                                  });
 }
 
 void int8c_tile_gemm(float* c, std::int64_t ldc, const std::int8_t* a, const float* xs, std::int64_t M,
                      std::int64_t Kp, const std::int8_t* w, const float* scales, std::int64_t blocks,
                      std::int64_t n_valid, const float* bias, Epilogue epilogue) {
-  alignas(64) std::int32_t acc[32 * 32];
-  alignas(64) float y[32] = {};
-  for (std::int64_t block = 0; block < blocks; ++block) {
-    const std::int8_t* w0 = w + block * 32 * Kp;
-    const std::int8_t* w1 = w0 + 16 * Kp;
-    const std::int64_t col = block * 32, width = std::min<std::int64_t>(32, n_valid - col);
-    for (std::int64_t m = 0; m < M; m += 32) {
-      block_product(acc, a + m * Kp, w0, w1, Kp, M - m <= 16);
-      for (std::int64_t r = 0; r < std::min<std::int64_t>(32, M - m); ++r) {
-        int8c_row(y, acc + r * 32, xs[m + r], scales + col, bias ? bias + col : nullptr, width);
-        finish_row(c + (m + r) * ldc + col, y, width, epilogue);
-      }
-    }
-  }
+  tile_gemm<std::int8_t, std::int32_t>(
+      c, ldc, a, M, Kp, w, blocks, n_valid, epilogue,
+      [&](float* y, const std::int32_t* acc, std::int64_t row, std::int64_t col, std::int64_t width) {
+        int8c_row(y, acc, xs[row], scales + col, bias ? bias + col : nullptr, width);
+      });
 }
 
 }  // namespace kael::kernels::amx
