@@ -47,15 +47,15 @@ void linear_matrix(float* out, const float* inp, const PackedMatrix& w, const fl
     linear_packed(out, inp, static_cast<const float*>(w.data), bias, T, K, N, epilogue);
     return;
   }
-  if (w.type == WeightDType::int8) {
-    int8_linear(out, inp, static_cast<const std::int8_t*>(w.data), w.scales, bias, T, K, N, epilogue);
-    return;
-  }
   if (w.tiles) {  // amx.hpp's formats
     if (w.type == WeightDType::bf16)
       bf16_linear(out, inp, static_cast<const std::uint16_t*>(w.data), bias, T, K, N, epilogue);
     else
       int8c_linear(out, inp, static_cast<const std::uint8_t*>(w.data), bias, T, K, N, epilogue);
+    return;
+  }
+  if (w.type == WeightDType::int8) {
+    int8_linear(out, inp, static_cast<const std::int8_t*>(w.data), w.scales, bias, T, K, N, epilogue);
     return;
   }
   const KernelTable& kt = active_kernels();
@@ -86,15 +86,15 @@ void linear_matrix(float* out, const float* inp, const PackedMatrix& w, const fl
 }
 
 void unpack_matrix_column(float* out, const PackedMatrix& w, std::int64_t K, std::int64_t N, std::int64_t n) {
-  if (w.type == WeightDType::int8) {
-    for (std::int64_t k = 0; k < K; ++k)
-      out[k] = int8_weight(static_cast<const std::int8_t*>(w.data), w.scales, K, k, n);
-    return;
-  }
-  if (w.tiles) {
+  if (w.tiles) {  // amx.hpp's formats
     for (std::int64_t k = 0; k < K; ++k)
       out[k] = w.type == WeightDType::bf16 ? bf16_tile_weight(static_cast<const std::uint16_t*>(w.data), K, k, n)
                                           : int8c_weight(static_cast<const std::uint8_t*>(w.data), K, N, k, n);
+    return;
+  }
+  if (w.type == WeightDType::int8) {
+    for (std::int64_t k = 0; k < K; ++k)
+      out[k] = int8_weight(static_cast<const std::int8_t*>(w.data), w.scales, K, k, n);
     return;
   }
   const std::int64_t col = n / kPanel * kPanel, width = std::min(kPanel, N - col), j = n - col;
