@@ -19,6 +19,13 @@ Measures (every figure printed, with what it is compared against):
               generate_batch(sampling_topk=1, min_length = max_length), the same t(N) - t(1) rule.
   per ISA     the kael rows again with KAEL_ISA=I for each of --isas (default avx2,avx512), each
               set kael cannot run here reported as skipped.
+  llama.cpp   llama-cpp-python (PyPI; it builds llama.cpp from source, CMAKE_ARGS="-DGGML_NATIVE=ON"),
+              on GGUF files written from the same checkpoint by bench/write_gguf.py (F32, F16, Q8_0),
+              Llama(n_threads=THREADS): first a check that the F32 file's greedy tokens and last
+              logits match transformers', then batch-1 greedy decode per type (the t(N) - t(1)
+              rule, one eval() per token) and the 512-token prefill (one eval() of the prompt) for
+              F32 and Q8_0. Batch 16 is not measured: llama-cpp-python's Llama runs one sequence.
+              Skipped, saying so, when llama_cpp or gguf is not importable (nothing is installed).
   narrow weights  `kael bench --dtype D` batch 1 decode for each of --dtypes (f16, int8), against
               kael f32 and CTranslate2 compute_type="int8" (same converted model, batch 1).
 
@@ -158,6 +165,94 @@ def measure_ctranslate2(model: pathlib.Path, workdir: pathlib.Path, threads: int
     return result
 
 
+def measure_llama_cpp(model: pathlib.Path, workdir: pathlib.Path, threads: int, tokens: int, prefill: int) -> dict:
+    """llama.cpp through llama-cpp-python on GGUF files of the same checkpoint; see the docstring."""
+    import numpy as np
+    from llama_cpp import Llama
+    import gpt2_reference
+    sys.path.insert(0, str(ROOT / "bench"))
+    import write_gguf
+
+    vocab = model_shape(model)["vocab_size"]
+    files = {}
+    for kind in ("f32", "f16", "q8_0"):
+        files[kind] = workdir / f"{model.name}-{kind}.gguf"
+        if not files[kind].exists():
+            write_gguf.main([str(model), str(files[kind]), "--type", kind])
+
+    def open_model(kind: str):
+        return Llama(model_path=str(files[kind]), n_ctx=max(1024, prefill + 8), n_batch=max(512, prefill),
+                     n_threads=threads, n_threads_batch=threads, verbose=False)
+
+    def greedy(llm, ids: list, n: int) -> list:
+        llm.reset()
+        llm.eval(ids)
+        out = []
+        for _ in range(n):
+            out.append(int(np.argmax(llm.scores[llm.n_tokens - 1])))
+            if len(out) < n:
+                llm.eval([out[-1]])
+        return out
+
+    result = {}
+    # Agreement with transformers on the F32 file: greedy tokens and the last position's logits.
+    hf = gpt2_reference.load_hf(model)
+    ids = gpt2_reference.prompt_ids(16, vocab)
+    llm = open_model("f32")
+    mine = greedy(llm, ids, 8)
+    llm.reset()
+    llm.eval(ids)
+    logits = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float64)
+    expected = gpt2_reference.hf_last_logits(hf, ids).astype(np.float64)
+    result["check"] = {"greedy_equal": mine == gpt2_reference.hf_greedy(hf, ids, 8),
+                       "max_logit_diff": float(np.abs(logits - expected).max())}
+    for kind in files:
+        llm = open_model(kind)
+        greedy(llm, ids, 2)  # warm-up
+        times = {}
+        for n in (1, tokens):
+            start = time.perf_counter()
+            greedy(llm, ids, n)
+            times[n] = time.perf_counter() - start
+        result[f"{kind}_b1_tok_s"] = (tokens - 1) / (times[tokens] - times[1])
+        if kind != "f16" and prefill:
+            prompt = gpt2_reference.prompt_ids(prefill, vocab)
+            llm.reset()
+            llm.eval(prompt[:16])
+            llm.reset()
+            start = time.perf_counter()
+            llm.eval(prompt)
+            result[f"{kind}_prefill_ms"] = 1e3 * (time.perf_counter() - start)
+    return result
+
+
+def llama_cpp_missing() -> str | None:
+    """Why llama.cpp cannot be measured here, or None."""
+    import importlib.util
+
+    for module, package in (("llama_cpp", "llama-cpp-python"), ("gguf", "gguf")):
+        if importlib.util.find_spec(module) is None:
+            return f"{module} is not importable (PyPI: {package}; this script installs nothing)"
+    return None
+
+
+def print_llama_cpp(figures: dict, kb1: float, kpre: float) -> None:
+    if "llama_cpp_skipped" in figures:
+        print(f"llama.cpp: skipped: {figures['llama_cpp_skipped']}")
+        return
+    if "llama_cpp" not in figures:
+        return
+    ll = figures["llama_cpp"]
+    check = ll["check"]
+    print(f"llama.cpp (llama-cpp-python) F32 GGUF vs transformers: greedy 8 tokens "
+          f"{'equal' if check['greedy_equal'] else 'DIFFERENT'}, max |logit diff| {check['max_logit_diff']:.2e}")
+    print(f"llama.cpp decode batch 1 (tok/s): f32 {ll['f32_b1_tok_s']:.1f}, f16 {ll['f16_b1_tok_s']:.1f}, "
+          f"q8_0 {ll['q8_0_b1_tok_s']:.1f} (kael f32 {kb1:.1f}); batch 16: not measured (one sequence per Llama)")
+    if "f32_prefill_ms" in ll:
+        print(f"llama.cpp prefill (ms): f32 {ll['f32_prefill_ms']:.1f}, q8_0 {ll['q8_0_prefill_ms']:.1f} "
+              f"(kael f32 {kpre:.1f})")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", type=pathlib.Path, help="checkpoint dir (default: a seeded GPT-2 small)")
@@ -168,7 +263,7 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--tokens", type=int, default=128, help="tokens generated per sequence")
     parser.add_argument("--prefill", type=int, default=512, help="prompt length of the prefill test")
-    parser.add_argument("--skip", default="", help="comma list of peers to skip: transformers,ctranslate2")
+    parser.add_argument("--skip", default="", help="comma list of peers to skip: transformers,ctranslate2,llama.cpp")
     parser.add_argument("--dtypes", default="f16,int8", help="kael weight dtypes measured beside f32 (batch 1)")
     parser.add_argument("--isas", default="avx2,avx512", help="kernel sets (KAEL_ISA) to measure kael f32 on")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
@@ -213,6 +308,12 @@ def main(argv=None) -> int:
         figures["transformers"] = measure_transformers(model, t, args.tokens, args.prefill)
     if "ctranslate2" not in skip:
         figures["ctranslate2"] = measure_ctranslate2(model, args.workdir, t, args.tokens, args.prefill)
+    if "llama.cpp" not in skip:
+        missing = llama_cpp_missing()
+        if missing:
+            figures["llama_cpp_skipped"] = missing
+        else:
+            figures["llama_cpp"] = measure_llama_cpp(model, args.workdir, t, args.tokens, args.prefill)
     dtypes = [d for d in args.dtypes.split(",") if d and d != "f32"]
     figures["kael_dtypes"] = {
         d: run_json([args.kael, "bench", "--model", model, "--threads", t, "--json", "--dtype", d, "--batch", 1,
@@ -241,6 +342,11 @@ def main(argv=None) -> int:
             ratios[f"kael_b1_vs_{peer}"] = kb1 / p["b1_tok_s"]
             ratios[f"kael_b16_vs_{peer}"] = kb16 / p["b16_tok_s"]
             ratios[f"kael_prefill_vs_{peer}"] = p["prefill_ms"] / kpre
+    if "llama_cpp" in figures:
+        ll = figures["llama_cpp"]
+        ratios["kael_b1_vs_llama_cpp_f32"] = kb1 / ll["f32_b1_tok_s"]
+        if "f32_prefill_ms" in ll:
+            ratios["kael_prefill_vs_llama_cpp_f32"] = ll["f32_prefill_ms"] / kpre
     for d, out in figures["kael_dtypes"].items():
         ratios[f"kael_{d}_b1_vs_f32"] = out["decode_tok_s"] / kb1
     if "ctranslate2_int8" in figures and "int8" in figures["kael_dtypes"]:
@@ -282,6 +388,7 @@ def main(argv=None) -> int:
             per_core = gflop / (out["prefill"]["prefill_cpu_ms"] / 1e3)
             print(f"{isa:14}{out['b1']['decode_tok_s']:>15.1f}{out['b16']['decode_tok_s']:>16.1f}"
                   f"{out['prefill']['prefill_ms']:>12.1f}{per_core:>22.1f}")
+    print_llama_cpp(figures, kb1, kpre)
     print(f"narrow weights; {cpu_line}")
     for d, out in figures["kael_dtypes"].items():
         ct = figures.get("ctranslate2_int8", {}).get("b1_tok_s") if d == "int8" else None

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How much accuracy kael's narrow weight storage (--dtype f16|int8) costs, measured against
+"""How much accuracy kael's narrow weight storage (--dtype f16|int8|bf16) costs, measured against
 transformers computing in F32 on the checkpoints of gpt2_reference.py: the seeded random
 PARITY_CHECKPOINTS and the TRAINED_CHECKPOINTS (a small GPT-2 trained on ../shared/corpus by
 train_checkpoint, a few minutes on 2 cores; training.json in its directory holds its held-out loss).
@@ -19,6 +19,10 @@ distribution after it):
 
   quant_accuracy.py --kael build/kael [--workdir DIR] [--dtypes f32,f16,int8] [--checkpoints NAME,...]
 
+A dtype is one of kael's --dtype values, or int8-per32: --dtype int8 with KAEL_ISA=avx2, which keeps
+the per-32-group int8 scheme on a CPU where the amx kernel set would choose per-column scales (so
+both int8 schemes are scored in one run there; elsewhere int8 and int8-per32 are the same scheme).
+
 Missing checkpoints are built in --workdir (a temp dir by default) and reused when present.
 
 kael runs as `kael logits --json --top 0 --dtype X` (one process per prefix) and
@@ -27,7 +31,9 @@ kael runs as `kael logits --json --top 0 --dtype X` (one process per prefix) and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -67,6 +73,26 @@ def prompt_source(name):
     return "heldout" if name in gpt2_reference.TRAINED_CHECKPOINTS else "random"
 
 
+# Pseudo-dtypes: (the --dtype passed to kael, the environment it runs with).
+VARIANTS = {"int8-per32": ("int8", {"KAEL_ISA": "avx2"})}
+
+
+@contextlib.contextmanager
+def kael_dtype(dtype):
+    """The --dtype value for `dtype`, with its variant's environment set while in the block."""
+    flag, env = VARIANTS.get(dtype, (dtype, {}))
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    try:
+        yield flag
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def ensure_checkpoint(workdir, name):
     """workdir/name, built by make_checkpoint or train_checkpoint unless it is already there."""
     model_dir = pathlib.Path(workdir) / name
@@ -80,7 +106,6 @@ def ensure_checkpoint(workdir, name):
 
 def measure(kael, model_dir, dtypes, *, prompts, length, stride, greedy_tokens, threads, seed=0, source="random"):
     """{dtype: {metric: value}} for one checkpoint directory; source is prompts_for's."""
-    import numpy as np
     import torch
 
     hf = gpt2_reference.load_hf(model_dir)
@@ -94,31 +119,39 @@ def measure(kael, model_dir, dtypes, *, prompts, length, stride, greedy_tokens, 
 
     table = {}
     for dtype in dtypes:
-        max_err, abs_sum, count, agree, kl_sum, positions = 0.0, 0.0, 0, 0, 0.0, 0
-        for ids, expected_all in zip(cases, hf_all):
-            for end in ends:
-                expected = expected_all[end - 1]
-                got = gpt2_reference.kael_last_logits(kael, model_dir, ids[:end],
-                                                      extra_args=["--dtype", dtype, "--threads", str(threads)])
-                err = np.abs(got.astype(np.float64) - expected)
-                max_err = max(max_err, float(err.max()))
-                abs_sum += float(err.sum())
-                count += err.size
-                agree += int(np.argmax(got) == np.argmax(expected))
-                lp, lq = _log_softmax(expected), _log_softmax(got)
-                kl_sum += float((np.exp(lp) * (lp - lq)).sum())
-                positions += 1
-        shared = []
-        for ids, reference in zip(cases, hf_greedy):
-            mine = kael_greedy(kael, model_dir, ids, greedy_tokens, dtype, threads)
-            n = 0
-            while n < min(len(mine), len(reference)) and mine[n] == reference[n]:
-                n += 1
-            shared.append(n)
-        table[dtype] = {"max_err": max_err, "mean_err": abs_sum / count, "top1": agree / positions,
-                        "kl": kl_sum / positions, "greedy": sum(shared) / len(shared), "positions": positions,
-                        "greedy_of": greedy_tokens, "prompts": source}
+        with kael_dtype(dtype) as flag:
+            table[dtype] = _score(kael, model_dir, flag, cases, hf_all, hf_greedy, ends, greedy_tokens, threads, source)
     return table
+
+
+def _score(kael, model_dir, dtype, cases, hf_all, hf_greedy, ends, greedy_tokens, threads, source):
+    """measure()'s metrics for one kael --dtype."""
+    import numpy as np
+
+    max_err, abs_sum, count, agree, kl_sum, positions = 0.0, 0.0, 0, 0, 0.0, 0
+    for ids, expected_all in zip(cases, hf_all):
+        for end in ends:
+            expected = expected_all[end - 1]
+            got = gpt2_reference.kael_last_logits(kael, model_dir, ids[:end],
+                                                  extra_args=["--dtype", dtype, "--threads", str(threads)])
+            err = np.abs(got.astype(np.float64) - expected)
+            max_err = max(max_err, float(err.max()))
+            abs_sum += float(err.sum())
+            count += err.size
+            agree += int(np.argmax(got) == np.argmax(expected))
+            lp, lq = _log_softmax(expected), _log_softmax(got)
+            kl_sum += float((np.exp(lp) * (lp - lq)).sum())
+            positions += 1
+    shared = []
+    for ids, reference in zip(cases, hf_greedy):
+        mine = kael_greedy(kael, model_dir, ids, greedy_tokens, dtype, threads)
+        n = 0
+        while n < min(len(mine), len(reference)) and mine[n] == reference[n]:
+            n += 1
+        shared.append(n)
+    return {"max_err": max_err, "mean_err": abs_sum / count, "top1": agree / positions,
+            "kl": kl_sum / positions, "greedy": sum(shared) / len(shared), "positions": positions,
+            "greedy_of": greedy_tokens, "prompts": source}
 
 
 def main(argv=None) -> int:
@@ -151,11 +184,11 @@ def main(argv=None) -> int:
         print(json.dumps(results, indent=1))
         return 0
     print("kael --dtype X vs transformers F32 (next-token logits after each scored prefix)")
-    print(f"{'checkpoint':16} {'prompts':8} {'dtype':5} {'max_err':>9} {'mean_err':>9} {'top1':>7} {'kl_nats':>9} "
+    print(f"{'checkpoint':16} {'prompts':8} {'dtype':10} {'max_err':>9} {'mean_err':>9} {'top1':>7} {'kl_nats':>9} "
           f"{'greedy':>7} {'positions':>9}")
     for name, table in results.items():
         for dtype, r in table.items():
-            print(f"{name:16} {r['prompts']:8} {dtype:5} {r['max_err']:9.4f} {r['mean_err']:9.5f} {r['top1']:7.3f} "
+            print(f"{name:16} {r['prompts']:8} {dtype:10} {r['max_err']:9.4f} {r['mean_err']:9.5f} {r['top1']:7.3f} "
                   f"{r['kl']:9.5f} {r['greedy']:5.1f}/{r['greedy_of']} {r['positions']:9d}")
     for name in checkpoints:
         training = workdir / name / "training.json"

@@ -1,7 +1,8 @@
-// The model with f16 and int8 weight storage (LoadOptions::dtype): forward_batch still equals
-// each session's forward() bit for bit (for F16 the batch of 3 takes the kernels' scratch
-// path, a single row the fused decode path; int8 rows never depend on their neighbours), and
-// the logits stay near the F32 model's.
+// The model with f16, int8 and bf16 weight storage (LoadOptions::dtype): forward_batch still
+// equals each session's forward() bit for bit (for F16 the batch of 3 takes the kernels' scratch
+// path, a single row the fused decode path; int8 rows never depend on their neighbours, on the
+// amx set neither between tiles and GEMV; bf16 runs every row count the same way), and the
+// logits stay near the F32 model's. bf16 is skipped, naming why, where it cannot run.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,6 +32,13 @@ std::string name(const ::testing::TestParamInfo<WeightDType>& info) { return wei
 }  // namespace
 
 TEST_P(Narrow, BatchEqualsForwardAndStaysNearF32) {
+  if (GetParam() == WeightDType::bf16) {
+    try {
+      (void)GPT2::from_tensors(config, share(tensors), "tiny", GetParam());
+    } catch (const ValueError& e) {
+      GTEST_SKIP() << e.what();
+    }
+  }
   const GPT2 narrow = GPT2::from_tensors(config, share(tensors), "tiny", GetParam());
   const GPT2 wide = GPT2::from_tensors(config, share(tensors), "tiny");
   const std::vector<std::int32_t> prompt = {1, 7, 3, 9, 4};
@@ -62,7 +70,9 @@ TEST_P(Narrow, BatchEqualsForwardAndStaysNearF32) {
   EXPECT_GT(spread, 0.0);
   // int8 steps are 1/254 of each group's range, for weights and activations; F16's 1/2048 of
   // each value.
-  EXPECT_LT(worst, (GetParam() == WeightDType::int8 ? 0.05 : 0.005) * spread);
+  // BF16 keeps 8 significant bits of weights and activations: 1/256 of each value.
+  const double tolerance = GetParam() == WeightDType::int8 ? 0.05 : GetParam() == WeightDType::bf16 ? 0.02 : 0.005;
+  EXPECT_LT(worst, tolerance * spread);
 }
 
 TEST(NarrowLoad, NonFiniteWeightIsRefusedNamingTheTensor) {
@@ -85,8 +95,10 @@ TEST(NarrowNames, ParseAndList) {
   EXPECT_EQ(parse_weight_dtype("int8"), WeightDType::int8);
   EXPECT_EQ(parse_weight_dtype("f16"), WeightDType::f16);
   EXPECT_EQ(parse_weight_dtype("f32"), WeightDType::f32);
-  EXPECT_THROW(parse_weight_dtype("bf16"), ValueError);
+  EXPECT_EQ(parse_weight_dtype("bf16"), WeightDType::bf16);
+  EXPECT_THROW(parse_weight_dtype("int4"), ValueError);
   EXPECT_FALSE(weight_dtype_from_name("INT8").has_value());
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, Narrow, ::testing::Values(WeightDType::f16, WeightDType::int8), name);
+INSTANTIATE_TEST_SUITE_P(Dtypes, Narrow, ::testing::Values(WeightDType::f16, WeightDType::int8, WeightDType::bf16),
+                         name);

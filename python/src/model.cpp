@@ -129,8 +129,9 @@ void init_model(py::module_& m) {
           },
           "dir"_a, "dtype"_a = "f32", "threads"_a = py::none(),
           "Loads DIR/model.safetensors, DIR/config.json (optional), DIR/vocab.json and DIR/merges.txt.\n"
-          "dtype: weight storage, converted at load: 'f32', 'f16' (half the bytes) or 'int8' (a scale per 32 "
-          "weights; int8 matrix products).")
+          "dtype: weight storage, converted at load: 'f32', 'f16' (half the bytes), 'int8' (int8 matrix "
+          "products; a scale per 32 weights, or per output column on AMX) or 'bf16' (AVX512-BF16 / AMX; "
+          "kael.ValueError on a CPU without AVX512-BF16).")
       .def_property_readonly("tokenizer", [](const Model& m) { return m.tokenizer; })
       .def_property_readonly("config", [](const Model& m) { return config_dict(m.gpt2->config()); })
       .def(

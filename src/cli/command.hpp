@@ -30,8 +30,8 @@ std::vector<RegisteredCommand>& registry();
 inline constexpr const char* kDefaultModelDir = "data/gpt2";
 // Help of --dtype, on every subcommand that loads a model.
 inline constexpr const char* kDtypeHelp =
-    "Weight storage, converted at load: f32, f16 (half the bytes) or int8 (a scale per 32 weights; "
-    "int8 matrix products)";
+    "Weight storage, converted at load: f32, f16 (half the bytes), int8 (int8 matrix products; a scale "
+    "per 32 weights, or per output column on AMX) or bf16 (needs AVX512-BF16; AMX tiles where usable)";
 
 // model::set_num_threads for --threads, with a warning on stderr when the request is above
 // model::max_threads() and was capped.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/amx.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/portable.hpp"
 #include "kernels/scalar_math.hpp"
@@ -46,6 +47,13 @@ void linear_matrix(float* out, const float* inp, const PackedMatrix& w, const fl
     linear_packed(out, inp, static_cast<const float*>(w.data), bias, T, K, N, epilogue);
     return;
   }
+  if (w.tiles) {  // amx.hpp's formats
+    if (w.type == WeightDType::bf16)
+      bf16_linear(out, inp, static_cast<const std::uint16_t*>(w.data), bias, T, K, N, epilogue);
+    else
+      int8c_linear(out, inp, static_cast<const std::uint8_t*>(w.data), bias, T, K, N, epilogue);
+    return;
+  }
   if (w.type == WeightDType::int8) {
     int8_linear(out, inp, static_cast<const std::int8_t*>(w.data), w.scales, bias, T, K, N, epilogue);
     return;
@@ -78,6 +86,12 @@ void linear_matrix(float* out, const float* inp, const PackedMatrix& w, const fl
 }
 
 void unpack_matrix_column(float* out, const PackedMatrix& w, std::int64_t K, std::int64_t N, std::int64_t n) {
+  if (w.tiles) {  // amx.hpp's formats
+    for (std::int64_t k = 0; k < K; ++k)
+      out[k] = w.type == WeightDType::bf16 ? bf16_tile_weight(static_cast<const std::uint16_t*>(w.data), K, k, n)
+                                          : int8c_weight(static_cast<const std::uint8_t*>(w.data), K, N, k, n);
+    return;
+  }
   if (w.type == WeightDType::int8) {
     for (std::int64_t k = 0; k < K; ++k)
       out[k] = int8_weight(static_cast<const std::int8_t*>(w.data), w.scales, K, k, n);
@@ -96,6 +110,14 @@ void unpack_matrix_column(float* out, const PackedMatrix& w, std::int64_t K, std
 namespace ref {
 void linear_matrix(float* out, const float* inp, const PackedMatrix& w, const float* bias, std::int64_t T,
                    std::int64_t K, std::int64_t N, Epilogue epilogue) {
+  if (w.tiles && w.type == WeightDType::int8) {
+    ref::int8c_linear(out, inp, static_cast<const std::uint8_t*>(w.data), bias, T, K, N, epilogue);
+    return;
+  }
+  if (w.tiles) {
+    ref::bf16_linear(out, inp, static_cast<const std::uint16_t*>(w.data), bias, T, K, N, epilogue);
+    return;
+  }
   std::vector<float> column(static_cast<std::size_t>(K));
   // int8 multiplies the activations as quantize_rows rounds them (its scalar form).
   std::vector<double> x(inp, inp + T * K);

@@ -19,10 +19,13 @@
 namespace kael::kernels {
 
 // A packed (K, N) matrix of any WeightDType; scales (BF16 bits, int8.hpp) only for int8.
+// With `tiles`, data is one block in a format of amx.hpp (bf16 always; int8 with per-column
+// scales on the amx set).
 struct PackedMatrix {
   WeightDType type = WeightDType::f32;
   const void* data = nullptr;
   const std::uint16_t* scales = nullptr;
+  bool tiles = false;
 };
 
 // F16 (IEEE half bits, round to nearest even) panels from element (k, n) of src, which is

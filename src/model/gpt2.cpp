@@ -40,6 +40,7 @@ std::optional<WeightDType> weight_dtype_from_name(std::string_view name) {
   if (name == "f32") return WeightDType::f32;
   if (name == "f16") return WeightDType::f16;
   if (name == "int8") return WeightDType::int8;
+  if (name == "bf16") return WeightDType::bf16;
   return std::nullopt;
 }
 
@@ -47,13 +48,14 @@ const char* weight_dtype_name(WeightDType dtype) {
   switch (dtype) {
     case WeightDType::f16: return "f16";
     case WeightDType::int8: return "int8";
+    case WeightDType::bf16: return "bf16";
     default: return "f32";
   }
 }
 
 WeightDType parse_weight_dtype(std::string_view name) {
   if (const auto dtype = weight_dtype_from_name(name)) return *dtype;
-  throw ValueError(str("unknown dtype '", name, "' (choices: f32, f16, int8)"));
+  throw ValueError(str("unknown dtype '", name, "' (choices: f32, f16, int8, bf16)"));
 }
 
 void set_num_threads(int n) { kernels::set_num_threads(n); }

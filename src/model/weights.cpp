@@ -11,6 +11,7 @@
 
 #include "kael/core/error.hpp"
 #include "kael/io/safetensors.hpp"
+#include "kernels/amx.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/quant.hpp"
@@ -136,7 +137,21 @@ kernels::PackedMatrix narrow_matrix(const Tensor& tensor, bool transposed, Weigh
                                     std::vector<Tensor>& storage, std::string_view where) {
   const std::int64_t K = tensor.shape()[transposed ? 1 : 0], N = tensor.shape()[transposed ? 0 : 1];
   kernels::PackedMatrix m;
-  if (dtype == WeightDType::int8) {
+  if (dtype == WeightDType::bf16) {
+    Tensor b = Tensor::zeros(DType::U16, {kernels::bf16_matrix_elements(K, N)});
+    kernels::convert_bf16_tiles(b.data<std::uint16_t>(), tensor.data<float>(), K, N, transposed);
+    m = {WeightDType::bf16, b.raw_data(), nullptr, true};
+    storage.push_back(std::move(b));
+  } else if (dtype == WeightDType::int8 && kernels::int8_per_column()) {
+    Tensor q = Tensor::zeros(DType::U32, {kernels::int8c_matrix_bytes(K, N) / 4});  // int8, F32 and int32 parts
+    try {
+      kernels::quantize_int8c(reinterpret_cast<std::uint8_t*>(q.raw_data()), tensor.data<float>(), K, N, transposed);
+    } catch (const ValueError& e) {
+      throw ValueError(str(where, ": ", e.what()));
+    }
+    m = {WeightDType::int8, q.raw_data(), nullptr, true};
+    storage.push_back(std::move(q));
+  } else if (dtype == WeightDType::int8) {
     Tensor q = Tensor::zeros(DType::I8, {kernels::int8_weight_bytes(K, N)});
     Tensor scales = Tensor::zeros(DType::U16, {kernels::int8_scale_count(K, N)});  // BF16 bits
     try {
@@ -169,6 +184,7 @@ kernels::PackedMatrix LayerWeights::*matrix_slot(const ParameterSpec& spec) {
 Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors, std::string_view source,
                      bool owned, WeightDType dtype) {
   config.validate(source);
+  if (dtype == WeightDType::bf16) kernels::require_bf16();
   const bool narrow = dtype != WeightDType::f32;
   const std::vector<ParameterSpec> specs = parameter_specs(config);
   std::vector<std::optional<Found>> found = match_names(config, specs, tensors, source);

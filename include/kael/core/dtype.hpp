@@ -23,8 +23,8 @@ std::optional<DType> dtype_from_name(std::string_view name);
 bool is_floating(DType dtype);
 
 // How a model stores its weight matrices (kael::model::LoadOptions, kernels' PackedMatrix):
-// F32, IEEE half, or int8 with a scale per group of 32 weights.
-enum class WeightDType : std::uint8_t { f32, f16, int8 };
+// F32, IEEE half, int8 (a scale per group of 32 weights, or per column on AMX), or bfloat16.
+enum class WeightDType : std::uint8_t { f32, f16, int8, bf16 };
 
 // IEEE half and bfloat16 stored as raw bits, so they never collide with U16 in templates.
 struct f16_t {

@@ -46,11 +46,15 @@ struct Config {
 // How the four matrices of each block and the output head are stored: f32 as in the
 // checkpoint, f16 (half the bytes; activations and sums stay F32), or int8 with a scale per
 // group of 32 weights (about a quarter), whose matrix products quantize the activations the
-// same way and sum in int32 (kernels/int8.hpp). Converted at load from any checkpoint dtype.
-// The token embeddings of a tied model are read from the narrow head.
+// same way and sum in int32 (kernels/int8.hpp), or bf16 (half the bytes; activations rounded
+// to BF16 for each product, sums F32: AVX512-BF16, AMX tiles on the amx set; ValueError at
+// load on a CPU without AVX512-BF16). On the amx set, int8 keeps one scale per output column
+// instead and activations one per row, so the tiles sum whole rows of K in int32
+// (kernels/amx.hpp). Converted at load from any checkpoint dtype. The token embeddings of a
+// tied model are read from the narrow head.
 using kael::WeightDType;  // kael/core/dtype.hpp
 
-// "f32", "f16", "int8"; nullopt for anything else.
+// "f32", "f16", "int8", "bf16"; nullopt for anything else.
 std::optional<WeightDType> weight_dtype_from_name(std::string_view name);
 const char* weight_dtype_name(WeightDType dtype);
 // ValueError naming the choices unless `name` is one of them.

@@ -1,0 +1,120 @@
+// Speed of the AMX products (kernels/amx.hpp) beside kael's other linear kernels on GPT-2
+// small's four block matrices, on one thread, timed in that thread's CPU time so that the
+// figures hold on a machine shared with other work. For each weight type: GFLOP/s at T rows
+// (prefill) and GB/s of weights at one row (decode). KAEL_ISA=avx512 times the same formats
+// on the AVX-512 GEMVs, without tiles.
+// Usage: amx_speed [T (default 512)] [repeats (default 3)]
+#include <time.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels/amx.hpp"
+#include "kernels/cpu_features.hpp"
+#include "kernels/gemm.hpp"
+#include "kernels/int8.hpp"
+#include "kernels/quant.hpp"
+#include "kernels/thread_pool.hpp"
+
+using namespace kael::kernels;
+
+namespace {
+
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+struct Shape {
+  std::int64_t K, N;
+};
+const Shape kShapes[] = {{768, 2304}, {768, 768}, {768, 3072}, {3072, 768}};
+
+// Best of `repeats` CPU times of fn(T) over the four shapes.
+double best_seconds(const std::function<void(const Shape&, std::size_t, std::int64_t)>& fn, std::int64_t T,
+                    int repeats) {
+  double best = 1e30;
+  for (int r = 0; r < repeats; ++r) {
+    const double start = thread_cpu_seconds();
+    for (std::size_t i = 0; i < 4; ++i) fn(kShapes[i], i, T);
+    best = std::min(best, thread_cpu_seconds() - start);
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::int64_t T = argc > 1 ? std::atoll(argv[1]) : 512;
+  const int repeats = argc > 2 ? std::atoi(argv[2]) : 3;
+  set_num_threads(1);
+  std::string why = "usable";
+  isa_supported(Isa::amx, &why);
+  std::printf("isa %s (KAEL_ISA); AMX: %s; AVX512-BF16 %s, AVX512-VNNI %s; 1 thread, CPU time; T = %lld\n",
+              isa_name(active_isa()), why.c_str(), cpu_features().avx512_bf16 ? "yes" : "no",
+              cpu_features().avx512_vnni ? "yes" : "no", static_cast<long long>(T));
+  std::vector<std::vector<float>> f32;
+  std::vector<std::vector<std::int8_t>> q8;
+  std::vector<std::vector<std::uint16_t>> s8, bf16;
+  std::vector<std::vector<std::uint8_t>> c8;
+  double flops_per_row = 0, f32_bytes = 0, q8_bytes = 0, bf16_bytes = 0, c8_bytes = 0;
+  for (const Shape& s : kShapes) {
+    std::vector<float> w(static_cast<std::size_t>(s.K * s.N));
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(static_cast<int>(i % 17) - 8);
+    flops_per_row += 2.0 * static_cast<double>(s.K * s.N);
+    f32.emplace_back(w.size());
+    pack_panels(f32.back().data(), w.data(), s.K, s.N);
+    q8.emplace_back(static_cast<std::size_t>(int8_weight_bytes(s.K, s.N)));
+    s8.emplace_back(static_cast<std::size_t>(int8_scale_count(s.K, s.N)));
+    quantize_int8_panels(q8.back().data(), s8.back().data(), w.data(), s.K, s.N, false);
+    bf16.emplace_back(static_cast<std::size_t>(bf16_matrix_elements(s.K, s.N)));
+    convert_bf16_tiles(bf16.back().data(), w.data(), s.K, s.N, false);
+    c8.emplace_back(static_cast<std::size_t>(int8c_matrix_bytes(s.K, s.N)));
+    quantize_int8c(c8.back().data(), w.data(), s.K, s.N, false);
+    f32_bytes += 4.0 * static_cast<double>(w.size());
+    q8_bytes += static_cast<double>(q8.back().size() + 2 * s8.back().size());
+    bf16_bytes += 2.0 * static_cast<double>(bf16.back().size());
+    c8_bytes += static_cast<double>(c8.back().size());
+  }
+  std::vector<float> x(static_cast<std::size_t>(T * 3072), 0.5f), y(static_cast<std::size_t>(T * 3072));
+  struct Kernel {
+    const char* name;
+    double bytes;
+    std::function<void(const Shape&, std::size_t, std::int64_t)> run;
+  };
+  const Kernel kernels[] = {
+      {"f32 (active isa)", f32_bytes,
+       [&](const Shape& s, std::size_t i, std::int64_t t) {
+         linear_packed(y.data(), x.data(), f32[i].data(), nullptr, t, s.K, s.N);
+       }},
+      {"int8, per-32 groups", q8_bytes,
+       [&](const Shape& s, std::size_t i, std::int64_t t) {
+         int8_linear(y.data(), x.data(), q8[i].data(), s8[i].data(), nullptr, t, s.K, s.N);
+       }},
+      {"int8, per column (amx.hpp)", c8_bytes,
+       [&](const Shape& s, std::size_t i, std::int64_t t) {
+         int8c_linear(y.data(), x.data(), c8[i].data(), nullptr, t, s.K, s.N);
+       }},
+      {"bf16 (amx.hpp)", bf16_bytes,
+       [&](const Shape& s, std::size_t i, std::int64_t t) {
+         bf16_linear(y.data(), x.data(), bf16[i].data(), nullptr, t, s.K, s.N);
+       }},
+  };
+  std::printf("%-28s %14s %14s\n", "weights", "GFLOP/s at T", "GB/s at T=1");
+  for (const Kernel& k : kernels) {
+    const bool bf16 = k.name[0] == 'b', per_column = std::string(k.name).find("per column") != std::string::npos;
+    if ((bf16 && !(cpu_features().avx512_bf16 && active_isa() >= Isa::avx512)) || (per_column && !int8_per_column())) {
+      std::printf("%-28s skipped: needs %s\n", k.name, bf16 ? "AVX512-BF16 and KAEL_ISA avx512 or amx" : "the amx set");
+      continue;
+    }
+    const double prefill = best_seconds(k.run, T, repeats);
+    const double decode = best_seconds(k.run, 1, repeats * 4);
+    std::printf("%-28s %14.1f %14.1f\n", k.name, flops_per_row * static_cast<double>(T) / prefill * 1e-9,
+                k.bytes / decode * 1e-9);
+  }
+  return 0;
+}
