@@ -4,8 +4,8 @@
 //   m   = m + (1 - beta1) * (g - m)                  (torch's lerp)
 //   v   = beta2 * v + (1 - beta2) * g * g
 //   p  -= lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-// The bias corrections are computed in double, as Python does, and the per-element math in
-// float, as torch's CPU kernels do. m and v live here, one pair per parameter, in the
+// The hyperparameters and bias corrections are doubles, as Python's floats are, and each is
+// rounded to float where torch's CPU kernels round it; the per-element math is in float. m and v live here, one pair per parameter, in the
 // parameter's layout; with step_count() they are the whole optimizer state, and setting them
 // back (moments(), set_step_count()) resumes bit for bit.
 #pragma once
@@ -19,10 +19,10 @@
 namespace kael::train {
 
 struct AdamWOptions {
-  float beta1 = 0.9f;
-  float beta2 = 0.999f;
-  float eps = 1e-8f;
-  float weight_decay = 0.01f;  // applied to parameters whose weight_decay flag is set
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.01;  // applied to parameters whose weight_decay flag is set
 };
 
 // One parameter's moments: m (first) and v (second), numel floats each.
@@ -38,7 +38,7 @@ class AdamW {
 
   // One update of every parameter from its grad, at learning rate lr. ValueError when
   // `parameters` does not have the count and sizes given at construction. Threaded.
-  void step(std::span<Parameter> parameters, float lr);
+  void step(std::span<Parameter> parameters, double lr);
 
   const AdamWOptions& options() const { return options_; }
   std::int64_t step_count() const { return step_; }
