@@ -106,19 +106,20 @@ def relayout(src_dir, out_dir=None, *, prefix: bool = False, lm_head: bool = Fal
             if f.is_file() and f.name != "model.safetensors":
                 _copy(f, out_dir / f.name)
     tensors = safetensors.torch.load_file(str(src_dir / "model.safetensors"))
+    config = json.loads((src_dir / "config.json").read_text())
+    tied = config.get("tie_word_embeddings", True)  # an untied lm_head.weight is a parameter: kept
     plain = {}
     for name, t in tensors.items():
         base = name[len(PREFIX):] if name.startswith(PREFIX) else name
-        if base == "lm_head.weight" or base.endswith(".attn.bias") or base.endswith(".attn.masked_bias"):
+        if (base == "lm_head.weight" and tied) or base.endswith(".attn.bias") or base.endswith(".attn.masked_bias"):
             continue
         plain[base] = t
     out = {}
     for name, t in plain.items():
         out[(PREFIX + name) if prefix else name] = t.contiguous()
-    if lm_head:
+    if lm_head and tied:
         out["lm_head.weight"] = plain["wte.weight"].clone()
     if mask_buffers:
-        config = json.loads((src_dir / "config.json").read_text())
         n = config.get("n_positions", 1024)
         mask = torch.tril(torch.ones(n, n, dtype=torch.float32)).view(1, 1, n, n)
         for i in range(_layer_count(plain)):
@@ -142,12 +143,13 @@ def _misalign(path: pathlib.Path) -> None:
 def make_checkpoint(out_dir, *, n_layer: int = 12, n_head: int = 12, n_embd: int = 768, n_positions: int = 1024,
                     vocab_size: int = 50257, dtype: str = "float32", seed: int = 0,
                     init_std: float = DEFAULT_INIT_STD, prefix: bool = False, lm_head: bool = False,
-                    mask_buffers: bool = False) -> pathlib.Path:
+                    mask_buffers: bool = False, tied: bool = True) -> pathlib.Path:
     """Builds a seeded GPT2LMHeadModel and saves it with save_pretrained into out_dir
     (model.safetensors + config.json), with vocab.json and merges.txt from ../shared/gpt2, so
     the directory is a complete kael --model dir. dtype: "float32", "float16" or "bfloat16".
     The names are then rewritten by relayout(prefix, lm_head, mask_buffers); the defaults give
-    the published layout without its mask buffers."""
+    the published layout without its mask buffers. tied=False gives an untied head: its own
+    lm_head.weight, drawn like the other weights (tie_word_embeddings false in config.json)."""
     torch = _torch()
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -155,7 +157,7 @@ def make_checkpoint(out_dir, *, n_layer: int = 12, n_head: int = 12, n_embd: int
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     config = GPT2Config(n_layer=n_layer, n_head=n_head, n_embd=n_embd, n_positions=n_positions,
-                        vocab_size=vocab_size, initializer_range=init_std)
+                        vocab_size=vocab_size, initializer_range=init_std, tie_word_embeddings=tied)
     torch.manual_seed(seed)
     model = GPT2LMHeadModel(config).eval()
     generator = torch.Generator().manual_seed(seed)

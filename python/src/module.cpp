@@ -11,4 +11,5 @@ PYBIND11_MODULE(_kael, m) {
   kael::python::init_model(m);
   kael::python::init_book(m);
   m.attr("__version__") = kael::version();
+  kael::python::init_train(m);
 }

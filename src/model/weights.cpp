@@ -20,10 +20,7 @@
 namespace kael::model {
 namespace {
 
-struct Found {
-  std::string file_name;  // as spelled in the checkpoint, for messages
-  Tensor tensor;
-};
+using Found = CheckpointTensor;
 
 bool convertible(DType dtype) {
   return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 || dtype == DType::F64;
@@ -181,14 +178,23 @@ kernels::PackedMatrix LayerWeights::*matrix_slot(const ParameterSpec& spec) {
 
 }  // namespace
 
+std::vector<CheckpointTensor> match_parameters(const Config& config, const std::vector<ParameterSpec>& specs,
+                                               std::map<std::string, Tensor> tensors, std::string_view source) {
+  std::vector<std::optional<Found>> found = match_names(config, specs, tensors, source);
+  check_parameters(specs, found, source);
+  std::vector<CheckpointTensor> matched;
+  matched.reserve(found.size());
+  for (auto& f : found) matched.push_back(std::move(*f));
+  return matched;
+}
+
 Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors, std::string_view source,
                      bool owned, WeightDType dtype) {
   config.validate(source);
   if (dtype == WeightDType::bf16) kernels::require_bf16();
   const bool narrow = dtype != WeightDType::f32;
   const std::vector<ParameterSpec> specs = parameter_specs(config);
-  std::vector<std::optional<Found>> found = match_names(config, specs, tensors, source);
-  check_parameters(specs, found, source);
+  std::vector<CheckpointTensor> found = match_parameters(config, specs, std::move(tensors), source);
 
   Weights weights;
   weights.layers.resize(static_cast<std::size_t>(config.n_layer));
@@ -198,10 +204,10 @@ Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors
     // Converting one tensor at a time, and dropping its source right away, keeps the peak
     // close to the final size even for F16 checkpoints.
     const ParameterSpec& spec = specs[i];
-    const void* source_data = found[i]->tensor.raw_data();
-    const std::string where = str(source, ": tensor '", found[i]->file_name, "'");
-    Tensor tensor = as_kernel_f32(std::move(found[i]->tensor));
-    found[i].reset();
+    const void* source_data = found[i].tensor.raw_data();
+    const std::string where = str(source, ": tensor '", found[i].file_name, "'");
+    Tensor tensor = as_kernel_f32(std::move(found[i].tensor));
+    found[i] = {};
     // A converted or copied tensor is new memory, ours to rewrite whoever gave the source.
     const bool writable = owned || tensor.raw_data() != source_data;
     const bool head = spec.global_slot == &Weights::lm_head ||

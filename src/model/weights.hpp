@@ -59,6 +59,21 @@ struct Weights {
   std::vector<Tensor> storage;  // owns (or keeps the mapping of) everything pointed to above
 };
 
+struct ParameterSpec;
+
+// A checkpoint tensor matched to a parameter.
+struct CheckpointTensor {
+  std::string file_name;  // as spelled in the checkpoint, for messages
+  Tensor tensor;
+};
+
+// The tensor of each of `specs` (parameter_specs(config)), in that order, after checking that
+// every name is a parameter or a known buffer and that every parameter is present with its
+// shape and a floating dtype (the errors load_weights gives). Unconverted. Consumes `tensors`.
+// The training layer loads its F32 master copy through this too.
+std::vector<CheckpointTensor> match_parameters(const Config& config, const std::vector<ParameterSpec>& specs,
+                                               std::map<std::string, Tensor> tensors, std::string_view source);
+
 // x (T, C) = wte[tokens[t]] + wpe[pos0 + t], from wherever the embeddings live.
 void embed(float* x, const Weights& weights, const Config& config, const std::int32_t* tokens, std::int64_t T,
            std::int64_t pos0);

@@ -1,0 +1,296 @@
+// TrainableGPT2: checks a call's arguments, then runs the forward pass (keeping its
+// activations), the fused head and loss, and the backward pass through every block.
+#include "kael/train/gpt2_train.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kael/core/error.hpp"
+#include "kael/io/safetensors.hpp"
+#include "kernels/thread_pool.hpp"
+#include "train/activations.hpp"
+#include "train/matmul.hpp"
+#include "train/ops.hpp"
+#include "train/parameters.hpp"
+
+namespace kael::train {
+
+namespace {
+
+// Dropout sites of one forward pass: the embeddings, then per block the attention
+// probabilities, the attention projection and the MLP projection.
+constexpr std::uint64_t kSitesPerCall = 1 << 16;
+std::uint64_t embedding_site() { return 0; }
+std::uint64_t attention_site(int layer) { return 1 + 3 * static_cast<std::uint64_t>(layer); }
+std::uint64_t attn_resid_site(int layer) { return 2 + 3 * static_cast<std::uint64_t>(layer); }
+std::uint64_t mlp_resid_site(int layer) { return 3 + 3 * static_cast<std::uint64_t>(layer); }
+
+// Sum of squares of x (n) in double, in blocks of a fixed size summed in order: the same
+// result on any number of threads.
+double sum_of_squares(const float* x, std::int64_t n) {
+  constexpr std::int64_t kBlock = 1 << 16;
+  const std::int64_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<double> partial(static_cast<std::size_t>(blocks));
+  kernels::parallel_for(blocks, 1, [&](std::int64_t b0, std::int64_t b1) {
+    for (std::int64_t b = b0; b < b1; ++b) {
+      double s = 0;
+      for (std::int64_t i = b * kBlock, end = std::min(n, i + kBlock); i < end; ++i)
+        s += static_cast<double>(x[i]) * x[i];
+      partial[static_cast<std::size_t>(b)] = s;
+    }
+  });
+  double total = 0;
+  for (double s : partial) total += s;
+  return total;
+}
+
+void scale_inplace(float* x, float factor, std::int64_t n) {
+  kernels::parallel_for(n, 1 << 16, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) x[i] *= factor;
+  });
+}
+
+}  // namespace
+
+struct TrainableGPT2::Impl {
+  model::Config config;
+  ParameterSet params;
+  std::vector<float> arena;  // the activations, grown to the largest B x T seen
+  Activations acts;
+  DropoutOptions dropout;
+  std::uint64_t counter = 0;
+
+  DropoutMask mask(bool train, std::uint64_t site) const {
+    if (!train || dropout.probability <= 0.0f) return {};
+    return {dropout.probability, dropout.seed, counter * kSitesPerCall + site};
+  }
+
+  void check_call(const std::int32_t* inputs, const std::int32_t* targets, int B, int T) const;
+  void prepare(std::int64_t B, std::int64_t T);
+  void forward(const std::int32_t* inputs, std::int64_t B, std::int64_t T, bool train);
+  double head(const std::int32_t* targets, std::int64_t M, float loss_scale, bool backward, std::int64_t* count);
+  void backward(const std::int32_t* inputs, std::int64_t B, std::int64_t T);
+};
+
+void TrainableGPT2::Impl::check_call(const std::int32_t* inputs, const std::int32_t* targets, int B, int T) const {
+  if (B < 1 || T < 1) throw ValueError(str("a batch needs B >= 1 and T >= 1 (got B = ", B, ", T = ", T, ")"));
+  if (T > config.n_positions)
+    throw ValueError(str("sequence length T = ", T, " exceeds the model's context of n_positions = ",
+                         config.n_positions));
+  const std::int64_t M = std::int64_t{B} * T;
+  for (std::int64_t i = 0; i < M; ++i) {
+    if (inputs[i] < 0 || inputs[i] >= config.vocab_size)
+      throw IndexError(str("input id ", inputs[i], " at (", i / T, ", ", i % T, ") is outside the vocabulary of ",
+                           config.vocab_size));
+    if ((targets[i] < 0 && targets[i] != kIgnoreTarget) || targets[i] >= config.vocab_size)
+      throw IndexError(str("target id ", targets[i], " at (", i / T, ", ", i % T,
+                           ") is outside the vocabulary of ", config.vocab_size, " (", kIgnoreTarget,
+                           " skips a position)"));
+  }
+}
+
+void TrainableGPT2::Impl::prepare(std::int64_t B, std::int64_t T) {
+  const std::int64_t needed = plan_activations(acts, config, B, T, nullptr);
+  if (needed > static_cast<std::int64_t>(arena.size())) {
+    arena = std::vector<float>();  // the old buffers go before the new ones come
+    arena.resize(static_cast<std::size_t>(needed));
+  }
+  plan_activations(acts, config, B, T, arena.data());
+}
+
+void TrainableGPT2::Impl::forward(const std::int32_t* inputs, std::int64_t B, std::int64_t T, bool train) {
+  const ModelTensors& w = params.value;
+  const std::int64_t M = B * T, C = config.n_embd, H = config.mlp_dim();
+  const float eps = config.layer_norm_epsilon;
+  embedding_forward(acts.residual[0], inputs, w.wte, w.wpe, B, T, C);
+  dropout_apply(acts.residual[0], mask(train, embedding_site()), M * C);
+  for (int l = 0; l < config.n_layer; ++l) {
+    const LayerTensors& lw = w.layers[static_cast<std::size_t>(l)];
+    LayerActivations& a = acts.layers[static_cast<std::size_t>(l)];
+    const float* x = acts.residual[static_cast<std::size_t>(l)];
+    layernorm_forward(a.ln_1, a.ln_1_mean, a.ln_1_rstd, x, lw.ln_1_weight, lw.ln_1_bias, M, C, eps);
+    matmul_forward(a.qkv, a.ln_1, lw.qkv_weight, lw.qkv_bias, M, C, 3 * C);
+    attention_forward(a.attn, a.probs, a.qkv, mask(train, attention_site(l)), B, T, config.n_head,
+                      config.head_dim());
+    matmul_forward(acts.branch, a.attn, lw.attn_proj_weight, lw.attn_proj_bias, M, C, C);
+    dropout_apply(acts.branch, mask(train, attn_resid_site(l)), M * C);
+    std::copy(x, x + M * C, a.mid);
+    add_inplace(a.mid, acts.branch, M * C);
+    layernorm_forward(a.ln_2, a.ln_2_mean, a.ln_2_rstd, a.mid, lw.ln_2_weight, lw.ln_2_bias, M, C, eps);
+    matmul_forward(a.fc, a.ln_2, lw.fc_weight, lw.fc_bias, M, C, H);
+    gelu_forward(a.gelu, a.fc, M * H);
+    matmul_forward(acts.branch, a.gelu, lw.mlp_proj_weight, lw.mlp_proj_bias, M, H, C);
+    dropout_apply(acts.branch, mask(train, mlp_resid_site(l)), M * C);
+    float* next = acts.residual[static_cast<std::size_t>(l) + 1];
+    std::copy(a.mid, a.mid + M * C, next);
+    add_inplace(next, acts.branch, M * C);
+  }
+  layernorm_forward(acts.ln_f, acts.ln_f_mean, acts.ln_f_rstd, acts.residual.back(), w.ln_f_weight, w.ln_f_bias, M,
+                    C, eps);
+}
+
+double TrainableGPT2::Impl::head(const std::int32_t* targets, std::int64_t M, float loss_scale, bool backward,
+                                 std::int64_t* count) {
+  *count = std::count_if(targets, targets + M, [](std::int32_t t) { return t >= 0; });
+  const float dscale = *count > 0 ? static_cast<float>(static_cast<double>(loss_scale) / *count) : 0.0f;
+  head_cross_entropy(acts.losses, backward ? acts.d_small : nullptr, backward ? params.grad.head : nullptr,
+                     acts.scratch, acts.ln_f, params.value.head, targets, dscale, M, config.n_embd,
+                     config.vocab_size);
+  double sum = 0;
+  for (std::int64_t i = 0; i < M; ++i) sum += acts.losses[i];
+  return *count > 0 ? sum / static_cast<double>(*count) : 0.0;
+}
+
+void TrainableGPT2::Impl::backward(const std::int32_t* inputs, std::int64_t B, std::int64_t T) {
+  const ModelTensors& w = params.value;
+  const ModelTensors& g = params.grad;
+  const std::int64_t M = B * T, C = config.n_embd, H = config.mlp_dim();
+  float* input_scratch = acts.scratch;  // w^T of matmul_backward_input
+  float* weight_scratch = acts.scratch + C * std::max(3 * C, H);
+  float* d_res = acts.d_residual;
+  // The gradient of a branch's output: d_res through the branch's dropout.
+  const auto branch_grad = [&](std::uint64_t site) -> const float* {
+    const DropoutMask m = mask(true, site);
+    if (!m.active()) return d_res;
+    std::copy(d_res, d_res + M * C, acts.d_branch);
+    dropout_apply(acts.d_branch, m, M * C);
+    return acts.d_branch;
+  };
+
+  std::fill(d_res, d_res + M * C, 0.0f);
+  layernorm_backward(d_res, g.ln_f_weight, g.ln_f_bias, acts.d_small, acts.residual.back(), w.ln_f_weight,
+                     acts.ln_f_mean, acts.ln_f_rstd, M, C);
+  for (int l = config.n_layer - 1; l >= 0; --l) {
+    const LayerTensors& lw = w.layers[static_cast<std::size_t>(l)];
+    const LayerTensors& lg = g.layers[static_cast<std::size_t>(l)];
+    const LayerActivations& a = acts.layers[static_cast<std::size_t>(l)];
+    // MLP: next = mid + dropout(gelu(ln_2(mid) @ fc) @ proj).
+    const float* d_out = branch_grad(mlp_resid_site(l));
+    matmul_backward_weight(lg.mlp_proj_weight, lg.mlp_proj_bias, weight_scratch, a.gelu, d_out, M, H, C);
+    matmul_backward_input(acts.d_wide, input_scratch, d_out, lw.mlp_proj_weight, M, H, C);
+    gelu_backward(acts.d_wide, a.fc, acts.d_wide, M * H);
+    matmul_backward_weight(lg.fc_weight, lg.fc_bias, weight_scratch, a.ln_2, acts.d_wide, M, C, H);
+    matmul_backward_input(acts.d_small, input_scratch, acts.d_wide, lw.fc_weight, M, C, H);
+    layernorm_backward(d_res, lg.ln_2_weight, lg.ln_2_bias, acts.d_small, a.mid, lw.ln_2_weight, a.ln_2_mean,
+                       a.ln_2_rstd, M, C);
+    // Attention: mid = x + dropout(attention(ln_1(x) @ qkv) @ proj).
+    d_out = branch_grad(attn_resid_site(l));
+    matmul_backward_weight(lg.attn_proj_weight, lg.attn_proj_bias, weight_scratch, a.attn, d_out, M, C, C);
+    matmul_backward_input(acts.d_small, input_scratch, d_out, lw.attn_proj_weight, M, C, C);
+    attention_backward(acts.d_wide, acts.d_small, a.qkv, a.probs, mask(true, attention_site(l)), B, T,
+                       config.n_head, config.head_dim());
+    matmul_backward_weight(lg.qkv_weight, lg.qkv_bias, weight_scratch, a.ln_1, acts.d_wide, M, C, 3 * C);
+    matmul_backward_input(acts.d_small, input_scratch, acts.d_wide, lw.qkv_weight, M, C, 3 * C);
+    layernorm_backward(d_res, lg.ln_1_weight, lg.ln_1_bias, acts.d_small, acts.residual[static_cast<std::size_t>(l)],
+                       lw.ln_1_weight, a.ln_1_mean, a.ln_1_rstd, M, C);
+  }
+  embedding_backward(g.wte, g.wpe, branch_grad(embedding_site()), inputs, B, T, C);
+}
+
+TrainableGPT2::TrainableGPT2(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TrainableGPT2::TrainableGPT2(TrainableGPT2&&) noexcept = default;
+TrainableGPT2& TrainableGPT2::operator=(TrainableGPT2&&) noexcept = default;
+TrainableGPT2::~TrainableGPT2() = default;
+
+TrainableGPT2 TrainableGPT2::init(const model::Config& config, std::uint64_t seed) {
+  auto impl = std::make_unique<Impl>();
+  impl->config = config;
+  impl->params = make_parameter_set(config);
+  initialize(impl->params, config, seed);
+  return TrainableGPT2(std::move(impl));
+}
+
+TrainableGPT2 TrainableGPT2::load(const std::filesystem::path& dir) {
+  const auto file = dir / "model.safetensors";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec))
+    throw Error(str("no model.safetensors in '", dir.string(), "' (looked for '", file.string(), "')"));
+  const model::Config config = model::Config::from_directory(dir);
+  io::SafetensorsFile checkpoint = io::load_safetensors(file);
+  auto impl = std::make_unique<Impl>();
+  impl->config = config;
+  impl->params = make_parameter_set(config);
+  load_values(impl->params, config, std::move(checkpoint.tensors), str("'", file.string(), "'"), true);
+  return TrainableGPT2(std::move(impl));
+}
+
+TrainableGPT2 TrainableGPT2::from_tensors(const model::Config& config, std::map<std::string, Tensor> tensors,
+                                          std::string_view source) {
+  auto impl = std::make_unique<Impl>();
+  impl->config = config;
+  impl->params = make_parameter_set(config);
+  load_values(impl->params, config, std::move(tensors), source, false);
+  return TrainableGPT2(std::move(impl));
+}
+
+const model::Config& TrainableGPT2::config() const { return impl_->config; }
+std::span<Parameter> TrainableGPT2::parameters() { return impl_->params.parameters; }
+std::span<const Parameter> TrainableGPT2::parameters() const { return impl_->params.parameters; }
+std::int64_t TrainableGPT2::parameter_count() const { return impl_->params.total; }
+
+void TrainableGPT2::reserve(int B, int T) {
+  if (B < 1 || T < 1 || T > impl_->config.n_positions)
+    throw ValueError(str("reserve: needs B >= 1 and 1 <= T <= n_positions = ", impl_->config.n_positions,
+                         " (got B = ", B, ", T = ", T, ")"));
+  impl_->prepare(B, T);
+}
+
+std::int64_t TrainableGPT2::activation_bytes(int B, int T) const {
+  Activations plan;
+  return plan_activations(plan, impl_->config, B, T, nullptr) * static_cast<std::int64_t>(sizeof(float));
+}
+
+float TrainableGPT2::forward_backward(const std::int32_t* inputs, const std::int32_t* targets, int B, int T,
+                                      float loss_scale) {
+  Impl& m = *impl_;
+  m.check_call(inputs, targets, B, T);
+  m.prepare(B, T);
+  const std::int64_t M = std::int64_t{B} * T;
+  m.forward(inputs, B, T, true);
+  std::int64_t count = 0;
+  const double loss = m.head(targets, M, loss_scale, true, &count);
+  if (count > 0) m.backward(inputs, B, T);
+  ++m.counter;
+  return static_cast<float>(loss);
+}
+
+float TrainableGPT2::evaluate(const std::int32_t* inputs, const std::int32_t* targets, int B, int T) {
+  Impl& m = *impl_;
+  m.check_call(inputs, targets, B, T);
+  m.prepare(B, T);
+  m.forward(inputs, B, T, false);
+  std::int64_t count = 0;
+  return static_cast<float>(m.head(targets, std::int64_t{B} * T, 1.0f, false, &count));
+}
+
+void TrainableGPT2::zero_grad() {
+  float* g = impl_->params.grads.data<float>();
+  kernels::parallel_for(impl_->params.total, 1 << 18,
+                        [&](std::int64_t i0, std::int64_t i1) { std::fill(g + i0, g + i1, 0.0f); });
+}
+
+void TrainableGPT2::set_dropout(const DropoutOptions& options) {
+  if (!(options.probability >= 0.0f && options.probability < 1.0f))
+    throw ValueError(str("dropout probability must be in [0, 1) (got ", options.probability, ")"));
+  impl_->dropout = options;
+}
+const DropoutOptions& TrainableGPT2::dropout() const { return impl_->dropout; }
+std::uint64_t TrainableGPT2::dropout_counter() const { return impl_->counter; }
+void TrainableGPT2::set_dropout_counter(std::uint64_t counter) { impl_->counter = counter; }
+
+double TrainableGPT2::grad_norm() const {
+  return std::sqrt(sum_of_squares(impl_->params.grads.data<float>(), impl_->params.total));
+}
+
+double TrainableGPT2::clip_grad_norm(double max_norm) {
+  const double norm = grad_norm();
+  if (max_norm > 0) {
+    const double coefficient = max_norm / (norm + 1e-6);
+    if (coefficient < 1.0)
+      scale_inplace(impl_->params.grads.data<float>(), static_cast<float>(coefficient), impl_->params.total);
+  }
+  return norm;
+}
+
+}  // namespace kael::train

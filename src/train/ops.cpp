@@ -1,0 +1,306 @@
+#include "train/ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/elementwise.hpp"
+#include "kernels/gemm.hpp"
+#include "kernels/linear.hpp"
+#include "kernels/norm.hpp"
+#include "kernels/thread_pool.hpp"
+#include "train/matmul.hpp"
+
+namespace kael::train {
+namespace {
+
+// Columns a thread sums over every row in the reductions that yield parameter gradients
+// (LayerNorm's dw, db; the embeddings): each column is summed in row order by one thread.
+constexpr std::int64_t kColumnBlock = 64;
+
+// Rows of the output head done at a time: the logits chunk is kHeadRows * V floats (51 MB for
+// GPT-2's vocabulary), not B * T * V.
+constexpr std::int64_t kHeadRows = 256;
+
+// Vocabulary entries summed at a time in the head's dx = dlogits @ w: one float sum over all
+// 50257 of them loses precision; measured against float64 torch on the 124M test checkpoint,
+// sums of 2048 added block by block cut the last block's gradient errors by up to 2.7x.
+constexpr std::int64_t kHeadVocabBlock = 2048;
+
+// Minimum elements per thread for the element-wise passes.
+constexpr std::int64_t kElementGrain = 1 << 14;
+
+// A per-thread buffer of at least n floats, kept between calls (so a step allocates nothing
+// once the largest size has been seen).
+float* thread_scratch(int which, std::int64_t n) {
+  thread_local std::vector<float> buffers[3];
+  std::vector<float>& b = buffers[which];
+  if (static_cast<std::int64_t>(b.size()) < n) b.resize(static_cast<std::size_t>(n));
+  return b.data();
+}
+
+}  // namespace
+
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,
+                       std::int64_t M, std::int64_t C, float eps) {
+  kernels::parallel_for(M, 8, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const float* x = inp + r * C;
+      double sum = 0;
+      for (std::int64_t c = 0; c < C; ++c) sum += x[c];
+      const double mu = sum / static_cast<double>(C);
+      double var = 0;
+      for (std::int64_t c = 0; c < C; ++c) var += (x[c] - mu) * (x[c] - mu);
+      var /= static_cast<double>(C);
+      const float m = static_cast<float>(mu), s = static_cast<float>(1.0 / std::sqrt(var + eps));
+      float* y = out + r * C;
+      for (std::int64_t c = 0; c < C; ++c) y[c] = (x[c] - m) * s * w[c] + b[c];
+      mean[r] = m;
+      rstd[r] = s;
+    }
+  });
+}
+
+void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
+                        const float* mean, const float* rstd, std::int64_t M, std::int64_t C) {
+  // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dout * w.
+  kernels::parallel_for(M, 8, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const float* x = inp + r * C;
+      const float* dy = dout + r * C;
+      const float m = mean[r], s = rstd[r];
+      double sum_dxhat = 0, sum_dxhat_xhat = 0;
+      for (std::int64_t c = 0; c < C; ++c) {
+        const float dxhat = dy[c] * w[c];
+        sum_dxhat += dxhat;
+        sum_dxhat_xhat += dxhat * ((x[c] - m) * s);
+      }
+      const float mean_dxhat = static_cast<float>(sum_dxhat / static_cast<double>(C));
+      const float mean_dxhat_xhat = static_cast<float>(sum_dxhat_xhat / static_cast<double>(C));
+      float* dx = dinp + r * C;
+      for (std::int64_t c = 0; c < C; ++c) {
+        const float xhat = (x[c] - m) * s;
+        dx[c] += s * (dy[c] * w[c] - mean_dxhat - xhat * mean_dxhat_xhat);
+      }
+    }
+  });
+  const std::int64_t blocks = (C + kColumnBlock - 1) / kColumnBlock;
+  kernels::parallel_for(blocks, 1, [&](std::int64_t k0, std::int64_t k1) {
+    for (std::int64_t k = k0; k < k1; ++k) {
+      const std::int64_t c0 = k * kColumnBlock, c1 = std::min(C, c0 + kColumnBlock);
+      double acc_w[kColumnBlock] = {}, acc_b[kColumnBlock] = {};
+      for (std::int64_t r = 0; r < M; ++r) {
+        const float* x = inp + r * C;
+        const float* dy = dout + r * C;
+        const float m = mean[r], s = rstd[r];
+        for (std::int64_t c = c0; c < c1; ++c) {
+          acc_w[c - c0] += dy[c] * ((x[c] - m) * s);
+          acc_b[c - c0] += dy[c];
+        }
+      }
+      for (std::int64_t c = c0; c < c1; ++c) {
+        dw[c] += static_cast<float>(acc_w[c - c0]);
+        db[c] += static_cast<float>(acc_b[c - c0]);
+      }
+    }
+  });
+}
+
+void gelu_forward(float* out, const float* inp, std::int64_t n) {
+  kernels::parallel_for(n, kElementGrain,
+                        [&](std::int64_t i0, std::int64_t i1) { kernels::gelu_new(out + i0, inp + i0, i1 - i0); });
+}
+
+void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f, kCubic = 0.044715f;
+  kernels::parallel_for(n, kElementGrain, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const float x = inp[i];
+      const float th = std::tanh(kSqrt2OverPi * (x + kCubic * x * x * x));
+      const float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * x * x);
+      dinp[i] = dout[i] * (0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du);
+    }
+  });
+}
+
+void dropout_apply(float* x, const DropoutMask& mask, std::int64_t n) {
+  if (!mask.active()) return;
+  kernels::parallel_for(n, kElementGrain, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) x[i] *= mask.factor(static_cast<std::uint64_t>(i));
+  });
+}
+
+void add_inplace(float* x, const float* y, std::int64_t n) {
+  kernels::parallel_for(n, kElementGrain,
+                        [&](std::int64_t i0, std::int64_t i1) { kernels::add_inplace(x + i0, y + i0, i1 - i0); });
+}
+
+void attention_forward(float* out, float* probs, const float* qkv, const DropoutMask& dropout, std::int64_t B,
+                       std::int64_t T, std::int64_t NH, std::int64_t hd) {
+  const std::int64_t C = NH * hd, ld = 3 * C;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  kernels::parallel_for(B * NH, 1, [&](std::int64_t p0, std::int64_t p1) {
+    for (std::int64_t pair = p0; pair < p1; ++pair) {
+      const std::int64_t b = pair / NH, h = pair % NH;
+      const float* q = qkv + b * T * ld + h * hd;
+      const float* k = q + C;
+      const float* v = q + 2 * C;
+      float* p = probs + pair * T * T;  // (T, T)
+      kernels::gemm_nt(p, T, q, ld, k, ld, T, T, hd, scale);
+      for (std::int64_t t = 0; t < T; ++t) {
+        float* row = p + t * T;
+        kernels::softmax(row, row, t + 1);
+        std::fill(row + t + 1, row + T, 0.0f);
+      }
+      const float* weights = p;
+      if (dropout.active()) {
+        float* dropped = thread_scratch(0, T * T);
+        for (std::int64_t i = 0; i < T * T; ++i)
+          dropped[i] = p[i] * dropout.factor(static_cast<std::uint64_t>(pair * T * T + i));
+        weights = dropped;
+      }
+      kernels::gemm_nn(out + b * T * C + h * hd, C, weights, T, v, ld, T, hd, T);
+    }
+  });
+}
+
+void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* probs,
+                        const DropoutMask& dropout, std::int64_t B, std::int64_t T, std::int64_t NH,
+                        std::int64_t hd) {
+  const std::int64_t C = NH * hd, ld = 3 * C;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  kernels::parallel_for(B * NH, 1, [&](std::int64_t p0, std::int64_t p1) {
+    float* dp = thread_scratch(0, T * T);          // (T, T): d(weights), then d(scores)
+    float* transposed = thread_scratch(1, T * T);  // (T, T)
+    float* dropped = thread_scratch(2, T * T);     // (T, T): the weights after dropout
+    for (std::int64_t pair = p0; pair < p1; ++pair) {
+      const std::int64_t b = pair / NH, h = pair % NH;
+      const std::int64_t offset = b * T * ld + h * hd;
+      const float* q = qkv + offset;
+      const float* k = q + C;
+      const float* v = q + 2 * C;
+      float* dq = dqkv + offset;
+      float* dk = dq + C;
+      float* dv = dq + 2 * C;
+      const float* dy = dout + b * T * C + h * hd;  // (T, hd; C)
+      const float* p = probs + pair * T * T;
+      const float* weights = p;
+      if (dropout.active()) {
+        for (std::int64_t i = 0; i < T * T; ++i)
+          dropped[i] = p[i] * dropout.factor(static_cast<std::uint64_t>(pair * T * T + i));
+        weights = dropped;
+      }
+      // out = weights @ v: d(weights) = dy @ v^T, dv = weights^T @ dy.
+      kernels::gemm_nt(dp, T, dy, C, v, ld, T, T, hd, 1.0f);
+      for (std::int64_t i = 0; i < T; ++i)
+        for (std::int64_t j = 0; j < T; ++j) transposed[j * T + i] = weights[i * T + j];
+      kernels::gemm_nn(dv, ld, transposed, T, dy, C, T, hd, T);
+      if (dropout.active())
+        for (std::int64_t i = 0; i < T * T; ++i)
+          dp[i] *= dropout.factor(static_cast<std::uint64_t>(pair * T * T + i));
+      // Softmax backward per row, then the 1/sqrt(hd) of the scores.
+      for (std::int64_t t = 0; t < T; ++t) {
+        const float* pr = p + t * T;
+        float* d = dp + t * T;
+        double dot = 0;
+        for (std::int64_t s = 0; s <= t; ++s) dot += static_cast<double>(pr[s]) * d[s];
+        const float fdot = static_cast<float>(dot);
+        for (std::int64_t s = 0; s <= t; ++s) d[s] = pr[s] * (d[s] - fdot) * scale;
+        std::fill(d + t + 1, d + T, 0.0f);
+      }
+      // scores = q @ k^T: dq = dS @ k, dk = dS^T @ q.
+      kernels::gemm_nn(dq, ld, dp, T, k, ld, T, hd, T);
+      for (std::int64_t i = 0; i < T; ++i)
+        for (std::int64_t j = 0; j < T; ++j) transposed[j * T + i] = dp[i * T + j];
+      kernels::gemm_nn(dk, ld, transposed, T, q, ld, T, hd, T);
+    }
+  });
+}
+
+void embedding_forward(float* x, const std::int32_t* inp, const float* wte, const float* wpe, std::int64_t B,
+                       std::int64_t T, std::int64_t C) {
+  kernels::parallel_for(B, 1, [&](std::int64_t b0, std::int64_t b1) {
+    for (std::int64_t b = b0; b < b1; ++b) kernels::embedding(x + b * T * C, inp + b * T, wte, wpe, T, C, 0);
+  });
+}
+
+void embedding_backward(float* dwte, float* dwpe, const float* dx, const std::int32_t* inp, std::int64_t B,
+                        std::int64_t T, std::int64_t C) {
+  const std::int64_t blocks = (C + kColumnBlock - 1) / kColumnBlock;
+  kernels::parallel_for(blocks, 1, [&](std::int64_t k0, std::int64_t k1) {
+    const std::int64_t c0 = k0 * kColumnBlock, c1 = std::min(C, k1 * kColumnBlock);
+    for (std::int64_t i = 0; i < B * T; ++i) {
+      const float* d = dx + i * C;
+      float* te = dwte + std::int64_t{inp[i]} * C;
+      float* pe = dwpe + (i % T) * C;
+      for (std::int64_t c = c0; c < c1; ++c) {
+        te[c] += d[c];
+        pe[c] += d[c];
+      }
+    }
+  });
+}
+
+std::int64_t head_scratch_floats(std::int64_t M, std::int64_t C, std::int64_t V) {
+  const std::int64_t R = std::min(M, kHeadRows);
+  return R * V + std::max(matmul_weight_scratch_floats(R, C), R * (kHeadVocabBlock + C));
+}
+
+namespace {
+
+// dx (R, C) = dlogits (R, V) @ w (V, C), summed over the vocabulary in blocks (kHeadVocabBlock):
+// each block's columns are copied out contiguous, multiplied, and the product added to dx.
+void head_input_gradient(float* dx, float* scratch, const float* dlogits, const float* w, std::int64_t R,
+                         std::int64_t C, std::int64_t V) {
+  float* block = scratch;                      // (R, kb)
+  float* product = scratch + R * kHeadVocabBlock;  // (R, C)
+  std::fill(dx, dx + R * C, 0.0f);
+  for (std::int64_t v0 = 0; v0 < V; v0 += kHeadVocabBlock) {
+    const std::int64_t kb = std::min(kHeadVocabBlock, V - v0);
+    kernels::parallel_for(R, 16, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; ++r) std::copy(dlogits + r * V + v0, dlogits + r * V + v0 + kb, block + r * kb);
+    });
+    kernels::linear(product, block, w + v0 * C, nullptr, R, kb, C);
+    add_inplace(dx, product, R * C);
+  }
+}
+
+}  // namespace
+
+void head_cross_entropy(float* losses, float* dx, float* dw, float* scratch, const float* x, const float* w,
+                        const std::int32_t* targets, float dscale, std::int64_t M, std::int64_t C, std::int64_t V) {
+  const bool backward = dx != nullptr;
+  float* logits = scratch;  // (R, V)
+  float* weight_scratch = scratch + std::min(M, kHeadRows) * V;
+  for (std::int64_t r0 = 0; r0 < M; r0 += kHeadRows) {
+    const std::int64_t R = std::min(kHeadRows, M - r0);
+    const float* xr = x + r0 * C;
+    kernels::linear_nt(logits, xr, w, R, C, V);
+    kernels::parallel_for(R, 1, [&](std::int64_t i0, std::int64_t i1) {
+      for (std::int64_t i = i0; i < i1; ++i) {
+        float* row = logits + i * V;
+        const std::int32_t target = targets[r0 + i];
+        if (target < 0) {
+          losses[r0 + i] = 0.0f;
+          if (backward) std::fill(row, row + V, 0.0f);
+          continue;
+        }
+        std::int64_t top = 0;
+        for (std::int64_t j = 1; j < V; ++j)
+          if (row[j] > row[top]) top = j;
+        const float margin = row[top] - row[target];
+        kernels::softmax(row, row, V);
+        // -log p[target] = log(sum) - (l_target - max), and p[top] = 1 / sum is never tiny.
+        losses[r0 + i] = margin - std::log(row[top]);
+        if (!backward) continue;
+        row[target] -= 1.0f;
+        for (std::int64_t j = 0; j < V; ++j) row[j] *= dscale;
+      }
+    });
+    if (!backward) continue;
+    head_input_gradient(dx + r0 * C, weight_scratch, logits, w, R, C, V);
+    matmul_backward_weight(dw, nullptr, weight_scratch, logits, xr, R, V, C);
+  }
+}
+
+}  // namespace kael::train

@@ -1,0 +1,317 @@
+// The training kernels (src/train/ops.hpp, matmul.hpp) against their plain references on
+// ragged sizes and 1 or 2 threads, and the references (in double) against central finite
+// differences of a scalar loss L = sum(out * G) for a random G on tiny shapes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "kernels/thread_pool.hpp"
+#include "train/matmul.hpp"
+#include "train/ops.hpp"
+#include "train/reference.hpp"
+
+namespace kael::train {
+namespace {
+
+template <class R>
+std::vector<R> random_values(std::int64_t n, unsigned seed, double scale = 1.0, double mean = 0.0) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal(mean, scale);
+  std::vector<R> v(static_cast<std::size_t>(n));
+  for (R& x : v) x = static_cast<R>(normal(rng));
+  return v;
+}
+
+std::vector<std::int32_t> random_ids(std::int64_t n, std::int32_t vocab, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::int32_t> ids(static_cast<std::size_t>(n));
+  for (auto& id : ids) id = static_cast<std::int32_t>(rng() % static_cast<unsigned>(vocab));
+  return ids;
+}
+
+// Largest |a - b| over the largest |b| (at least 1e-30).
+double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0, scale = 1e-30;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return worst / scale;
+}
+
+// Each test body runs at 1 and 2 threads.
+class TrainOps : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override { kernels::set_num_threads(GetParam()); }
+  void TearDown() override { kernels::set_num_threads(0); }
+};
+
+TEST_P(TrainOps, MatmulMatchesReference) {
+  for (auto [M, K, N] : {std::tuple{37, 29, 53}, {1, 17, 16}, {130, 200, 33}, {5, 300, 129}}) {
+    const auto inp = random_values<float>(M * K, 1), w = random_values<float>(K * N, 2),
+               bias = random_values<float>(N, 3), dout = random_values<float>(M * N, 4);
+    std::vector<float> out(M * N), want(M * N);
+    matmul_forward(out.data(), inp.data(), w.data(), bias.data(), M, K, N);
+    ref::matmul_forward(want.data(), inp.data(), w.data(), bias.data(), M, K, N);
+    EXPECT_LT(relative_error(out, want), 1e-5) << M << " " << K << " " << N;
+
+    std::vector<float> scratch(std::max<std::int64_t>(K * N, matmul_weight_scratch_floats(M, N)));
+    std::vector<float> dinp(M * K), want_dinp(M * K);
+    matmul_backward_input(dinp.data(), scratch.data(), dout.data(), w.data(), M, K, N);
+    ref::matmul_backward_input(want_dinp.data(), dout.data(), w.data(), M, K, N);
+    EXPECT_LT(relative_error(dinp, want_dinp), 1e-5);
+
+    // Accumulates onto what is there.
+    auto dw = random_values<float>(K * N, 5), db = random_values<float>(N, 6);
+    auto want_dw = dw, want_db = db;
+    matmul_backward_weight(dw.data(), db.data(), scratch.data(), inp.data(), dout.data(), M, K, N);
+    ref::matmul_backward_weight(want_dw.data(), want_db.data(), inp.data(), dout.data(), M, K, N);
+    EXPECT_LT(relative_error(dw, want_dw), 1e-5);
+    EXPECT_LT(relative_error(db, want_db), 1e-5);
+  }
+}
+
+TEST_P(TrainOps, LayerNormMatchesReference) {
+  const std::int64_t M = 41, C = 77;
+  const auto inp = random_values<float>(M * C, 1, 2.0, 0.5), w = random_values<float>(C, 2, 0.3, 1.0),
+             b = random_values<float>(C, 3), dout = random_values<float>(M * C, 4);
+  std::vector<float> out(M * C), mean(M), rstd(M), want(M * C), want_mean(M), want_rstd(M);
+  layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), M, C, 1e-5f);
+  ref::layernorm_forward(want.data(), want_mean.data(), want_rstd.data(), inp.data(), w.data(), b.data(), M, C,
+                         1e-5f);
+  EXPECT_LT(relative_error(out, want), 1e-5);
+  EXPECT_LT(relative_error(rstd, want_rstd), 1e-5);
+  auto dinp = random_values<float>(M * C, 5), dw = random_values<float>(C, 6), db = random_values<float>(C, 7);
+  auto want_dinp = dinp, want_dw = dw, want_db = db;
+  layernorm_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), mean.data(), rstd.data(),
+                     M, C);
+  ref::layernorm_backward(want_dinp.data(), want_dw.data(), want_db.data(), dout.data(), inp.data(), w.data(),
+                          want_mean.data(), want_rstd.data(), M, C);
+  EXPECT_LT(relative_error(dinp, want_dinp), 1e-5);
+  EXPECT_LT(relative_error(dw, want_dw), 1e-5);
+  EXPECT_LT(relative_error(db, want_db), 1e-5);
+}
+
+TEST_P(TrainOps, GeluMatchesReference) {
+  const std::int64_t n = 70001;
+  const auto inp = random_values<float>(n, 1, 3.0), dout = random_values<float>(n, 2);
+  std::vector<float> out(n), want(n), dinp(n), want_dinp(n);
+  gelu_forward(out.data(), inp.data(), n);
+  ref::gelu_forward(want.data(), inp.data(), n);
+  EXPECT_LT(relative_error(out, want), 1e-5);
+  gelu_backward(dinp.data(), inp.data(), dout.data(), n);
+  ref::gelu_backward(want_dinp.data(), inp.data(), dout.data(), n);
+  EXPECT_LT(relative_error(dinp, want_dinp), 1e-5);
+}
+
+TEST_P(TrainOps, AttentionMatchesReference) {
+  for (float p : {0.0f, 0.3f}) {
+    const std::int64_t B = 3, T = 37, NH = 3, hd = 20, C = NH * hd;
+    const DropoutMask dropout{p, 11, 5};
+    const auto qkv = random_values<float>(B * T * 3 * C, 1), dout = random_values<float>(B * T * C, 2);
+    std::vector<float> out(B * T * C), probs(B * NH * T * T), want(B * T * C), want_probs(B * NH * T * T);
+    attention_forward(out.data(), probs.data(), qkv.data(), dropout, B, T, NH, hd);
+    ref::attention_forward(want.data(), want_probs.data(), qkv.data(), dropout, B, T, NH, hd);
+    EXPECT_LT(relative_error(out, want), 1e-5) << p;
+    EXPECT_LT(relative_error(probs, want_probs), 1e-5) << p;
+    std::vector<float> dqkv(B * T * 3 * C), want_dqkv(B * T * 3 * C);
+    attention_backward(dqkv.data(), dout.data(), qkv.data(), probs.data(), dropout, B, T, NH, hd);
+    ref::attention_backward(want_dqkv.data(), dout.data(), qkv.data(), want_probs.data(), dropout, B, T, NH, hd);
+    EXPECT_LT(relative_error(dqkv, want_dqkv), 1e-5) << p;
+  }
+}
+
+TEST_P(TrainOps, EmbeddingMatchesReference) {
+  const std::int64_t B = 3, T = 19, C = 70, V = 23;
+  const auto ids = random_ids(B * T, V, 1);  // repeated ids: the scatter adds
+  const auto wte = random_values<float>(V * C, 2), wpe = random_values<float>(T * C, 3),
+             dx = random_values<float>(B * T * C, 4);
+  std::vector<float> x(B * T * C), want(B * T * C);
+  embedding_forward(x.data(), ids.data(), wte.data(), wpe.data(), B, T, C);
+  ref::embedding_forward(want.data(), ids.data(), wte.data(), wpe.data(), B, T, C);
+  EXPECT_EQ(x, want);
+  auto dwte = random_values<float>(V * C, 5), dwpe = random_values<float>(T * C, 6);
+  auto want_dwte = dwte, want_dwpe = dwpe;
+  embedding_backward(dwte.data(), dwpe.data(), dx.data(), ids.data(), B, T, C);
+  ref::embedding_backward(want_dwte.data(), want_dwpe.data(), dx.data(), ids.data(), B, T, C);
+  EXPECT_EQ(dwte, want_dwte);
+  EXPECT_EQ(dwpe, want_dwpe);
+}
+
+TEST_P(TrainOps, HeadCrossEntropyMatchesReference) {
+  // 300 rows: two chunks of the head, the second ragged; V not a multiple of 16.
+  const std::int64_t M = 300, C = 40, V = 517;
+  const auto x = random_values<float>(M * C, 1), w = random_values<float>(V * C, 2, 0.5);
+  auto targets = random_ids(M, V, 3);
+  targets[7] = targets[299] = -1;
+  const float dscale = 1.0f / 298;
+  std::vector<float> losses(M), dx(M * C), want_losses(M), want_dx(M * C);
+  auto dw = random_values<float>(V * C, 4);
+  auto want_dw = dw;
+  std::vector<float> scratch(head_scratch_floats(M, C, V));
+  head_cross_entropy(losses.data(), dx.data(), dw.data(), scratch.data(), x.data(), w.data(), targets.data(), dscale,
+                     M, C, V);
+  ref::head_cross_entropy(want_losses.data(), want_dx.data(), want_dw.data(), x.data(), w.data(), targets.data(),
+                          dscale, M, C, V);
+  EXPECT_LT(relative_error(losses, want_losses), 1e-5);
+  EXPECT_EQ(losses[7], 0.0f);
+  EXPECT_LT(relative_error(dx, want_dx), 1e-5);
+  EXPECT_LT(relative_error(dw, want_dw), 1e-5);
+  // Loss only: the same losses, nothing written to dw.
+  std::vector<float> eval_losses(M);
+  const auto before = dw;
+  head_cross_entropy(eval_losses.data(), nullptr, nullptr, scratch.data(), x.data(), w.data(), targets.data(), 0, M,
+                     C, V);
+  EXPECT_EQ(eval_losses, losses);
+  EXPECT_EQ(dw, before);
+}
+
+TEST_P(TrainOps, DropoutKeepsAboutOneMinusPAndScales) {
+  const std::int64_t n = 100000;
+  std::vector<float> x(n, 1.0f);
+  const DropoutMask mask{0.25f, 3, 9};
+  dropout_apply(x.data(), mask, n);
+  const auto kept = std::count(x.begin(), x.end(), 1.0f / 0.75f);
+  EXPECT_EQ(kept + std::count(x.begin(), x.end(), 0.0f), n);
+  EXPECT_NEAR(static_cast<double>(kept) / n, 0.75, 0.01);
+  std::vector<float> y(n, 1.0f);
+  dropout_apply(y.data(), mask, n);
+  EXPECT_EQ(x, y) << "a mask is a function of (seed, stream, index)";
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, TrainOps, ::testing::Values(1, 2));
+
+// ---- references against finite differences, in double ----
+
+// Checks analytic d(sum(f(x) * G))/dx against central differences for every element of x.
+void expect_gradient(std::vector<double>& x, const std::function<double()>& loss, const std::vector<double>& analytic,
+                     const char* what) {
+  ASSERT_EQ(x.size(), analytic.size());
+  const double h = 1e-6;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double saved = x[i];
+    x[i] = saved + h;
+    const double up = loss();
+    x[i] = saved - h;
+    const double down = loss();
+    x[i] = saved;
+    const double numeric = (up - down) / (2 * h);
+    EXPECT_NEAR(analytic[i], numeric, 1e-6 * (1 + std::abs(numeric))) << what << " element " << i;
+  }
+}
+
+double weighted_sum(const std::vector<double>& out, const std::vector<double>& g) {
+  double s = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) s += out[i] * g[i];
+  return s;
+}
+
+TEST(TrainReference, MatmulGradients) {
+  const std::int64_t M = 3, K = 4, N = 5;
+  auto inp = random_values<double>(M * K, 1), w = random_values<double>(K * N, 2), b = random_values<double>(N, 3);
+  const auto g = random_values<double>(M * N, 4);
+  const auto loss = [&] {
+    std::vector<double> out(M * N);
+    ref::matmul_forward(out.data(), inp.data(), w.data(), b.data(), M, K, N);
+    return weighted_sum(out, g);
+  };
+  std::vector<double> dinp(M * K), dw(K * N), db(N);
+  ref::matmul_backward_input(dinp.data(), g.data(), w.data(), M, K, N);
+  ref::matmul_backward_weight(dw.data(), db.data(), inp.data(), g.data(), M, K, N);
+  expect_gradient(inp, loss, dinp, "inp");
+  expect_gradient(w, loss, dw, "w");
+  expect_gradient(b, loss, db, "bias");
+}
+
+TEST(TrainReference, LayerNormGradients) {
+  const std::int64_t M = 3, C = 7;
+  auto inp = random_values<double>(M * C, 1, 2.0), w = random_values<double>(C, 2, 0.3, 1.0),
+       b = random_values<double>(C, 3);
+  const auto g = random_values<double>(M * C, 4);
+  std::vector<double> mean(M), rstd(M);
+  const auto loss = [&] {
+    std::vector<double> out(M * C);
+    ref::layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), M, C, 1e-5);
+    return weighted_sum(out, g);
+  };
+  loss();
+  std::vector<double> dinp(M * C), dw(C), db(C);
+  ref::layernorm_backward(dinp.data(), dw.data(), db.data(), g.data(), inp.data(), w.data(), mean.data(), rstd.data(),
+                          M, C);
+  expect_gradient(inp, loss, dinp, "inp");
+  expect_gradient(w, loss, dw, "w");
+  expect_gradient(b, loss, db, "b");
+}
+
+TEST(TrainReference, GeluGradient) {
+  auto inp = random_values<double>(50, 1, 3.0);
+  const auto g = random_values<double>(50, 2);
+  const auto loss = [&] {
+    std::vector<double> out(50);
+    ref::gelu_forward(out.data(), inp.data(), 50);
+    return weighted_sum(out, g);
+  };
+  std::vector<double> dinp(50);
+  ref::gelu_backward(dinp.data(), inp.data(), g.data(), 50);
+  expect_gradient(inp, loss, dinp, "inp");
+}
+
+TEST(TrainReference, AttentionGradient) {
+  for (float p : {0.0f, 0.4f}) {
+    const std::int64_t B = 2, T = 5, NH = 2, hd = 3, C = NH * hd;
+    const DropoutMask dropout{p, 4, 2};
+    auto qkv = random_values<double>(B * T * 3 * C, 1);
+    const auto g = random_values<double>(B * T * C, 2);
+    std::vector<double> probs(B * NH * T * T);
+    const auto loss = [&] {
+      std::vector<double> out(B * T * C);
+      ref::attention_forward(out.data(), probs.data(), qkv.data(), dropout, B, T, NH, hd);
+      return weighted_sum(out, g);
+    };
+    loss();
+    std::vector<double> dqkv(B * T * 3 * C);
+    ref::attention_backward(dqkv.data(), g.data(), qkv.data(), probs.data(), dropout, B, T, NH, hd);
+    expect_gradient(qkv, loss, dqkv, p > 0 ? "qkv (dropout)" : "qkv");
+  }
+}
+
+TEST(TrainReference, EmbeddingGradients) {
+  const std::int64_t B = 2, T = 3, C = 4, V = 5;
+  const std::vector<std::int32_t> ids{1, 3, 1, 0, 1, 4};
+  auto wte = random_values<double>(V * C, 1), wpe = random_values<double>(T * C, 2);
+  const auto g = random_values<double>(B * T * C, 3);
+  const auto loss = [&] {
+    std::vector<double> x(B * T * C);
+    ref::embedding_forward(x.data(), ids.data(), wte.data(), wpe.data(), B, T, C);
+    return weighted_sum(x, g);
+  };
+  std::vector<double> dwte(V * C), dwpe(T * C);
+  ref::embedding_backward(dwte.data(), dwpe.data(), g.data(), ids.data(), B, T, C);
+  expect_gradient(wte, loss, dwte, "wte");
+  expect_gradient(wpe, loss, dwpe, "wpe");
+}
+
+TEST(TrainReference, HeadCrossEntropyGradients) {
+  const std::int64_t M = 4, C = 3, V = 6;
+  auto x = random_values<double>(M * C, 1), w = random_values<double>(V * C, 2);
+  const std::vector<std::int32_t> targets{2, -1, 5, 0};
+  const double dscale = 1.0 / 3;  // the mean over the three counted rows
+  const auto loss = [&] {
+    std::vector<double> losses(M);
+    ref::head_cross_entropy<double>(losses.data(), nullptr, nullptr, x.data(), w.data(), targets.data(), 0, M, C, V);
+    double s = 0;
+    for (double l : losses) s += l;
+    return s * dscale;
+  };
+  std::vector<double> losses(M), dx(M * C), dw(V * C);
+  ref::head_cross_entropy(losses.data(), dx.data(), dw.data(), x.data(), w.data(), targets.data(), dscale, M, C, V);
+  expect_gradient(x, loss, dx, "x");
+  expect_gradient(w, loss, dw, "w");
+}
+
+}  // namespace
+}  // namespace kael::train
