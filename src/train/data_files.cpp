@@ -1,7 +1,6 @@
 // Finding the documents of --data: files named directly, directories searched recursively, and
 // the records of JSONL files.
 #include <algorithm>
-#include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -9,6 +8,7 @@
 
 #include "kael/core/error.hpp"
 #include "kael/train/data.hpp"
+#include "train/read_file.hpp"
 
 namespace kael::train {
 
@@ -44,15 +44,6 @@ std::vector<fs::path> directory_files(const fs::path& directory) {
     throw Error(str("data directory '", directory.string(), "' holds no file ending in ", extensions));
   }
   return files;
-}
-
-std::string read_bytes(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(str("cannot open data file '", file.string(), "'"));
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (in.bad()) throw Error(str("cannot read data file '", file.string(), "'"));
-  return std::move(bytes).str();
 }
 
 std::vector<std::string> jsonl_documents(const fs::path& file, const std::string& bytes) {
@@ -98,7 +89,7 @@ std::vector<fs::path> list_data_files(std::span<const fs::path> inputs) {
 }
 
 std::vector<std::string> read_documents(const fs::path& file) {
-  std::string bytes = read_bytes(file);
+  std::string bytes = read_file_bytes(file, "data file");
   if (file.extension() == ".jsonl") return jsonl_documents(file, bytes);
   std::vector<std::string> documents;
   documents.push_back(std::move(bytes));

@@ -9,12 +9,12 @@
 
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "io/atomic_write.hpp"
 #include "kael/core/error.hpp"
 #include "kael/train/data.hpp"
 #include "train/hash.hpp"
+#include "train/read_file.hpp"
 #include "train/text_pieces.hpp"
 
 namespace kael::train {
@@ -24,14 +24,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char kMagic[8] = {'K', 'A', 'E', 'L', 'T', 'O', 'K', '1'};
-
-std::string read_whole(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(str("cannot open '", file.string(), "'"));
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return std::move(bytes).str();
-}
 
 std::string cache_key(std::span<const fs::path> files, std::span<const fs::path> tokenizer_files) {
   std::string key = "kael token stream v1\n";
@@ -43,7 +35,7 @@ std::string cache_key(std::span<const fs::path> files, std::span<const fs::path>
     key += str("data ", absolute.string(), " size ", info.st_size, " mtime ", mtime_ns, "\n");
   }
   for (const fs::path& file : tokenizer_files) {
-    const std::string bytes = read_whole(file);
+    const std::string bytes = read_file_bytes(file, "tokenizer file");
     Hash64 hash;
     hash.update(bytes);
     key += str("tokenizer ", file.filename().string(), " size ", bytes.size(), " hash ", hash.digest(), "\n");

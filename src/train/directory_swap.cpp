@@ -1,0 +1,85 @@
+#include "train/directory_swap.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "io/atomic_write.hpp"
+#include "kael/core/error.hpp"
+
+namespace kael::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path parent_of(const fs::path& path) {
+  const fs::path parent = fs::absolute(path).lexically_normal().parent_path();
+  return parent.empty() ? fs::path(".") : parent;
+}
+
+// The target's name, so "out/" and "out" name the same directory.
+std::string leaf_of(const fs::path& path) {
+  fs::path normal = path.lexically_normal();
+  if (normal.filename().empty()) normal = normal.parent_path();
+  return normal.filename().string();
+}
+
+}  // namespace
+
+void sync_directory(const fs::path& directory) {
+  const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw Error(str("cannot open directory '", directory.string(), "': ", std::strerror(errno)));
+  const bool ok = ::fsync(fd) == 0;
+  const int saved = errno;
+  ::close(fd);
+  if (!ok) throw Error(str("cannot sync directory '", directory.string(), "': ", std::strerror(saved)));
+}
+
+StagingDirectory::StagingDirectory(const fs::path& target)
+    : target_(parent_of(target) / leaf_of(target)) {
+  std::string leaf = ".";  // hidden; built piece by piece, which keeps GCC 12's -Wrestrict quiet
+  leaf += leaf_of(target);
+  leaf += ".tmp-XXXXXX";
+  std::string name = (target_.parent_path() / leaf).string();
+  if (::mkdtemp(name.data()) == nullptr)
+    throw Error(str("cannot create a directory beside '", target.string(), "': ", std::strerror(errno)));
+  path_ = name;
+}
+
+StagingDirectory::~StagingDirectory() {
+  if (committed_) return;
+  std::error_code ignored;
+  fs::remove_all(path_, ignored);
+}
+
+void StagingDirectory::write_file(std::string_view name, std::span<const std::byte> bytes) const {
+  io::write_atomically(path_ / name, {bytes});
+}
+
+void StagingDirectory::commit(std::span<const std::string_view> carried) {
+  sync_directory(path_);
+  std::error_code error;
+  const bool replacing = fs::exists(target_, error);
+  if (replacing) {
+    for (const std::string_view name : carried)
+      if (fs::exists(target_ / name, error)) fs::rename(target_ / name, path_ / name, error);
+    if (::renameat2(AT_FDCWD, path_.c_str(), AT_FDCWD, target_.c_str(), RENAME_EXCHANGE) != 0) {
+      const int saved = errno;
+      for (const std::string_view name : carried)  // give the caches back
+        if (fs::exists(path_ / name, error)) fs::rename(path_ / name, target_ / name, error);
+      throw Error(str("cannot replace '", target_.string(), "': ", std::strerror(saved)));
+    }
+  } else if (::rename(path_.c_str(), target_.c_str()) != 0) {
+    throw Error(str("cannot create '", target_.string(), "': ", std::strerror(errno)));
+  }
+  committed_ = true;
+  sync_directory(target_.parent_path());
+  if (replacing) fs::remove_all(path_, error);  // the old checkpoint, now under the staging name
+}
+
+}  // namespace kael::train
