@@ -1,6 +1,7 @@
 #include "train/directory_swap.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -49,6 +50,10 @@ StagingDirectory::StagingDirectory(const fs::path& target)
   if (::mkdtemp(name.data()) == nullptr)
     throw Error(str("cannot create a directory beside '", target.string(), "': ", std::strerror(errno)));
   path_ = name;
+  // mkdtemp makes it 0700; a model directory gets the permissions mkdir would give it.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::chmod(path_.c_str(), 0777 & ~mask);
 }
 
 StagingDirectory::~StagingDirectory() {

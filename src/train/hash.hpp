@@ -7,12 +7,13 @@
 #include <span>
 #include <string_view>
 
+#include "train/random.hpp"
+
 namespace kael::train {
 
 class Hash64 {
  public:
-  // Adds bytes; the result depends on every byte and on where the calls split them only through
-  // their content (update("ab") equals update("a"), update("b")) when the splits are multiples of 8.
+  // Adds bytes, 8 at a time (a shorter tail byte by byte).
   void update(std::span<const std::byte> bytes) {
     std::size_t i = 0;
     for (; i + 8 <= bytes.size(); i += 8) {
@@ -23,17 +24,11 @@ class Hash64 {
     for (; i < bytes.size(); ++i) mix(static_cast<std::uint64_t>(bytes[i]) | 0x100);
   }
   void update(std::string_view text) { update(std::as_bytes(std::span(text.data(), text.size()))); }
-  std::uint64_t digest() const { return finalize(state_ ^ count_); }
+  std::uint64_t digest() const { return mix64(state_ ^ count_); }
 
  private:
-  // splitmix64's finalizer: every input bit reaches every output bit.
-  static std::uint64_t finalize(std::uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
   void mix(std::uint64_t word) {
-    state_ = finalize(state_ ^ word) + 0x9e3779b97f4a7c15ULL;
+    state_ = mix64(state_ ^ word);
     ++count_;
   }
   std::uint64_t state_ = 0x6a09e667f3bcc908ULL;

@@ -249,7 +249,7 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
                            !std::isfinite(loss) ? loss : grad_norm, " at step ", s + 1, "; training stopped, and '",
                            out.string(), "' keeps ", last_checkpoint(out)));
     const double lr = options.schedule.at(s);
-    adamw.step(model.parameters(), static_cast<float>(lr));
+    adamw.step(model.parameters(), lr);
     state.step = s + 1;
     saved_last = evaluated_last = false;
 

@@ -3,16 +3,17 @@
 
 #include "kael/core/error.hpp"
 #include "kael/train/data.hpp"
+#include "train/random.hpp"
 
 namespace kael::train {
 
 namespace {
 
+// splitmix64: the next word of the sequence `state` walks.
 std::uint64_t splitmix64(std::uint64_t& state) {
-  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
+  const std::uint64_t word = mix64(state);
+  state += 0x9E3779B97F4A7C15ull;
+  return word;
 }
 
 // Uniform in [0, bound) by rejection, so no value is favoured.
