@@ -23,8 +23,7 @@ std::span<const std::byte> bytes_of(const std::string& text) { return std::as_by
 void check_finite(const Parameter& parameter) {
   for (std::int64_t i = 0; i < parameter.numel; ++i)
     if (!std::isfinite(parameter.data[i]))
-      throw ValueError(str("parameter ", parameter.name, " holds ", parameter.data[i], " at element ", i,
-                           ": training diverged"));
+      throw ValueError(str("parameter ", parameter.name, " holds ", parameter.data[i], " at element ", i));
 }
 
 }  // namespace

@@ -30,6 +30,14 @@ std::string leaf_of(const fs::path& path) {
   return normal.filename().string();
 }
 
+// The staging name's prefix: ".NAME.tmp-".
+std::string staging_prefix(const fs::path& target) {
+  std::string prefix = ".";  // hidden; built piece by piece, which keeps GCC 12's -Wrestrict quiet
+  prefix += leaf_of(target);
+  prefix += ".tmp-";
+  return prefix;
+}
+
 }  // namespace
 
 void sync_directory(const fs::path& directory) {
@@ -41,12 +49,18 @@ void sync_directory(const fs::path& directory) {
   if (!ok) throw Error(str("cannot sync directory '", directory.string(), "': ", std::strerror(saved)));
 }
 
+void remove_stale_staging(const fs::path& target) {
+  const std::string prefix = staging_prefix(target);
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(parent_of(target), error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(prefix) && name.size() == prefix.size() + 6 && entry.is_directory()) fs::remove_all(entry.path(), error);
+  }
+}
+
 StagingDirectory::StagingDirectory(const fs::path& target)
     : target_(parent_of(target) / leaf_of(target)) {
-  std::string leaf = ".";  // hidden; built piece by piece, which keeps GCC 12's -Wrestrict quiet
-  leaf += leaf_of(target);
-  leaf += ".tmp-XXXXXX";
-  std::string name = (target_.parent_path() / leaf).string();
+  std::string name = (target_.parent_path() / (staging_prefix(target) + "XXXXXX")).string();
   if (::mkdtemp(name.data()) == nullptr)
     throw Error(str("cannot create a directory beside '", target.string(), "': ", std::strerror(errno)));
   path_ = name;

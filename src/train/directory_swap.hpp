@@ -32,6 +32,9 @@ class StagingDirectory {
   bool committed_ = false;
 };
 
+// Removes staging directories of `target` that a killed process left behind.
+void remove_stale_staging(const std::filesystem::path& target);
+
 // Fsyncs a directory (its entries, after a rename or a new file). Error on failure.
 void sync_directory(const std::filesystem::path& directory);
 

@@ -76,6 +76,7 @@ void prepare_out(const fs::path& out, const RunOptions& options) {
       if (options.resume) throw ValueError(str("--resume: --out '", name, "' holds no training run"));
       break;
   }
+  remove_stale_staging(out);
   std::error_code error;
   fs::create_directories(out / kCacheDir, error);
   if (error) throw Error(str("--out '", name, "' cannot be written: ", error.message()));
@@ -207,7 +208,12 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
     state.adamw_step = adamw.step_count();
     state.dropout_counter = model.dropout_counter();
     text.state_json = state_json(state, options);
-    save_checkpoint(out, model, adamw, text);
+    try {
+      save_checkpoint(out, model, adamw, text);
+    } catch (const ValueError& e) {  // a weight that is not finite; nothing was written
+      throw ValueError(str("the weights became non-finite at step ", state.step, " (", e.what(),
+                           "); training stopped, and '", out.string(), "' keeps ", last_checkpoint(out)));
+    }
   };
 
   LogFile log(options.log_json, options.resume);
@@ -232,6 +238,7 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
   };
 
   std::vector<std::int32_t> inputs(static_cast<std::size_t>(B) * T), targets(inputs.size());  // (B, T)
+  if (!split.val.empty() && options.eval_every > 0 && state.step == 0) evaluate();  // the loss to improve on
   bool saved_last = true, evaluated_last = true;
   while (state.step < total_steps) {
     const auto step_start = Clock::now();
