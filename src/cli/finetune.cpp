@@ -53,6 +53,19 @@ void install_stop_handlers() {
   sigaction(SIGTERM, &action, nullptr);
 }
 
+// This process's peak resident memory in bytes (VmHWM: unlike getrusage's maxrss, it does not
+// include the memory of the process that forked this one before exec), or 0 when unknown.
+long long peak_rss_bytes() {
+  std::FILE* status = std::fopen("/proc/self/status", "r");
+  if (status == nullptr) return 0;
+  char line[256];
+  long long kilobytes = 0;
+  while (std::fgets(line, sizeof(line), status) != nullptr)
+    if (std::sscanf(line, "VmHWM: %lld kB", &kilobytes) == 1) break;
+  std::fclose(status);
+  return kilobytes * 1024;
+}
+
 std::string duration_text(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   const auto total = static_cast<long long>(seconds + 0.5);
@@ -135,6 +148,10 @@ int run_training(TrainArgs& args, bool fresh) {
   std::cerr << "saved " << args.out << " at step " << result.steps_done << "/" << result.total_steps << " ("
             << result.train_tokens << " training tokens, " << result.windows << " windows of " << options.seq + 1
             << (result.tokens_from_cache ? ", tokens from the cache" : "") << ")\n";
+  std::cerr << "memory: " << result.parameters << " parameters (" << result.parameters * 16 / 1000000
+            << " MB at 16 bytes each: weights, gradients, AdamW's m and v), activations "
+            << result.activation_bytes << " bytes (" << result.activation_bytes / 1000000 << " MB); peak RSS "
+            << peak_rss_bytes() << " bytes\n";
   if (result.stopped) {
     const int signal = g_stop_signal.load();
     std::cerr << "stopped by " << (signal == SIGTERM ? "SIGTERM" : "SIGINT") << "; continue with --resume\n";

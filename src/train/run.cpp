@@ -222,6 +222,8 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
   result.train_tokens = state.train_tokens;
   result.windows = sampler.windows();
   result.tokens_from_cache = stream.from_cache;
+  result.parameters = model.parameter_count();
+  result.activation_bytes = model.activation_bytes(B, T);
   const auto emit = [&](const Record& record) {
     result.history.push_back(record);
     log.write(record);

@@ -85,6 +85,8 @@ struct RunResult {
   std::int64_t train_tokens = 0;
   std::int64_t windows = 0;     // W, training windows
   bool tokens_from_cache = false;
+  std::int64_t parameters = 0;        // trainable parameters (a tied wte once)
+  std::int64_t activation_bytes = 0;  // what the model holds for one (B, T) micro-batch
 };
 
 // Fine-tunes the model in model_dir (which also gives the tokenizer). Throws kael errors (the
