@@ -1,43 +1,19 @@
 // Checkpoint directories: swapped in whole, caches carried over, nothing left behind on failure,
 // and what an existing --out is taken for.
 #include <gtest/gtest.h>
-#include <unistd.h>
-
 #include <filesystem>
-#include <fstream>
 
 #include "kael/core/error.hpp"
 #include "train/checkpoint.hpp"
 #include "train/directory_swap.hpp"
+#include "train_testing.hpp"
 
 namespace fs = std::filesystem;
 using namespace kael;
 using namespace kael::train;
+using namespace kael::train_testing;
 
 namespace {
-
-class TempDir {
- public:
-  TempDir() {
-    std::string name = (fs::temp_directory_path() / "kael-train-ckpt-XXXXXX").string();
-    path_ = ::mkdtemp(name.data());
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-std::string read(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-void write(const fs::path& file, const std::string& text) {
-  fs::create_directories(file.parent_path());
-  std::ofstream(file, std::ios::binary) << text;
-}
 
 std::span<const std::byte> bytes(const std::string& text) { return std::as_bytes(std::span(text.data(), text.size())); }
 
@@ -60,37 +36,37 @@ TEST(TrainCheckpoint, ANewDirectoryIsRenamedIntoPlace) {
     EXPECT_FALSE(fs::exists(out));
     staging.commit();
   }
-  EXPECT_EQ(read(out / "a.txt"), "first");
+  EXPECT_EQ(read_file(out / "a.txt"), "first");
   EXPECT_EQ(leftovers(dir.path(), out), 0);
 }
 
 TEST(TrainCheckpoint, AnExistingDirectoryIsSwappedWholeAndItsCacheCarried) {
   TempDir dir;
   const fs::path out = dir.path() / "out";
-  write(out / "a.txt", "old");
-  write(out / "stale.txt", "only in the old checkpoint");
-  write(out / kCacheDir / "tokens-1.bin", "cache");
+  write_file(out / "a.txt", "old");
+  write_file(out / "stale.txt", "only in the old checkpoint");
+  write_file(out / kCacheDir / "tokens-1.bin", "cache");
   StagingDirectory staging(out);
   staging.write_file("a.txt", bytes("new"));
   const std::string_view carried[] = {kCacheDir};
   staging.commit(carried);
-  EXPECT_EQ(read(out / "a.txt"), "new");
+  EXPECT_EQ(read_file(out / "a.txt"), "new");
   EXPECT_FALSE(fs::exists(out / "stale.txt"));
-  EXPECT_EQ(read(out / kCacheDir / "tokens-1.bin"), "cache");
+  EXPECT_EQ(read_file(out / kCacheDir / "tokens-1.bin"), "cache");
   EXPECT_EQ(leftovers(dir.path(), out), 0);
 }
 
 TEST(TrainCheckpoint, AStagingDirectoryNeverCommittedLeavesTheOldOneAndNoTrace) {
   TempDir dir;
   const fs::path out = dir.path() / "out";
-  write(out / "a.txt", "old");
+  write_file(out / "a.txt", "old");
   try {
     StagingDirectory staging(out);
     staging.write_file("a.txt", bytes("half written"));
     throw Error("a failure mid-save");
   } catch (const Error&) {
   }
-  EXPECT_EQ(read(out / "a.txt"), "old");
+  EXPECT_EQ(read_file(out / "a.txt"), "old");
   EXPECT_EQ(leftovers(dir.path(), out), 0);
 }
 
@@ -113,13 +89,13 @@ TEST(TrainCheckpoint, WhatAnOutDirectoryHolds) {
   EXPECT_EQ(inspect_out(dir.path() / "absent"), OutKind::absent);
   fs::create_directories(dir.path() / "empty" / kCacheDir);
   EXPECT_EQ(inspect_out(dir.path() / "empty"), OutKind::empty);
-  write(dir.path() / "model" / "model.safetensors", "x");
+  write_file(dir.path() / "model" / "model.safetensors", "x");
   EXPECT_EQ(inspect_out(dir.path() / "model"), OutKind::model);
-  write(dir.path() / "run" / "model.safetensors", "x");
-  write(dir.path() / "run" / kStateFile, "{}");
+  write_file(dir.path() / "run" / "model.safetensors", "x");
+  write_file(dir.path() / "run" / kStateFile, "{}");
   EXPECT_EQ(inspect_out(dir.path() / "run"), OutKind::run);
-  write(dir.path() / "other" / "notes.txt", "x");
+  write_file(dir.path() / "other" / "notes.txt", "x");
   EXPECT_EQ(inspect_out(dir.path() / "other"), OutKind::other);
-  write(dir.path() / "file", "x");
+  write_file(dir.path() / "file", "x");
   EXPECT_EQ(inspect_out(dir.path() / "file"), OutKind::other);
 }

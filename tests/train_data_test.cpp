@@ -1,8 +1,6 @@
 // Training data: finding documents, tokenizing in pieces, the token cache, the held-out split,
 // and which windows each micro-batch reads.
 #include <gtest/gtest.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -13,10 +11,12 @@
 #include "kael/train/data.hpp"
 #include "kernels/thread_pool.hpp"
 #include "train/text_pieces.hpp"
+#include "train_testing.hpp"
 
 namespace fs = std::filesystem;
 using namespace kael;
 using namespace kael::train;
+using kael::train_testing::write_file;
 
 namespace {
 
@@ -29,30 +29,13 @@ std::vector<fs::path> tokenizer_files() {
   return {KAEL_SHARED_DIR "/gpt2/vocab.json", KAEL_SHARED_DIR "/gpt2/merges.txt"};
 }
 
-// A fresh directory under the system temp dir, removed at the end of the test.
-class TempDir {
+// A scratch directory with a helper that writes a file into it.
+class DataDir : public train_testing::TempDir {
  public:
-  TempDir() {
-    std::string name = (fs::temp_directory_path() / "kael-train-data-XXXXXX").string();
-    path_ = ::mkdtemp(name.data());
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-  fs::path write(const std::string& name, const std::string& bytes) const {
-    const fs::path file = path_ / name;
-    fs::create_directories(file.parent_path());
-    std::ofstream(file, std::ios::binary) << bytes;
-    return file;
-  }
-
- private:
-  fs::path path_;
+  fs::path write(const std::string& name, const std::string& bytes) const { return write_file(path() / name, bytes); }
 };
 
-std::string read_corpus(const char* name) {
-  std::ifstream in(fs::path(KAEL_SHARED_DIR "/corpus") / name, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
+std::string read_corpus(const char* name) { return train_testing::read_file(fs::path(KAEL_SHARED_DIR "/corpus") / name); }
 
 }  // namespace
 
@@ -85,7 +68,7 @@ TEST(TrainData, CutsOnlyAfterANewlineBetweenPrintableCharacters) {
 }
 
 TEST(TrainData, DirectoriesAreSearchedInSortedOrderByExtension) {
-  TempDir dir;
+  DataDir dir;
   dir.write("b.txt", "bee");
   dir.write("a/z.md", "zed");
   dir.write("a/y.jsonl", "{\"text\": \"why\"}\n");
@@ -99,7 +82,7 @@ TEST(TrainData, DirectoriesAreSearchedInSortedOrderByExtension) {
 }
 
 TEST(TrainData, BadDataIsRefusedWithItsName) {
-  TempDir dir;
+  DataDir dir;
   const fs::path missing[] = {dir.path() / "missing.txt"};
   EXPECT_THROW(list_data_files(missing), Error);
   const fs::path empty[] = {dir.write("empty.txt", "")};
@@ -121,7 +104,7 @@ TEST(TrainData, BadDataIsRefusedWithItsName) {
 }
 
 TEST(TrainData, EachDocumentEndsWithEndOfText) {
-  TempDir dir;
+  DataDir dir;
   const fs::path files[] = {dir.write("a.txt", "Hello world"), dir.write("b.jsonl", "{\"text\": \"Hi\"}\n{\"text\": \"there\"}\n")};
   const auto stream = tokenize_files(files, gpt2_tokenizer(), tokenizer_files(), {});
   std::vector<std::int32_t> expected = gpt2_tokenizer().encode("Hello world");
@@ -136,7 +119,7 @@ TEST(TrainData, EachDocumentEndsWithEndOfText) {
 }
 
 TEST(TrainData, TheCacheIsReusedUntilAnInputChanges) {
-  TempDir dir;
+  DataDir dir;
   const fs::path data = dir.write("a.txt", "Some text to tokenize once.");
   const fs::path files[] = {data};
   const fs::path cache = dir.path() / "cache";
