@@ -84,3 +84,25 @@ def test_bad_arguments(tiny_model, text_file, tmp_path):
         kael.finetune(tiny_model, text_file, tmp_path / "out", steps=1, batch=2, seq=64, val_fraction=0.995)
     with pytest.raises(kael.Error, match="does not exist"):
         kael.finetune(tiny_model, tmp_path / "missing.txt", tmp_path / "out", steps=1, seq=16)
+
+
+def test_ctrl_c_saves_then_raises_keyboard_interrupt(tiny_model, text_file, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "out"
+    script = (f"import kael\ntry:\n    kael.finetune({str(tiny_model)!r}, {str(text_file)!r}, {str(out)!r}, steps=100000, "
+              f"batch=2, seq=16, threads=2, callback=lambda r: print(r['step'], flush=True))\n"
+              f"except KeyboardInterrupt:\n    print('interrupted', flush=True)\n")
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=os.environ.copy())
+    assert process.stdout.readline().strip() == "1"
+    time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    lines = process.communicate(timeout=120)[0].split()
+    assert process.returncode == 0 and lines[-1] == "interrupted"
+    steps = [1] + [int(line) for line in lines[:-1]]  # the records the callback printed
+    # The interrupt may land inside the callback of the next step, which then is not printed.
+    assert json.loads((out / "training_state.json").read_text())["step"] in (steps[-1], steps[-1] + 1)
