@@ -54,10 +54,11 @@ void validate(const RunOptions& o) {
 }
 
 // Refuses an OUT this run must not touch, makes sure a checkpoint can be written beside it, and
-// creates it (with its token cache directory) when absent.
-void prepare_out(const fs::path& out, const RunOptions& options) {
+// creates it (with its token cache directory) when absent; true when it created it.
+bool prepare_out(const fs::path& out, const RunOptions& options) {
+  const OutKind kind = inspect_out(out);
   const std::string name = out.string();
-  switch (inspect_out(out)) {
+  switch (kind) {
     case OutKind::other:
       throw ValueError(str("--out '", name, "' is not an empty directory, a model or a kael training run; refusing ",
                            "to replace it (choose another --out)"));
@@ -81,7 +82,19 @@ void prepare_out(const fs::path& out, const RunOptions& options) {
   fs::create_directories(out / kCacheDir, error);
   if (error) throw Error(str("--out '", name, "' cannot be written: ", error.message()));
   StagingDirectory probe(out);  // a checkpoint is staged beside OUT: fails now if it cannot be
+  return kind == OutKind::absent;
 }
+
+// Removes an OUT this run created when the run ends with no checkpoint in it (an error before the
+// first save), so a refused run leaves nothing behind.
+struct CreatedOut {
+  fs::path path;
+  bool created = false;
+  ~CreatedOut() {
+    std::error_code ignored;
+    if (created && inspect_out(path) == OutKind::empty) fs::remove_all(path, ignored);
+  }
+};
 
 // The held-out loss: every window of `tokens` once, B at a time, each window weighing the same.
 double validation_loss(TrainableGPT2& model, std::span<const std::int32_t> tokens, int B, int T) {
@@ -151,7 +164,7 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
   if (tokenizer.vocabulary_size() > static_cast<std::size_t>(config.vocab_size))
     throw ValueError(str("the tokenizer has ", tokenizer.vocabulary_size(), " tokens, more than the model's vocab_size ",
                          config.vocab_size));
-  prepare_out(out, options);
+  const CreatedOut created{out, prepare_out(out, options)};
   const fs::path tokenizer_files[] = {vocab, merges};
   const TokenStream stream = tokenize_files(files, tokenizer, tokenizer_files, out / kCacheDir);
   const auto split = split_train_val(stream.tokens, options.val_fraction);

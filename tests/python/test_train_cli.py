@@ -139,6 +139,7 @@ def test_text_shorter_than_one_window(kael, tiny_model, tmp_path):
     message = error_of(finetune(kael, tiny_model, tmp_path / "short.txt", tmp_path / "out", "--steps", "1", "--seq", "16",
                                 check=False))
     assert "shorter than one window" in message and "--seq 16" in message
+    assert not (tmp_path / "out").exists()  # a refused run leaves nothing behind
 
 
 def test_held_out_text_shorter_than_one_window(kael, tiny_model, text_file, tmp_path):
