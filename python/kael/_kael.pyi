@@ -144,6 +144,7 @@ class AdamW:
     def step(self, model: TrainModel, lr: float) -> None: ...
     step_count: int
     def moments(self, index: int) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]: ...
+
 # Training (kael/train/run.hpp). Options are those of `kael finetune`, dashes as underscores:
 # steps, epochs, batch, seq, accum, lr, schedule ("constant" | "cosine"), warmup, min_lr,
 # weight_decay, beta1, beta2, eps, grad_clip, dropout, seed, order ("sequential" | "shuffled"),
