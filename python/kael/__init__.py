@@ -8,6 +8,10 @@ The everyday API::
     for piece in model.stream("The meaning of life is", max_tokens=40, seed=1):
         print(piece, end="", flush=True)
 
+Training: kael.finetune(model_dir, data, out_dir, steps=..., callback=...) fine-tunes a
+checkpoint, kael.train(config, data, out_dir, ...) trains a fresh one; both take the options of
+`kael finetune` as keyword arguments (dashes as underscores) and return the history.
+
 Also: kael.BpeTokenizer (ids equal tiktoken's gpt2 encoding), kael.load_safetensors /
 save_safetensors / read_safetensors_metadata (numpy views share memory with mapped files),
 and a small book-style API (kael.GPT, kael.tensor).
@@ -24,10 +28,12 @@ from ._kael import (  # noqa: F401  (re-exported)
     Tensor,
     TypeError,
     ValueError,
+    finetune,
     load_safetensors,
     read_safetensors_metadata,
     save_safetensors,
     tensor,
+    train,
 )
 
 from ._kael import __version__  # noqa: F401  (the CMake project version)

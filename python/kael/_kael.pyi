@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import builtins
 import os
-from typing import Collection, Iterator, Literal, Mapping, Sequence
+from typing import Any, Callable, Collection, Iterator, Literal, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -144,3 +144,28 @@ class AdamW:
     def step(self, model: TrainModel, lr: float) -> None: ...
     step_count: int
     def moments(self, index: int) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]: ...
+
+# Training (kael/train/run.hpp). Options are those of `kael finetune`, dashes as underscores:
+# steps, epochs, batch, seq, accum, lr, schedule ("constant" | "cosine"), warmup, min_lr,
+# weight_decay, beta1, beta2, eps, grad_clip, dropout, seed, order ("sequential" | "shuffled"),
+# val_fraction, eval_every, save_every, resume, overwrite, threads, log_json. The callback gets
+# each record (the --log-json object) and may return False to save and stop. Returns the records.
+TrainRecord = dict[str, Any]
+
+def finetune(
+    model_dir: str | os.PathLike[str],
+    data: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
+    *,
+    callback: Callable[[TrainRecord], bool | None] | None = None,
+    **options: Any,
+) -> list[TrainRecord]: ...
+def train(
+    config: Mapping[str, Any] | str | os.PathLike[str],
+    data: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
+    *,
+    tokenizer: str | os.PathLike[str] = "data/gpt2",
+    callback: Callable[[TrainRecord], bool | None] | None = None,
+    **options: Any,
+) -> list[TrainRecord]: ...

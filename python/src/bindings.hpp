@@ -12,5 +12,6 @@ void init_text(pybind11::module_& m);
 void init_model(pybind11::module_& m);
 void init_book(pybind11::module_& m);
 void init_train(pybind11::module_& m);
+void init_finetune(pybind11::module_& m);
 
 }  // namespace kael::python

@@ -12,4 +12,5 @@ PYBIND11_MODULE(_kael, m) {
   kael::python::init_book(m);
   m.attr("__version__") = kael::version();
   kael::python::init_train(m);
+  kael::python::init_finetune(m);
 }

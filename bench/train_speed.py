@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Training speed and memory: `kael finetune` against PyTorch (transformers GPT2LMHeadModel, fp32,
+AdamW), in one run, on one checkpoint, with the same settings and the same number of threads.
+
+For each shape B x T (default 4x64 and 8x256):
+  kael     `kael finetune --threads THREADS --order sequential --dropout 0 --log-json` for STEPS
+           steps; step time = the median of the logged step_s after the first step (warmup);
+           peak RSS of that process (VmHWM, which kael prints), against the estimate 16 bytes per parameter
+           (weights, gradients, AdamW's m and v, all F32) plus the activations kael reports for
+           one B x T micro-batch (the "memory:" line of its output).
+  PyTorch  GPT2LMHeadModel.from_pretrained (float32, eager attention, dropout 0),
+           torch.set_num_threads(THREADS), torch.optim.AdamW with the same lr, betas, eps and
+           weight decay on the 2-D parameters only, clip_grad_norm_(GRAD_CLIP); the same windows
+           (the first STEPS x B windows of T + 1 tokens, in order); step time = the median after
+           the first step of forward + backward + clip + AdamW step + zero_grad.
+tokens/s = B x T / step time. Prints the CPU, the load average, both engines' figures and the ratios.
+
+Usage: bench/train_speed.py [--kael build/kael] [--threads 2] [--steps 5] [--shapes 4x64,8x256]
+Without --model a seeded GPT-2-small-shape F32 checkpoint is built (scripts/gpt2_reference.py)
+in --workdir and reused by later runs. The text is the shared corpus (../shared/corpus).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+LR, BETAS, EPS, WEIGHT_DECAY, GRAD_CLIP = 1e-4, (0.9, 0.999), 1e-8, 0.01, 1.0
+
+
+def cpu_name() -> str:
+    for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
+def corpus_file(workdir: pathlib.Path) -> pathlib.Path:
+    import gpt2_reference
+
+    path = workdir / "corpus.txt"
+    if not path.exists():
+        path.write_bytes(b"".join(p.read_bytes() for p in sorted((gpt2_reference.SHARED / "corpus").glob("*.txt"))))
+    return path
+
+
+def kael_run(kael: str, model: pathlib.Path, data: pathlib.Path, B: int, T: int, steps: int, threads: int) -> dict:
+    with tempfile.TemporaryDirectory() as scratch:
+        out, log = pathlib.Path(scratch) / "out", pathlib.Path(scratch) / "log.jsonl"
+        command = [kael, "finetune", "--model", str(model), "--data", str(data), "--out", str(out),
+                   "--steps", str(steps), "--batch", str(B), "--seq", str(T), "--threads", str(threads),
+                   "--order", "sequential", "--dropout", "0", "--lr", str(LR), "--weight-decay", str(WEIGHT_DECAY),
+                   "--grad-clip", str(GRAD_CLIP), "--log-json", str(log)]
+        result = subprocess.run(command, stderr=subprocess.PIPE, text=True)
+        stderr = result.stderr
+        if result.returncode != 0:
+            raise SystemExit(f"kael finetune failed ({result.returncode}): {stderr}")
+        records = [json.loads(line) for line in log.read_text().splitlines()]
+    memory = re.search(r"memory: (\d+) parameters .* activations (\d+) bytes .* peak RSS (\d+) bytes", stderr)
+    step_s = statistics.median(r["step_s"] for r in records[1:] if r["type"] == "step")
+    parameters, activations = int(memory.group(1)), int(memory.group(2))
+    return dict(step_s=step_s, tokens_per_s=B * T / step_s, peak_rss=int(memory.group(3)),
+                estimate=16 * parameters + activations, parameters=parameters, activations=activations,
+                losses=[r["loss"] for r in records if r["type"] == "step"])
+
+
+def torch_run(model_dir: pathlib.Path, tokens, B: int, T: int, steps: int, threads: int) -> dict:
+    import torch
+    from transformers import GPT2LMHeadModel
+
+    torch.set_num_threads(threads)
+    model = GPT2LMHeadModel.from_pretrained(str(model_dir), dtype=torch.float32, attn_implementation="eager",
+                                            resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    model.train()
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY},
+                                   {"params": no_decay, "weight_decay": 0.0}], lr=LR, betas=BETAS, eps=EPS)
+    data = torch.tensor(tokens, dtype=torch.long)
+    times, losses = [], []
+    for s in range(steps):
+        rows = [data[((s * B + b) % ((len(tokens) - 1) // T)) * T:][: T + 1] for b in range(B)]
+        batch = torch.stack(rows)
+        start = time.perf_counter()
+        logits = model(batch[:, :-1]).logits
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), batch[:, 1:].reshape(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), GRAD_CLIP)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        times.append(time.perf_counter() - start)
+        losses.append(loss.item())
+    step_s = statistics.median(times[1:])
+    return dict(step_s=step_s, tokens_per_s=B * T / step_s, losses=losses)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kael", default=str(ROOT / "build" / "kael"))
+    parser.add_argument("--model", type=pathlib.Path, help="checkpoint directory (default: a seeded GPT-2 small shape)")
+    parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path(tempfile.gettempdir()) / "kael-train-bench")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--shapes", default="4x64,8x256")
+    args = parser.parse_args()
+
+    import gpt2_reference
+
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    model = args.model
+    if model is None:
+        model = args.workdir / "gpt2-small-f32"
+        if not (model / "model.safetensors").exists():
+            gpt2_reference.make_checkpoint(model, seed=1, init_std=0.02)
+    data = corpus_file(args.workdir)
+    tokens = []
+    for ids in [gpt2_reference.gpt2_encoding().encode_ordinary(data.read_bytes().decode("utf-8"))]:
+        tokens += ids + [50256]
+
+    print(f"CPU: {cpu_name()}, {os.cpu_count()} logical CPUs; threads {args.threads}; "
+          f"load average {os.getloadavg()[0]:.2f} at the start")
+    print(f"settings: AdamW lr {LR}, betas {BETAS}, eps {EPS}, weight decay {WEIGHT_DECAY} (2-D only), "
+          f"grad clip {GRAD_CLIP}, dropout 0, {args.steps} steps (median after the first)")
+    print(f"{'shape':>8} | {'kael s/step':>11} {'kael tok/s':>10} | {'torch s/step':>12} {'torch tok/s':>11} | "
+          f"{'speedup':>7} | {'kael peak RSS':>13} {'estimate':>9} {'ratio':>5}")
+    for shape in args.shapes.split(","):
+        B, T = map(int, shape.split("x"))
+        k = kael_run(args.kael, model, data, B, T, args.steps, args.threads)
+        t = torch_run(model, tokens, B, T, args.steps, args.threads)
+        print(f"{shape:>8} | {k['step_s']:11.3f} {k['tokens_per_s']:10.1f} | {t['step_s']:12.3f} {t['tokens_per_s']:11.1f} | "
+              f"{k['tokens_per_s'] / t['tokens_per_s']:6.2f}x | {k['peak_rss'] / 1e6:10.0f} MB {k['estimate'] / 1e6:6.0f} MB "
+              f"{k['peak_rss'] / k['estimate']:5.2f}", flush=True)
+        print(f"{'':>8}   first losses kael {', '.join(f'{x:.4f}' for x in k['losses'][:3])}; "
+              f"torch {', '.join(f'{x:.4f}' for x in t['losses'][:3])}")
+    print(f"estimate = 16 bytes x {k['parameters']:,} parameters + the activations of one micro-batch; "
+          f"load average {os.getloadavg()[0]:.2f} at the end")
+
+
+if __name__ == "__main__":
+    main()

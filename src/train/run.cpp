@@ -1,0 +1,323 @@
+// The training run: checks, data, the optimizer loop, evaluation and checkpoints.
+#include "kael/train/run.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+
+#include "kael/core/error.hpp"
+#include "kael/text/tokenizer.hpp"
+#include "train/checkpoint.hpp"
+#include "train/directory_swap.hpp"
+#include "train/hash.hpp"
+#include "train/read_file.hpp"
+#include "train/run_state.hpp"
+
+namespace kael::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// What a run starts from: a model directory (finetune) or a config (train), and the tokenizer.
+struct Source {
+  fs::path model_dir;  // empty for a fresh model
+  model::Config config;
+  fs::path tokenizer_dir;
+};
+
+void validate(const RunOptions& o) {
+  if (o.steps < 0) throw ValueError(str("--steps must not be negative, got ", o.steps));
+  if (!(o.epochs >= 0) || !std::isfinite(o.epochs)) throw ValueError(str("--epochs must be a non-negative number, got ", o.epochs));
+  if (o.steps == 0 && o.epochs == 0) throw ValueError("give --steps N or --epochs E (how long to train)");
+  if (o.steps > 0 && o.epochs > 0) throw ValueError("give either --steps or --epochs, not both");
+  if (o.batch < 1) throw ValueError(str("--batch must be at least 1, got ", o.batch));
+  if (o.seq < 1) throw ValueError(str("--seq must be at least 1, got ", o.seq));
+  if (o.accum < 1) throw ValueError(str("--accum must be at least 1, got ", o.accum));
+  o.schedule.validate();
+  const auto& a = o.adamw;
+  if (!(a.beta1 >= 0 && a.beta1 < 1)) throw ValueError(str("--beta1 must be in [0, 1), got ", a.beta1));
+  if (!(a.beta2 >= 0 && a.beta2 < 1)) throw ValueError(str("--beta2 must be in [0, 1), got ", a.beta2));
+  if (!(a.eps > 0) || !std::isfinite(a.eps)) throw ValueError(str("--eps must be positive, got ", a.eps));
+  if (!(a.weight_decay >= 0) || !std::isfinite(a.weight_decay))
+    throw ValueError(str("--weight-decay must not be negative, got ", a.weight_decay));
+  if (!(o.grad_clip >= 0) || !std::isfinite(o.grad_clip))
+    throw ValueError(str("--grad-clip must not be negative (0 turns it off), got ", o.grad_clip));
+  if (!(o.dropout >= 0 && o.dropout < 1)) throw ValueError(str("--dropout must be in [0, 1), got ", o.dropout));
+  if (o.eval_every < 0) throw ValueError(str("--eval-every must not be negative, got ", o.eval_every));
+  if (o.save_every < 0) throw ValueError(str("--save-every must not be negative, got ", o.save_every));
+  if (o.resume && o.overwrite) throw ValueError("give either --resume or --overwrite, not both");
+}
+
+// Refuses an OUT this run must not touch, makes sure a checkpoint can be written beside it, and
+// creates it (with its token cache directory) when absent; true when it created it.
+bool prepare_out(const fs::path& out, const RunOptions& options) {
+  const OutKind kind = inspect_out(out);
+  const std::string name = out.string();
+  switch (kind) {
+    case OutKind::other:
+      throw ValueError(str("--out '", name, "' is not an empty directory, a model or a kael training run; refusing ",
+                           "to replace it (choose another --out)"));
+    case OutKind::model:
+      if (options.resume) throw ValueError(str("--out '", name, "' holds a model but no training state to resume"));
+      if (!options.overwrite)
+        throw ValueError(str("--out '", name, "' already holds a model; pass --overwrite to replace it"));
+      break;
+    case OutKind::run:
+      if (!options.resume && !options.overwrite)
+        throw ValueError(str("--out '", name, "' already holds a training run; pass --resume to continue it or ",
+                             "--overwrite to start again"));
+      break;
+    case OutKind::absent:
+    case OutKind::empty:
+      if (options.resume) throw ValueError(str("--resume: --out '", name, "' holds no training run"));
+      break;
+  }
+  remove_stale_staging(out);
+  std::error_code error;
+  fs::create_directories(out / kCacheDir, error);
+  if (error) throw Error(str("--out '", name, "' cannot be written: ", error.message()));
+  StagingDirectory probe(out);  // a checkpoint is staged beside OUT: fails now if it cannot be
+  return kind == OutKind::absent;
+}
+
+// Removes an OUT this run created when the run ends with no checkpoint in it (an error before the
+// first save), so a refused run leaves nothing behind.
+struct CreatedOut {
+  fs::path path;
+  bool created = false;
+  ~CreatedOut() {
+    std::error_code ignored;
+    if (created && inspect_out(path) == OutKind::empty) fs::remove_all(path, ignored);
+  }
+};
+
+// The held-out loss: every window of `tokens` once, B at a time, each window weighing the same.
+double validation_loss(TrainableGPT2& model, std::span<const std::int32_t> tokens, int B, int T) {
+  const std::int64_t windows = window_count(static_cast<std::int64_t>(tokens.size()), T);
+  std::vector<std::int32_t> inputs(static_cast<std::size_t>(B) * T), targets(inputs.size());  // (B, T)
+  double sum = 0;
+  for (std::int64_t first = 0; first < windows; first += B) {
+    const int rows = static_cast<int>(std::min<std::int64_t>(B, windows - first));
+    for (int b = 0; b < rows; ++b) {
+      const auto window = tokens.subspan(static_cast<std::size_t>((first + b) * T), static_cast<std::size_t>(T) + 1);
+      std::copy(window.begin(), window.end() - 1, inputs.begin() + static_cast<std::ptrdiff_t>(b) * T);
+      std::copy(window.begin() + 1, window.end(), targets.begin() + static_cast<std::ptrdiff_t>(b) * T);
+    }
+    sum += static_cast<double>(model.evaluate(inputs.data(), targets.data(), rows, T)) * rows;
+  }
+  return sum / static_cast<double>(windows);
+}
+
+std::uint64_t hash_tokens(std::span<const std::int32_t> tokens) {
+  Hash64 hash;
+  hash.update(std::as_bytes(tokens));
+  return hash.digest();
+}
+
+// What OUT holds, for the message of a run that stops on an error.
+std::string last_checkpoint(const fs::path& out) {
+  if (inspect_out(out) != OutKind::run) return "what it held before (this run saved no checkpoint)";
+  try {
+    return str("its last checkpoint, from step ", read_state(out / kStateFile).step);
+  } catch (const Error&) {
+    return "its last checkpoint";
+  }
+}
+
+class LogFile {
+ public:
+  LogFile(const fs::path& path, bool append) : path_(path) {
+    if (path.empty()) return;
+    out_.open(path, append ? std::ios::app : std::ios::trunc);
+    if (!out_) throw Error(str("cannot open --log-json '", path.string(), "' for writing"));
+  }
+  void write(const Record& record) {
+    if (path_.empty()) return;
+    out_ << record_json(record) << '\n';
+    out_.flush();
+    if (!out_) throw Error(str("cannot write --log-json '", path_.string(), "'"));
+  }
+
+ private:
+  fs::path path_;
+  std::ofstream out_;
+};
+
+RunResult run(const Source& source, const std::vector<fs::path>& data, const fs::path& out, RunOptions options,
+              const RunCallbacks& callbacks) {
+  const auto started = Clock::now();
+  validate(options);
+  const model::Config& config = source.config;
+  if (options.seq > config.n_positions)
+    throw ValueError(str("--seq ", options.seq, " is above the model's n_positions ", config.n_positions));
+  model::set_num_threads(options.threads);
+
+  // Data first (cheap checks, then tokenizing), so a bad input costs no model load.
+  const auto files = list_data_files(data);
+  const fs::path vocab = source.tokenizer_dir / "vocab.json", merges = source.tokenizer_dir / "merges.txt";
+  const auto tokenizer = text::Tokenizer::from_files(vocab, merges);
+  if (tokenizer.vocabulary_size() > static_cast<std::size_t>(config.vocab_size))
+    throw ValueError(str("the tokenizer has ", tokenizer.vocabulary_size(), " tokens, more than the model's vocab_size ",
+                         config.vocab_size));
+  const CreatedOut created{out, prepare_out(out, options)};
+  const fs::path tokenizer_files[] = {vocab, merges};
+  const TokenStream stream = tokenize_files(files, tokenizer, tokenizer_files, out / kCacheDir);
+  const auto split = split_train_val(stream.tokens, options.val_fraction);
+  const int B = options.batch, T = options.seq, K = options.accum;
+  WindowSampler sampler(split.train, T, B, K, options.order, options.seed);
+  if (options.val_fraction > 0 && window_count(static_cast<std::int64_t>(split.val.size()), T) == 0)
+    throw ValueError(str("the held-out text (--val-fraction ", options.val_fraction, ") is ", split.val.size(),
+                         " tokens, shorter than one window of --seq ", T, " + 1 tokens"));
+  const std::int64_t windows_per_step = static_cast<std::int64_t>(B) * K;
+  const std::int64_t total_steps =
+      options.steps > 0 ? options.steps
+                        : std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(
+                                                        options.epochs * static_cast<double>(sampler.windows()) /
+                                                        static_cast<double>(windows_per_step))));
+  options.schedule.total_steps = total_steps;
+  const std::uint64_t train_hash = hash_tokens(split.train);
+
+  RunState state;
+  state.total_steps = total_steps;
+  state.train_tokens = static_cast<std::int64_t>(split.train.size());
+  state.train_hash = train_hash;
+  state.source = source.model_dir.empty() ? "init" : fs::absolute(source.model_dir).string();
+  if (options.resume) {
+    check_resume_matches(out / kStateFile, options, state.train_tokens, train_hash);
+    const RunState saved = read_state(out / kStateFile);
+    if (saved.step > total_steps)
+      throw ValueError(str("--resume: the saved run is at step ", saved.step, ", beyond --steps ", total_steps));
+    state.step = saved.step;
+    state.adamw_step = saved.adamw_step;
+    state.dropout_counter = saved.dropout_counter;
+    state.source = saved.source;
+  }
+
+  TrainableGPT2 model = options.resume ? TrainableGPT2::load(out)
+                        : source.model_dir.empty() ? TrainableGPT2::init(config, options.seed)
+                                                   : TrainableGPT2::load(source.model_dir);
+  model.set_dropout({options.dropout, options.seed});
+  AdamW adamw(model.parameters(), options.adamw);
+  if (options.resume) {
+    load_optimizer(out, model, adamw);
+    adamw.set_step_count(state.adamw_step);
+    model.set_dropout_counter(state.dropout_counter);
+  }
+  model.reserve(B, T);
+
+  CheckpointText text;
+  const fs::path source_config = source.model_dir / "config.json";
+  text.config_json = !source.model_dir.empty() && fs::exists(source_config)
+                         ? read_file_bytes(source_config, "config")
+                         : config_json(config);
+  text.vocab_json = read_file_bytes(vocab, "tokenizer file");
+  text.merges_txt = read_file_bytes(merges, "tokenizer file");
+  const auto save = [&] {
+    state.adamw_step = adamw.step_count();
+    state.dropout_counter = model.dropout_counter();
+    text.state_json = state_json(state, options);
+    try {
+      save_checkpoint(out, model, adamw, text);
+    } catch (const ValueError& e) {  // a weight that is not finite; nothing was written
+      throw ValueError(str("the weights became non-finite at step ", state.step, " (", e.what(),
+                           "); training stopped, and '", out.string(), "' keeps ", last_checkpoint(out)));
+    }
+  };
+
+  LogFile log(options.log_json, options.resume);
+  RunResult result;
+  result.total_steps = total_steps;
+  result.train_tokens = state.train_tokens;
+  result.windows = sampler.windows();
+  result.tokens_from_cache = stream.from_cache;
+  result.parameters = model.parameter_count();
+  result.activation_bytes = model.activation_bytes(B, T);
+  const auto emit = [&](const Record& record) {
+    result.history.push_back(record);
+    log.write(record);
+    if (callbacks.on_record) callbacks.on_record(record);
+  };
+  const auto evaluate = [&] {
+    Record record;
+    record.kind = Record::Kind::eval;
+    record.step = state.step;
+    record.total_steps = total_steps;
+    record.val_loss = validation_loss(model, split.val, B, T);
+    record.elapsed_s = seconds_since(started);
+    emit(record);
+  };
+
+  std::vector<std::int32_t> inputs(static_cast<std::size_t>(B) * T), targets(inputs.size());  // (B, T)
+  if (!split.val.empty() && options.eval_every > 0 && state.step == 0) evaluate();  // the loss to improve on
+  bool saved_last = true, evaluated_last = true;
+  while (state.step < total_steps) {
+    const auto step_start = Clock::now();
+    const std::int64_t s = state.step;  // 0-based index of this step
+    model.zero_grad();
+    double loss = 0;
+    for (int k = 0; k < K; ++k) {
+      sampler.fill(inputs, targets, s, k);
+      loss += model.forward_backward(inputs.data(), targets.data(), B, T, 1.0f / static_cast<float>(K));
+    }
+    loss /= K;
+    const double grad_norm = model.clip_grad_norm(options.grad_clip);
+    if (!std::isfinite(loss) || !std::isfinite(grad_norm))
+      throw ValueError(str(!std::isfinite(loss) ? "the loss" : "the gradient norm", " became ",
+                           !std::isfinite(loss) ? loss : grad_norm, " at step ", s + 1, "; training stopped, and '",
+                           out.string(), "' keeps ", last_checkpoint(out)));
+    const double lr = options.schedule.at(s);
+    adamw.step(model.parameters(), lr);
+    state.step = s + 1;
+    saved_last = evaluated_last = false;
+
+    Record record;
+    record.step = state.step;
+    record.total_steps = total_steps;
+    record.loss = loss;
+    record.lr = lr;
+    record.grad_norm = grad_norm;
+    record.step_s = seconds_since(step_start);
+    record.tokens_per_s = static_cast<double>(windows_per_step * T) / record.step_s;
+    record.elapsed_s = seconds_since(started);
+    record.epoch = static_cast<double>(state.step * windows_per_step) / static_cast<double>(sampler.windows());
+    emit(record);
+
+    if (!split.val.empty() && options.eval_every > 0 && state.step % options.eval_every == 0) {
+      evaluate();
+      evaluated_last = true;
+    }
+    if (options.save_every > 0 && state.step % options.save_every == 0) {
+      save();
+      saved_last = true;
+    }
+    if (callbacks.stop_requested && callbacks.stop_requested() && state.step < total_steps) {
+      result.stopped = true;
+      break;
+    }
+  }
+  if (!split.val.empty() && !evaluated_last && !result.stopped) evaluate();
+  if (!saved_last || inspect_out(out) != OutKind::run) save();
+  result.steps_done = state.step;
+  return result;
+}
+
+}  // namespace
+
+RunResult finetune(const fs::path& model_dir, const std::vector<fs::path>& data, const fs::path& out,
+                   const RunOptions& options, const RunCallbacks& callbacks) {
+  if (!fs::is_directory(model_dir)) throw Error(str("--model '", model_dir.string(), "' is not a directory"));
+  return run({model_dir, model::Config::from_directory(model_dir), model_dir}, data, out, options, callbacks);
+}
+
+RunResult train(const model::Config& config, const fs::path& tokenizer_dir, const std::vector<fs::path>& data,
+                const fs::path& out, const RunOptions& options, const RunCallbacks& callbacks) {
+  config.validate("--config");
+  return run({{}, config, tokenizer_dir}, data, out, options, callbacks);
+}
+
+}  // namespace kael::train

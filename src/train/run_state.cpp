@@ -1,0 +1,95 @@
+#include "train/run_state.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "kael/core/error.hpp"
+#include "train/read_file.hpp"
+
+namespace kael::train {
+
+namespace {
+
+using nlohmann::json;
+
+// The options that decide which weights a step produces, under their command-line names.
+json trajectory_options(const RunOptions& options) {
+  return json{{"batch", options.batch},
+              {"seq", options.seq},
+              {"accum", options.accum},
+              {"lr", options.schedule.lr},
+              {"schedule", schedule_name(options.schedule.kind)},
+              {"warmup", options.schedule.warmup},
+              {"min-lr", options.schedule.min_lr},
+              {"weight-decay", options.adamw.weight_decay},
+              {"beta1", options.adamw.beta1},
+              {"beta2", options.adamw.beta2},
+              {"eps", options.adamw.eps},
+              {"grad-clip", options.grad_clip},
+              {"dropout", options.dropout},
+              {"seed", options.seed},
+              {"order", order_name(options.order)},
+              {"val-fraction", options.val_fraction}};
+}
+
+json parse_state(const std::filesystem::path& file) {
+  try {
+    json doc = json::parse(read_file_bytes(file, "training state"));
+    if (!doc.is_object() || doc.value("format", "") != "kael-training-state")
+      throw ValueError("not a kael training state");
+    return doc;
+  } catch (const json::exception& e) {
+    throw ValueError(str("training state '", file.string(), "' is malformed: ", e.what()));
+  }
+}
+
+}  // namespace
+
+std::string state_json(const RunState& state, const RunOptions& options) {
+  json doc{{"format", "kael-training-state"},
+           {"version", 1},
+           {"step", state.step},
+           {"total_steps", state.total_steps},
+           {"adamw_step", state.adamw_step},
+           {"dropout_counter", state.dropout_counter},
+           {"train_tokens", state.train_tokens},
+           {"train_hash", state.train_hash},
+           {"source", state.source},
+           {"options", trajectory_options(options)}};
+  return doc.dump(2) + "\n";
+}
+
+RunState read_state(const std::filesystem::path& file) {
+  const json doc = parse_state(file);
+  try {
+    RunState state;
+    state.step = doc.at("step").get<std::int64_t>();
+    state.total_steps = doc.at("total_steps").get<std::int64_t>();
+    state.adamw_step = doc.at("adamw_step").get<std::int64_t>();
+    state.dropout_counter = doc.at("dropout_counter").get<std::uint64_t>();
+    state.train_tokens = doc.at("train_tokens").get<std::int64_t>();
+    state.train_hash = doc.at("train_hash").get<std::uint64_t>();
+    state.source = doc.at("source").get<std::string>();
+    if (state.step < 0 || state.adamw_step < 0) throw ValueError("negative step");
+    return state;
+  } catch (const std::exception& e) {
+    throw ValueError(str("training state '", file.string(), "' is malformed: ", e.what()));
+  }
+}
+
+void check_resume_matches(const std::filesystem::path& file, const RunOptions& options, std::int64_t train_tokens,
+                          std::uint64_t train_hash) {
+  const json saved = parse_state(file).value("options", json::object());
+  const json now = trajectory_options(options);
+  for (const auto& [name, value] : now.items()) {
+    const auto found = saved.find(name);
+    if (found == saved.end() || *found != value)
+      throw ValueError(str("--resume: --", name, " is ", value.dump(), " but the saved run used ",
+                           found == saved.end() ? "none" : found->dump(), "; resume with the same value"));
+  }
+  const RunState state = read_state(file);
+  if (state.train_tokens != train_tokens || state.train_hash != train_hash)
+    throw ValueError(str("--resume: the training data differ from the saved run's (", train_tokens,
+                         " tokens now, ", state.train_tokens, " then); resume with the same --data"));
+}
+
+}  // namespace kael::train
