@@ -275,7 +275,7 @@ void head_cross_entropy(float* losses, float* dx, float* dw, float* scratch, con
   for (std::int64_t r0 = 0; r0 < M; r0 += kHeadRows) {
     const std::int64_t R = std::min(kHeadRows, M - r0);
     const float* xr = x + r0 * C;
-    kernels::linear_nt(logits, xr, w, R, C, V);
+    kernels::gemm(logits, V, xr, C, false, w, C, true, R, V, C);  // (R, V) = x (R, C) @ wte^T
     kernels::parallel_for(R, 1, [&](std::int64_t i0, std::int64_t i1) {
       for (std::int64_t i = i0; i < i1; ++i) {
         float* row = logits + i * V;
