@@ -31,7 +31,7 @@ std::int64_t unix_now() {
 // True when a stop string ended the text; <|endoftext|> (unless ignored) also finishes with
 // "stop", but its token is not text and nothing is cut.
 bool cut_by_stop_string(const JobOutcome& outcome, const CompletionRequest& request, std::int32_t last_id) {
-  return outcome.finish_reason == "stop" && !(last_id == text::kEndOfText && !request.options.ignore_eos);
+  return outcome.finish_reason == FinishReason::stop && !(last_id == text::kEndOfText && !request.options.ignore_eos);
 }
 
 Json outcome_error(const JobOutcome& outcome) {
