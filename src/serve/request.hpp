@@ -20,6 +20,7 @@ struct RequestLimits {
   int max_stop = 4;              // stop strings per request (OpenAI's limit)
   std::size_t max_stop_bytes = 256;
   int max_logprobs = 20;         // alternatives per token
+  int max_choices = 8;           // n and best_of: each candidate takes a batch slot
   int default_max_tokens = 16;   // OpenAI's default for completions
 };
 
@@ -31,6 +32,9 @@ struct CompletionRequest {
   bool stream = false;
   bool echo = false;
   bool include_usage = true;            // usage in the last streamed chunk
+  int n = 1;                            // choices returned
+  int best_of = 1;                      // candidates generated (>= n); the n of highest mean log-probability win
+  bool return_logprobs = false;         // the response has "logprobs" (options.logprobs may be on for ranking only)
 };
 
 // Parses a /v1/completions body. HttpError 400 naming the field for malformed JSON, a wrong
