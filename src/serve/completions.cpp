@@ -9,6 +9,7 @@
 
 #include "kael/core/error.hpp"
 #include "kael/generate/prompt_logprobs.hpp"
+#include "serve/beam_completion.hpp"
 #include "serve/completion_format.hpp"
 #include "serve/http_error.hpp"
 #include "serve/sse.hpp"
@@ -235,6 +236,7 @@ void handle_completion(ServerContext& context, const httplib::Request& http_requ
   CompletionRequest request = parse_completion_request(http_request.body, context.tokenizer, context.limits, seed);
   CompletionHeader header{completion_id(), unix_now(), request.model.empty() ? context.model_id : request.model};
   const bool stream = request.stream;
+  if (request.use_beam_search) return answer_beam_search(context, request, header, response);
   std::vector<TokenEvent> scores = prompt_scores(context, request);
   // best_of candidates, candidate i sampled with seed + i. Each Sequence is built here, not on
   // the scheduler thread, so its own checks fail as a 400 before anything is queued or streamed.

@@ -195,8 +195,44 @@ void read_choices(const Fields& fields, const RequestLimits& limits, CompletionR
   out.best_of = static_cast<int>(capped("best_of").value_or(out.n));
   if (out.best_of < out.n)
     throw bad("best_of", str("'best_of' (", out.best_of, ") must be >= 'n' (", out.n, ")"));
-  if (out.stream && out.best_of > out.n)
-    throw bad("best_of", "'best_of' larger than 'n' cannot be streamed (the best are known only at the end)");
+}
+
+// use_beam_search (vLLM's extension of the API): best_of beams, the n best returned, with
+// length_penalty and early_stopping as transformers takes them. Beam search does not sample,
+// so the sampling fields and streaming are refused with it, and so is logprobs.
+void read_beam_search(const Json& body, const Fields& fields, CompletionRequest& out) {
+  out.use_beam_search = fields.boolean("use_beam_search").value_or(false);
+  if (!out.use_beam_search) {
+    for (const char* name : {"length_penalty", "early_stopping"})
+      if (fields.get(name)) throw bad(name, str("'", name, "' needs \"use_beam_search\": true"));
+    return;
+  }
+  if (out.stream) throw bad("stream", "beam search cannot be streamed (the best beams are known only at the end)");
+  if (out.options.logprobs) throw bad("logprobs", "'logprobs' is not supported with beam search");
+  if (!out.options.stop.empty()) throw bad("stop", "'stop' is not supported with beam search");
+  if (const auto t = fields.number("temperature", 0.0, 2.0); t && *t != 0.0)
+    throw bad("temperature", "beam search does not sample: 'temperature' must be 0 or absent");
+  for (const char* name : {"top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty"})
+    if (body.contains(name) && !body.at(name).is_null())
+      throw bad(name, str("beam search does not sample: '", name, "' cannot be used with it"));
+  auto& b = out.beams;
+  b.num_beams = out.best_of;
+  b.num_return_sequences = out.n;
+  if (b.num_beams < 2) throw bad("best_of", "beam search needs 'best_of' (the number of beams) >= 2");
+  b.length_penalty = static_cast<float>(fields.number("length_penalty", -100.0, 100.0).value_or(1.0));
+  if (const Json* es = fields.get("early_stopping")) {
+    if (es->is_boolean())
+      b.early_stopping = es->get<bool>() ? generate::EarlyStopping::when_full : generate::EarlyStopping::heuristic;
+    else if (es->is_string() && es->get<std::string>() == "never")
+      b.early_stopping = generate::EarlyStopping::never;
+    else
+      throw bad("early_stopping", str("'early_stopping' must be true, false or \"never\", found ", es->dump()));
+  }
+  b.max_new_tokens = out.options.max_new_tokens;
+  if (b.max_new_tokens < 1) throw bad("max_tokens", "beam search needs 'max_tokens' >= 1");
+  b.ignore_eos = out.options.ignore_eos;
+  b.no_repeat_ngram_size = out.options.sampling.no_repeat_ngram_size;
+  b.logit_bias = out.options.sampling.logit_bias;
 }
 
 // Fields OpenAI defines that kael does not implement: accepted only at their neutral value.
@@ -248,7 +284,10 @@ CompletionRequest parse_completion_request(std::string_view body_text, const tex
   out.echo = fields.boolean("echo").value_or(false);
   out.stream = fields.boolean("stream").value_or(false);
   read_choices(fields, limits, out);
-  if (out.best_of > out.n) options.logprobs = true;  // the ranking needs each token's log-probability
+  read_beam_search(body, fields, out);
+  if (out.stream && out.best_of > out.n && !out.use_beam_search)
+    throw bad("best_of", "'best_of' larger than 'n' cannot be streamed (the best are known only at the end)");
+  if (out.best_of > out.n && !out.use_beam_search) options.logprobs = true;  // ranking needs each token's log-probability
   if (const Json* so = fields.get("stream_options")) {
     if (!so->is_object()) throw bad("stream_options", str("'stream_options' must be an object, found ", so->type_name()));
     out.include_usage = Fields(*so).boolean("include_usage").value_or(true);

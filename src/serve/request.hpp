@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kael/generate/beam_search.hpp"
 #include "kael/generate/sequence.hpp"
 #include "kael/text/tokenizer.hpp"
 
@@ -35,6 +36,9 @@ struct CompletionRequest {
   int n = 1;                            // choices returned
   int best_of = 1;                      // candidates generated (>= n); the n of highest mean log-probability win
   bool return_logprobs = false;         // the response has "logprobs" (options.logprobs may be on for ranking only)
+  // "use_beam_search": true (vLLM's extension): beam search with best_of beams, n returned.
+  bool use_beam_search = false;
+  generate::BeamSearchOptions beams;
 };
 
 // Parses a /v1/completions body. HttpError 400 naming the field for malformed JSON, a wrong

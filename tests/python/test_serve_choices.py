@@ -95,3 +95,31 @@ def test_echo_scores_the_prompt(server, model_dir, max_tokens):
     for i in range(1, len(ids)):
         top = list(lp["top_logprobs"][i].values())
         np.testing.assert_allclose(top, reference[i - 1].topk(2).values.numpy(), atol=1e-4, rtol=0)
+
+
+def test_beam_search(server, kael, model_dir):
+    import json
+
+    body = server.complete(prompt="Hello, my name is", max_tokens=6, use_beam_search=True, best_of=3, n=2,
+                           length_penalty=0.6, early_stopping="never", temperature=0)
+    out = kael("generate", "--model", model_dir, "--json", "--beams", 3, "--num-return", 2, "--length-penalty", 0.6,
+               "--early-stopping", "never", "--max-tokens", 6, "Hello, my name is")
+    expected = json.loads(out.stdout)["choices"]
+    assert [c["text"] for c in body["choices"]] == [c["text"] for c in expected]
+    assert [c["index"] for c in body["choices"]] == [0, 1]
+    assert [c["score"] for c in body["choices"]] == pytest.approx([c["score"] for c in expected], abs=1e-6)
+    assert body["usage"]["completion_tokens"] == sum(len(c["ids"]) for c in expected)
+
+
+@pytest.mark.parametrize("fields, param", [
+    (dict(use_beam_search=True, best_of=1), "best_of"),
+    (dict(use_beam_search=True, best_of=2, temperature=0.7), "temperature"),
+    (dict(use_beam_search=True, best_of=2, top_p=0.5), "top_p"),
+    (dict(use_beam_search=True, best_of=2, stream=True), "stream"),
+    (dict(use_beam_search=True, best_of=2, logprobs=1), "logprobs"),
+    (dict(use_beam_search=True, best_of=2, early_stopping="soon"), "early_stopping"),
+    (dict(length_penalty=0.5), "length_penalty"),
+])
+def test_beam_search_errors_name_the_parameter(server, fields, param):
+    status, body = server.post_json("/v1/completions", {"prompt": "hi", "max_tokens": 2, **fields})
+    assert status == 400 and body["error"]["param"] == param, body
