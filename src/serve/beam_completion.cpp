@@ -1,6 +1,7 @@
 #include "serve/beam_completion.hpp"
 
 #include "kael/generate/beam_search.hpp"
+#include "serve/choices.hpp"
 
 namespace kael::serve {
 
@@ -11,8 +12,7 @@ void answer_beam_search(ServerContext& context, const CompletionRequest& request
   for (const auto& h : result.sequences) completion_tokens += static_cast<int>(h.ids.size());
   context.metrics.count_prompt_tokens(static_cast<std::int64_t>(result.prompt_ids.size()));
   context.metrics.count_generated_tokens(completion_tokens);
-  Json out;
-  Json choices = Json::array();
+  std::vector<Json> completions;
   for (std::size_t index = 0; index < result.sequences.size(); ++index) {
     const auto& h = result.sequences[index];
     std::vector<std::int32_t> shown = h.ids;
@@ -21,13 +21,10 @@ void answer_beam_search(ServerContext& context, const CompletionRequest& request
     Json one = completion_object(header, text, nullptr, h.finish_reason,
                                  index == 0 ? usage_json(static_cast<int>(result.prompt_ids.size()), completion_tokens)
                                             : Json());
-    one["choices"][0]["index"] = index;
     one["choices"][0]["score"] = h.score;  // the beam's length-penalized score (kael's addition)
-    if (index == 0) out = std::move(one);
-    choices.push_back(std::move(index == 0 ? out["choices"][0] : one["choices"][0]));
+    completions.push_back(std::move(one));
   }
-  out["choices"] = std::move(choices);
-  response.set_content(dump(out), "application/json");
+  response.set_content(dump(join_choices(std::move(completions))), "application/json");
 }
 
 }  // namespace kael::serve

@@ -10,6 +10,7 @@
 #include "kael/core/error.hpp"
 #include "kael/generate/prompt_logprobs.hpp"
 #include "serve/beam_completion.hpp"
+#include "serve/choices.hpp"
 #include "serve/completion_format.hpp"
 #include "serve/http_error.hpp"
 #include "serve/sse.hpp"
@@ -92,8 +93,7 @@ void answer_whole(ServerContext& context, const Jobs& jobs, const CompletionHead
                      [&](std::size_t a, std::size_t b) { return mean_logprob(events[a]) > mean_logprob(events[b]); });
   order.resize(static_cast<std::size_t>(request.n));
 
-  Json out;
-  Json choices = Json::array();
+  std::vector<Json> completions;
   for (std::size_t index = 0; index < order.size(); ++index) {
     const std::size_t c = order[index];
     std::string text = request.echo ? request.prompt_text : std::string();
@@ -105,14 +105,11 @@ void answer_whole(ServerContext& context, const Jobs& jobs, const CompletionHead
       logprobs = builder.take();
     }
     for (const auto& event : events[c]) text += event.text;
-    Json one = completion_object(header, text, std::move(logprobs), outcomes[c].finish_reason,
-                                 index == 0 ? usage_json(outcomes[c].prompt_tokens, completion_tokens) : Json());
-    one["choices"][0]["index"] = index;
-    if (index == 0) out = std::move(one);
-    choices.push_back(std::move(index == 0 ? out["choices"][0] : one["choices"][0]));
+    completions.push_back(completion_object(header, text, std::move(logprobs), outcomes[c].finish_reason,
+                                            index == 0 ? usage_json(outcomes[c].prompt_tokens, completion_tokens)
+                                                       : Json()));
   }
-  out["choices"] = std::move(choices);
-  response.set_content(dump(out), "application/json");
+  response.set_content(dump(join_choices(std::move(completions))), "application/json");
 }
 
 // The state of one SSE response, advanced by httplib's content-provider calls (each on the
