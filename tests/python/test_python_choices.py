@@ -39,7 +39,7 @@ def test_beams_equal_the_cli(model, kael, gpt2_f16_dir):
 
 def test_logit_bias_and_ngrams(model):
     assert model.generate(PROMPT, max_tokens=4, logit_bias={1000: 100}, ignore_eos=True) == \
-        model.tokenizer.decode([1000] * 4)
+        model.tokenizer.decode([1000] * 4).decode("utf-8")
     text = model.generate(PROMPT, max_tokens=16, temperature=0, no_repeat_ngram_size=1, ignore_eos=True)
     ids = model.tokenizer.encode(text)
     assert len(set(PROMPT + ids)) >= len(PROMPT) + 10  # no token repeats (re-encoding may merge a few)
