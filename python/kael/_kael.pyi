@@ -81,7 +81,14 @@ class Model:
         stop: Sequence[str] = (),
         ignore_eos: bool = False,
         truncate: bool = False,
-    ) -> str: ...
+        no_repeat_ngram_size: int = 0,
+        logit_bias: Mapping[int, float] = {},
+        n: int = 1,
+        num_beams: int = 1,
+        length_penalty: float = 1.0,
+        early_stopping: bool | Literal["never"] = False,
+        num_return_sequences: int = 1,
+    ) -> str | list[str]: ...
     def stream(
         self,
         prompt: str | Sequence[int],
@@ -97,6 +104,8 @@ class Model:
         stop: Sequence[str] = (),
         ignore_eos: bool = False,
         truncate: bool = False,
+        no_repeat_ngram_size: int = 0,
+        logit_bias: Mapping[int, float] = {},
     ) -> GenerationStream: ...
 
 __version__: str

@@ -4,10 +4,12 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <map>
 #include <memory>
 
 #include "bindings.hpp"
 #include "convert.hpp"
+#include "kael/generate/beam_search.hpp"
 #include "kael/generate/generator.hpp"
 #include "kael/model/gpt2.hpp"
 #include "kael/text/tokenizer.hpp"
@@ -39,8 +41,11 @@ std::vector<std::int32_t> prompt_ids(const Model& m, const py::object& prompt) {
 generate::GenerateOptions make_options(int max_tokens, float temperature, int top_k, float top_p, float min_p,
                                        float repetition_penalty, float presence_penalty, float frequency_penalty,
                                        std::uint64_t seed, std::vector<std::string> stop, bool ignore_eos,
-                                       bool truncate) {
+                                       bool truncate, int no_repeat_ngram_size,
+                                       const std::map<std::int32_t, float>& logit_bias) {
   generate::GenerateOptions options;
+  options.sampling.no_repeat_ngram_size = no_repeat_ngram_size;
+  options.sampling.logit_bias = logit_bias;
   options.max_new_tokens = max_tokens;
   options.sampling.temperature = temperature;
   options.sampling.top_k = top_k;
@@ -89,7 +94,35 @@ class Stream {
 #define KAEL_SAMPLING_ARGS                                                                                     \
   "max_tokens"_a = 60, "temperature"_a = 0.8f, "top_k"_a = 40, "top_p"_a = 1.0f, "min_p"_a = 0.0f,              \
       "repetition_penalty"_a = 1.0f, "presence_penalty"_a = 0.0f, "frequency_penalty"_a = 0.0f, "seed"_a = 42u, \
-      "stop"_a = std::vector<std::string>{}, "ignore_eos"_a = false, "truncate"_a = false
+      "stop"_a = std::vector<std::string>{}, "ignore_eos"_a = false, "truncate"_a = false,                       \
+      "no_repeat_ngram_size"_a = 0, "logit_bias"_a = std::map<std::int32_t, float>{}
+
+// early_stopping as transformers takes it: True, False or "never".
+generate::EarlyStopping early_stopping_arg(const py::object& value) {
+  if (py::isinstance<py::bool_>(value)) return value.cast<bool>() ? generate::EarlyStopping::when_full
+                                                                  : generate::EarlyStopping::heuristic;
+  if (py::isinstance<py::str>(value))
+    if (const auto mode = generate::early_stopping_from_name(value.cast<std::string>())) return *mode;
+  throw kael::ValueError(str("early_stopping must be True, False or \"never\", found ", py::repr(value).cast<std::string>()));
+}
+
+// Beam search with generate()'s other options; the sampling ones must keep their defaults.
+std::vector<std::string> beam_texts(const Model& m, const std::vector<std::int32_t>& ids,
+                                    const generate::GenerateOptions& options, generate::BeamSearchOptions beams) {
+  beams.max_new_tokens = options.max_new_tokens;
+  beams.ignore_eos = options.ignore_eos;
+  beams.truncate_prompt = options.truncate_prompt;
+  beams.no_repeat_ngram_size = options.sampling.no_repeat_ngram_size;
+  beams.logit_bias = options.sampling.logit_bias;
+  if (!options.stop.empty()) throw kael::ValueError("stop is not supported with num_beams > 1");
+  std::vector<std::string> texts;
+  py::gil_scoped_release release;
+  for (auto& h : generate::beam_search(*m.gpt2, ids, beams).sequences) {
+    if (h.finish_reason == "stop") h.ids.pop_back();  // <|endoftext|> is not text
+    texts.push_back(m.tokenizer->decode(h.ids));
+  }
+  return texts;
+}
 
 }  // namespace
 
@@ -153,28 +186,56 @@ void init_model(py::module_& m) {
           "generate",
           [](const Model& m, const py::object& prompt, int max_tokens, float temperature, int top_k, float top_p,
              float min_p, float repetition_penalty, float presence_penalty, float frequency_penalty,
-             std::uint64_t seed, std::vector<std::string> stop, bool ignore_eos, bool truncate) {
+             std::uint64_t seed, std::vector<std::string> stop, bool ignore_eos, bool truncate,
+             int no_repeat_ngram_size, const std::map<std::int32_t, float>& logit_bias, int n, int num_beams,
+             float length_penalty, const py::object& early_stopping, int num_return_sequences) -> py::object {
             const auto ids = prompt_ids(m, prompt);
             const auto options = make_options(max_tokens, temperature, top_k, top_p, min_p, repetition_penalty,
-                                               presence_penalty, frequency_penalty, seed, std::move(stop),
-                                               ignore_eos, truncate);
-            std::string text;
-            {
+                                              presence_penalty, frequency_penalty, seed, std::move(stop),
+                                              ignore_eos, truncate, no_repeat_ngram_size, logit_bias);
+            options.sampling.validate(m.gpt2->config().vocab_size);
+            if (n < 1 || n > 16) throw kael::ValueError(str("n must be in [1, 16], found ", n));
+            if (num_beams < 1) throw kael::ValueError(str("num_beams must be >= 1, found ", num_beams));
+            std::vector<std::string> texts;
+            if (num_beams > 1) {
+              if (n != 1) throw kael::ValueError("n cannot be used with num_beams > 1 (use num_return_sequences)");
+              generate::BeamSearchOptions beams;
+              beams.num_beams = num_beams;
+              beams.length_penalty = length_penalty;
+              beams.early_stopping = early_stopping_arg(early_stopping);
+              beams.num_return_sequences = num_return_sequences;
+              texts = beam_texts(m, ids, options, beams);
+              if (num_return_sequences == 1) return utf8_piece(texts[0]);
+            } else {
+              if (num_return_sequences != 1) throw kael::ValueError("num_return_sequences needs num_beams > 1");
               py::gil_scoped_release release;
-              text = generate::generate(*m.gpt2, *m.tokenizer, ids, options).text;
+              for (int i = 0; i < n; ++i) {  // choice i: seed + i, as `kael generate --n`
+                auto one = options;
+                one.sampling.seed = seed + static_cast<std::uint64_t>(i);
+                texts.push_back(generate::generate(*m.gpt2, *m.tokenizer, ids, one).text);
+              }
             }
-            return utf8_piece(text);
+            if (n == 1 && num_beams == 1) return utf8_piece(texts[0]);
+            py::list out;
+            for (const auto& t : texts) out.append(utf8_piece(t));
+            return out;
           },
-          "prompt"_a, KAEL_SAMPLING_ARGS,
-          "Generated text (prompt excluded). temperature=0 is greedy; the seed makes sampling reproducible.")
+          "prompt"_a, KAEL_SAMPLING_ARGS, "n"_a = 1, "num_beams"_a = 1, "length_penalty"_a = 1.0f,
+          "early_stopping"_a = false, "num_return_sequences"_a = 1,
+          "Generated text (prompt excluded). temperature=0 is greedy; the seed makes sampling reproducible.\n"
+          "n > 1: a list of n samples (sample i uses seed + i). num_beams > 1: beam search as transformers'\n"
+          "generate(num_beams=..., do_sample=False); a list when num_return_sequences > 1, best first.\n"
+          "logit_bias: {token id: bias in [-100, 100]} added to the logits; no_repeat_ngram_size as transformers.")
       .def(
           "stream",
           [](const Model& m, const py::object& prompt, int max_tokens, float temperature, int top_k, float top_p,
              float min_p, float repetition_penalty, float presence_penalty, float frequency_penalty,
-             std::uint64_t seed, std::vector<std::string> stop, bool ignore_eos, bool truncate) {
+             std::uint64_t seed, std::vector<std::string> stop, bool ignore_eos, bool truncate,
+             int no_repeat_ngram_size, const std::map<std::int32_t, float>& logit_bias) {
             const auto options = make_options(max_tokens, temperature, top_k, top_p, min_p, repetition_penalty,
                                                presence_penalty, frequency_penalty, seed, std::move(stop),
-                                               ignore_eos, truncate);
+                                               ignore_eos, truncate, no_repeat_ngram_size, logit_bias);
+            options.sampling.validate(m.gpt2->config().vocab_size);
             return Stream(m, prompt_ids(m, prompt), options);
           },
           "prompt"_a, KAEL_SAMPLING_ARGS,

@@ -47,6 +47,27 @@ void apply_presence_frequency(std::span<float> logits, const std::unordered_map<
   }
 }
 
+void apply_no_repeat_ngram(std::span<float> logits, std::span<const std::int32_t> history, int n) {
+  if (n <= 0 || history.size() + 1 < static_cast<std::size_t>(n)) return;
+  const std::size_t prefix_len = static_cast<std::size_t>(n) - 1;
+  const auto prefix = history.subspan(history.size() - prefix_len);  // the n-1 latest ids
+  // Window i = history[i .. i+n-1] bans its last id when its first n-1 match the prefix. The
+  // window that would start at the prefix itself needs one id more than there is.
+  for (std::size_t i = 0; i + prefix_len < history.size(); ++i) {
+    if (!std::equal(prefix.begin(), prefix.end(), history.begin() + static_cast<std::ptrdiff_t>(i))) continue;
+    const std::int32_t banned = history[i + prefix_len];
+    check_id(logits, banned);
+    logits[static_cast<std::size_t>(banned)] = kFiltered;
+  }
+}
+
+void apply_logit_bias(std::span<float> logits, const std::map<std::int32_t, float>& bias) {
+  for (const auto& [id, value] : bias) {
+    check_id(logits, id);
+    logits[static_cast<std::size_t>(id)] += value;
+  }
+}
+
 void apply_temperature(std::span<float> logits, float temperature) {
   if (!(temperature > 0.0f) || !std::isfinite(temperature))
     throw ValueError(str("temperature must be a positive finite number here, found ", temperature));

@@ -29,7 +29,7 @@ double log_sum_exp(std::span<const float> logits, float top) {
 
 }  // namespace
 
-void SamplingParams::validate() const {
+void SamplingParams::validate(std::int64_t vocab_size) const {
   auto finite = [](float x) { return std::isfinite(x); };
   if (!finite(temperature) || temperature < 0.0f)
     throw ValueError(str("temperature must be >= 0 (0 means greedy), found ", temperature));
@@ -40,6 +40,15 @@ void SamplingParams::validate() const {
     throw ValueError(str("repetition_penalty must be > 0 (1 turns it off), found ", repetition_penalty));
   if (!finite(presence_penalty)) throw ValueError(str("presence_penalty must be finite, found ", presence_penalty));
   if (!finite(frequency_penalty)) throw ValueError(str("frequency_penalty must be finite, found ", frequency_penalty));
+  if (no_repeat_ngram_size < 0)
+    throw ValueError(str("no_repeat_ngram_size must be >= 0 (0 turns it off), found ", no_repeat_ngram_size));
+  for (const auto& [id, bias] : logit_bias) {
+    if (!finite(bias) || bias < -100.0f || bias > 100.0f)
+      throw ValueError(str("logit_bias for token ", id, " must be in [-100, 100], found ", bias));
+    if (id < 0 || (vocab_size > 0 && id >= vocab_size))
+      throw IndexError(str("logit_bias token id ", id, " is outside the vocabulary [0, ",
+                           vocab_size > 0 ? str(vocab_size) : std::string("vocab_size"), ")"));
+  }
 }
 
 std::int32_t argmax(std::span<const float> logits) {
@@ -95,10 +104,14 @@ std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int n) {
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) { params_.validate(); }
 
-void Sampler::add_prompt(std::span<const std::int32_t> ids) { seen_.insert(ids.begin(), ids.end()); }
+void Sampler::add_prompt(std::span<const std::int32_t> ids) {
+  seen_.insert(ids.begin(), ids.end());
+  if (params_.no_repeat_ngram_size > 0) history_.insert(history_.end(), ids.begin(), ids.end());
+}
 
 void Sampler::add_generated(std::int32_t id) {
   seen_.insert(id);
+  if (params_.no_repeat_ngram_size > 0) history_.push_back(id);
   ++generated_counts_[id];
 }
 
@@ -106,6 +119,8 @@ std::int32_t Sampler::sample(std::span<float> logits) {
   // Penalties first, in every mode (HF applies its logits processors before greedy search too).
   apply_repetition_penalty(logits, seen_, params_.repetition_penalty);
   apply_presence_frequency(logits, generated_counts_, params_.presence_penalty, params_.frequency_penalty);
+  apply_no_repeat_ngram(logits, history_, params_.no_repeat_ngram_size);
+  apply_logit_bias(logits, params_.logit_bias);
   if (params_.greedy()) return argmax(logits);
   // HF's warper order: temperature -> top-k -> top-p -> min-p.
   apply_temperature(logits, params_.temperature);

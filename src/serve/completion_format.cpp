@@ -43,6 +43,10 @@ void LogprobsBuilder::add_prompt_token(std::int32_t id) {
   top_logprobs_.push_back(nullptr);
 }
 
+void LogprobsBuilder::add_prompt_token(const TokenEvent& scored) {
+  release(scored, tokenizer_->token_bytes(scored.id));
+}
+
 void LogprobsBuilder::add(const TokenEvent& event) {
   last_id_ = event.id;
   held_.push_back(event);

@@ -39,9 +39,11 @@ class LogprobsBuilder {
   LogprobsBuilder(const text::Tokenizer& tokenizer, std::size_t start_offset)
       : tokenizer_(&tokenizer), offset_(start_offset) {}
 
-  // An echoed prompt token: no logprob (nothing precedes the first; kael does not compute the
-  // others, since the model returns only the last position's logits).
+  // The echoed prompt's first token: no logprob, since nothing precedes it.
   void add_prompt_token(std::int32_t id);
+  // An echoed prompt token with its score. Released at once: the prompt's text is always
+  // emitted whole, so nothing is held for it.
+  void add_prompt_token(const TokenEvent& scored);
   // A generated token: held until the completion's text covers its bytes (see cover), so the
   // tokens handed out always spell exactly the text handed out.
   void add(const TokenEvent& event);

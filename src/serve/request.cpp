@@ -1,7 +1,9 @@
 // Request parsing and validation (request.hpp).
 #include "serve/request.hpp"
 
+#include <cctype>
 #include <cmath>
+#include <map>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -166,13 +168,89 @@ std::vector<std::string> read_stop(const Fields& fields, const RequestLimits& li
   return stops;
 }
 
+// OpenAI's logit_bias: {"50256": -100, ...}, keys token ids as strings, values in [-100, 100].
+std::map<std::int32_t, float> read_logit_bias(const Fields& fields, const RequestLimits& limits) {
+  std::map<std::int32_t, float> out;
+  const Json* v = fields.get("logit_bias");
+  if (!v) return out;
+  if (!v->is_object()) throw bad("logit_bias", str("'logit_bias' must be an object, found ", v->type_name()));
+  for (const auto& [key, value] : v->items()) {
+    std::size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(key, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (key.empty() || used != key.size() || !std::isdigit(static_cast<unsigned char>(key[0])))
+      throw bad("logit_bias", str("'logit_bias' keys must be token ids, found \"", key, "\""));
+    if (id >= limits.vocab_size)
+      throw bad("logit_bias", str("token id ", key, " in 'logit_bias' is outside the vocabulary [0, ", limits.vocab_size, ")"));
+    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < -100.0 ||
+        value.get<double>() > 100.0)
+      throw bad("logit_bias", str("'logit_bias' values must be numbers in [-100, 100], found ", value.dump(),
+                                  " for token ", key));
+    out[static_cast<std::int32_t>(id)] = static_cast<float>(value.get<double>());
+  }
+  return out;
+}
+
+// n and best_of (OpenAI: best_of candidates, the n best returned; best_of cannot stream unless
+// it equals n), both at most limits.max_choices.
+void read_choices(const Fields& fields, const RequestLimits& limits, CompletionRequest& out) {
+  const auto max = std::numeric_limits<std::int64_t>::max();
+  const auto capped = [&](const char* name) -> std::optional<std::int64_t> {
+    const auto value = fields.integer(name, 1, max);
+    if (value && *value > limits.max_choices)
+      throw bad(name, str("'", name, "' must be at most ", limits.max_choices, " on this server, found ", *value));
+    return value;
+  };
+  out.n = static_cast<int>(capped("n").value_or(1));
+  out.best_of = static_cast<int>(capped("best_of").value_or(out.n));
+  if (out.best_of < out.n)
+    throw bad("best_of", str("'best_of' (", out.best_of, ") must be >= 'n' (", out.n, ")"));
+}
+
+// use_beam_search (vLLM's extension of the API): best_of beams, the n best returned, with
+// length_penalty and early_stopping as transformers takes them. Beam search does not sample,
+// so the sampling fields and streaming are refused with it, and so is logprobs.
+void read_beam_search(const Json& body, const Fields& fields, CompletionRequest& out) {
+  out.use_beam_search = fields.boolean("use_beam_search").value_or(false);
+  if (!out.use_beam_search) {
+    for (const char* name : {"length_penalty", "early_stopping"})
+      if (fields.get(name)) throw bad(name, str("'", name, "' needs \"use_beam_search\": true"));
+    return;
+  }
+  if (out.stream) throw bad("stream", "beam search cannot be streamed (the best beams are known only at the end)");
+  if (out.options.logprobs) throw bad("logprobs", "'logprobs' is not supported with beam search");
+  if (!out.options.stop.empty()) throw bad("stop", "'stop' is not supported with beam search");
+  if (const auto t = fields.number("temperature", 0.0, 2.0); t && *t != 0.0)
+    throw bad("temperature", "beam search does not sample: 'temperature' must be 0 or absent");
+  for (const char* name : {"top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty"})
+    if (body.contains(name) && !body.at(name).is_null())
+      throw bad(name, str("beam search does not sample: '", name, "' cannot be used with it"));
+  auto& b = out.beams;
+  b.num_beams = out.best_of;
+  b.num_return_sequences = out.n;
+  if (b.num_beams < 2) throw bad("best_of", "beam search needs 'best_of' (the number of beams) >= 2");
+  b.length_penalty = static_cast<float>(fields.number("length_penalty", -100.0, 100.0).value_or(1.0));
+  if (const Json* es = fields.get("early_stopping")) {
+    if (es->is_boolean())
+      b.early_stopping = es->get<bool>() ? generate::EarlyStopping::when_full : generate::EarlyStopping::heuristic;
+    else if (es->is_string() && es->get<std::string>() == "never")
+      b.early_stopping = generate::EarlyStopping::never;
+    else
+      throw bad("early_stopping", str("'early_stopping' must be true, false or \"never\", found ", es->dump()));
+  }
+  b.max_new_tokens = out.options.max_new_tokens;
+  if (b.max_new_tokens < 1) throw bad("max_tokens", "beam search needs 'max_tokens' >= 1");
+  b.ignore_eos = out.options.ignore_eos;
+  b.no_repeat_ngram_size = out.options.sampling.no_repeat_ngram_size;
+  b.logit_bias = out.options.sampling.logit_bias;
+}
+
 // Fields OpenAI defines that kael does not implement: accepted only at their neutral value.
 void reject_unsupported(const Fields& fields) {
-  const auto max = std::numeric_limits<std::int64_t>::max();
-  if (auto n = fields.integer("n", 1, max); n && *n != 1) throw bad("n", "only n = 1 is supported");
-  if (auto b = fields.integer("best_of", 1, max); b && *b != 1) throw bad("best_of", "only best_of = 1 is supported");
-  if (const Json* bias = fields.get("logit_bias"); bias && !(bias->is_object() && bias->empty()))
-    throw bad("logit_bias", "'logit_bias' is not supported");
   if (auto suffix = fields.string("suffix"); suffix && !suffix->empty())
     throw bad("suffix", "'suffix' is not supported");
 }
@@ -214,8 +292,16 @@ CompletionRequest parse_completion_request(std::string_view body_text, const tex
     options.logprobs = true;
     options.top_logprobs = static_cast<int>(*n);
   }
+  out.return_logprobs = options.logprobs;
+  s.logit_bias = read_logit_bias(fields, limits);
+  s.no_repeat_ngram_size = static_cast<int>(fields.integer("no_repeat_ngram_size", 0, limits.n_positions).value_or(0));
   out.echo = fields.boolean("echo").value_or(false);
   out.stream = fields.boolean("stream").value_or(false);
+  read_choices(fields, limits, out);
+  read_beam_search(body, fields, out);
+  if (out.stream && out.best_of > out.n && !out.use_beam_search)
+    throw bad("best_of", "'best_of' larger than 'n' cannot be streamed (the best are known only at the end)");
+  if (out.best_of > out.n && !out.use_beam_search) options.logprobs = true;  // ranking needs each token's log-probability
   if (const Json* so = fields.get("stream_options")) {
     if (!so->is_object()) throw bad("stream_options", str("'stream_options' must be an object, found ", so->type_name()));
     out.include_usage = Fields(*so).boolean("include_usage").value_or(true);

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kael/generate/beam_search.hpp"
 #include "kael/generate/sequence.hpp"
 #include "kael/text/tokenizer.hpp"
 
@@ -20,6 +21,7 @@ struct RequestLimits {
   int max_stop = 4;              // stop strings per request (OpenAI's limit)
   std::size_t max_stop_bytes = 256;
   int max_logprobs = 20;         // alternatives per token
+  int max_choices = 8;           // n and best_of: each candidate takes a batch slot
   int default_max_tokens = 16;   // OpenAI's default for completions
   // Text tokenized per request (a prompt string, /tokenize's text): BPE on one long word costs
   // about 20 bytes of memory per byte and O(n log n) time, so this bounds both (413 past it).
@@ -34,6 +36,12 @@ struct CompletionRequest {
   bool stream = false;
   bool echo = false;
   bool include_usage = true;            // usage in the last streamed chunk
+  int n = 1;                            // choices returned
+  int best_of = 1;                      // candidates generated (>= n); the n of highest mean log-probability win
+  bool return_logprobs = false;         // the response has "logprobs" (options.logprobs may be on for ranking only)
+  // "use_beam_search": true (vLLM's extension): beam search with best_of beams, n returned.
+  bool use_beam_search = false;
+  generate::BeamSearchOptions beams;
 };
 
 // Parses a /v1/completions body. HttpError 400 naming the field for malformed JSON, a wrong

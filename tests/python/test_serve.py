@@ -96,7 +96,9 @@ def test_echo_and_logprobs(server, tiktoken_gpt2):
     n = n_prompt + body["usage"]["completion_tokens"]
     for key in ("tokens", "token_logprobs", "top_logprobs", "text_offset", "bytes"):
         assert len(lp[key]) == n, key
-    assert lp["token_logprobs"][:n_prompt] == [None] * n_prompt
+    # The first prompt token has no log-probability (nothing precedes it), the others do.
+    assert lp["token_logprobs"][0] is None and lp["top_logprobs"][0] is None
+    assert all(x is not None and x <= 0 for x in lp["token_logprobs"][1:n_prompt])
     assert bytes(b for token in lp["bytes"] for b in token).decode("utf-8", "replace").startswith(prompt)
     assert lp["bytes"][:n_prompt] == [list(tiktoken_gpt2.decode_single_token_bytes(t))
                                       for t in tiktoken_gpt2.encode_ordinary(prompt)]
@@ -208,11 +210,15 @@ ERROR_CASES = [
     ("stop empty", "POST", "/v1/completions", {"prompt": "hi", "stop": [""]}, 400, "stop", "empty"),
     ("too many stops", "POST", "/v1/completions", {"prompt": "hi", "stop": list("abcde")}, 400, "stop", "at most 4"),
     ("seed type", "POST", "/v1/completions", {"prompt": "hi", "seed": "x"}, 400, "seed", "integer"),
-    ("n > 1", "POST", "/v1/completions", {"prompt": "hi", "n": 2}, 400, "n", "n = 1"),
+    ("n above the cap", "POST", "/v1/completions", {"prompt": "hi", "n": 9}, 400, "n", "at most 8"),
+    ("best_of below n", "POST", "/v1/completions", {"prompt": "hi", "n": 3, "best_of": 2}, 400, "best_of", ">= 'n'"),
+    ("best_of streamed", "POST", "/v1/completions", {"prompt": "hi", "best_of": 2, "stream": True}, 400, "best_of", "streamed"),
     ("stream type", "POST", "/v1/completions", {"prompt": "hi", "stream": "yes"}, 400, "stream", "boolean"),
     ("echo type", "POST", "/v1/completions", {"prompt": "hi", "echo": 1}, 400, "echo", "boolean"),
     ("logprobs range", "POST", "/v1/completions", {"prompt": "hi", "logprobs": 99}, 400, "logprobs", "[0, 20]"),
-    ("logit_bias", "POST", "/v1/completions", {"prompt": "hi", "logit_bias": {"50256": -100}}, 400, "logit_bias", "not supported"),
+    ("logit_bias range", "POST", "/v1/completions", {"prompt": "hi", "logit_bias": {"50256": -101}}, 400, "logit_bias", "[-100, 100]"),
+    ("logit_bias key", "POST", "/v1/completions", {"prompt": "hi", "logit_bias": {"x": 1}}, 400, "logit_bias", "token ids"),
+    ("logit_bias vocabulary", "POST", "/v1/completions", {"prompt": "hi", "logit_bias": {"50257": 1}}, 400, "logit_bias", "vocabulary"),
     ("tokenize without text", "POST", "/tokenize", {"ids": [1]}, 400, "text", "required"),
     ("tokenize bad json", "POST", "/tokenize", b"{", 400, None, "not valid JSON"),
     ("detokenize bad id", "POST", "/detokenize", {"ids": [1, 99999999]}, 400, "ids", "vocabulary"),

@@ -2,12 +2,13 @@
 // top-k, top-p, min-p, and a seeded random draw that gives the same ids on every platform.
 //
 // The order follows Hugging Face's generate(): the penalties (repetition, then presence and
-// frequency) apply to every mode, greedy included; temperature -> top-k -> top-p -> min-p
+// frequency, then the n-gram ban and OpenAI's logit_bias) apply to every mode, greedy included; temperature -> top-k -> top-p -> min-p
 // apply only when sampling. A filtered logit becomes -inf. Each step is a plain function on a
 // span so a test can pin it with hand-made logits.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <random>
 #include <span>
 #include <unordered_map>
@@ -24,11 +25,14 @@ struct SamplingParams {
   float repetition_penalty = 1.0f;  // HF: divide positive logits, multiply negative; 1 = off
   float presence_penalty = 0.0f;    // OpenAI: subtract once from every token generated so far
   float frequency_penalty = 0.0f;   // OpenAI: subtract per occurrence in the generated tokens
+  int no_repeat_ngram_size = 0;     // HF: no n-gram of this size occurs twice (prompt included); 0 = off
+  std::map<std::int32_t, float> logit_bias;  // OpenAI: token id -> bias in [-100, 100], added to the logits
   std::uint64_t seed = 0;
 
   bool greedy() const { return temperature == 0.0f; }
-  // ValueError naming the first parameter out of range.
-  void validate() const;
+  // ValueError naming the first parameter out of range. With vocab_size > 0, a logit_bias id
+  // outside [0, vocab_size) is an IndexError.
+  void validate(std::int64_t vocab_size = 0) const;
 };
 
 // A portable random source: std::mt19937_64's output sequence is fixed by the standard, and
@@ -51,6 +55,12 @@ void apply_repetition_penalty(std::span<float> logits, const std::unordered_set<
 // OpenAI's penalties: logit -= count * frequency + (count > 0) * presence, per generated token.
 void apply_presence_frequency(std::span<float> logits, const std::unordered_map<std::int32_t, int>& counts,
                               float presence, float frequency);
+// HF's NoRepeatNGramLogitsProcessor: with history h (prompt + generated) of length L >= n - 1,
+// every token t such that h[i..i+n-2] == h[L-n+1..L-1] and t == h[i+n-1] for some i gets -inf.
+// n <= 0 is a no-op.
+void apply_no_repeat_ngram(std::span<float> logits, std::span<const std::int32_t> history, int n);
+// OpenAI's logit_bias: logits[id] += bias for each entry (ids are checked against the span).
+void apply_logit_bias(std::span<float> logits, const std::map<std::int32_t, float>& bias);
 void apply_temperature(std::span<float> logits, float temperature);
 // Keeps the k highest logits; like HF, a logit tied with the k-th is kept too. k <= 0 or
 // k >= size is a no-op.
@@ -95,6 +105,7 @@ class Sampler {
  private:
   SamplingParams params_;
   Rng rng_;
+  std::vector<std::int32_t> history_;                     // prompt + generated, for no_repeat_ngram_size
   std::unordered_set<std::int32_t> seen_;                 // prompt + generated
   std::unordered_map<std::int32_t, int> generated_counts_;  // generated only
 };

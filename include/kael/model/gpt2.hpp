@@ -150,6 +150,11 @@ class GPT2 {
   std::vector<std::span<const float>> forward_batch(std::span<Session* const> sessions,
                                                     std::span<const std::int32_t> tokens) const;
 
+  // Makes `dst` hold what `src` holds (a beam forking from another): copies the used part of
+  // each layer's KV cache, src.length() positions, and nothing beyond it. ValueError for a
+  // session made by another model. `dst` may be longer or shorter before.
+  void copy_session(Session& dst, const Session& src) const;
+
   struct Impl;
 
  private:
