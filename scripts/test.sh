@@ -13,6 +13,8 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DKAEL_BUILD_EXAMPLES=ON >/dev/nu
 cmake --build build -j "$JOBS"
 ctest --test-dir build --output-on-failure -j "$JOBS"
 
+scripts/test_aarch64.sh
+
 echo "== sanitizer build (ASan + UBSan) and tests"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKAEL_SANITIZE=ON >/dev/null
 cmake --build build-asan -j "$JOBS"

@@ -18,6 +18,9 @@
 #if KAEL_X86_KERNELS
 #include "kernels/avx2/kernels.hpp"
 #endif
+#if KAEL_NEON_KERNELS
+#include "kernels/neon/kernels.hpp"
+#endif
 #include "kernels/quant.hpp"
 #include "kernels_testing.hpp"
 
@@ -245,6 +248,36 @@ TEST_P(Int8OnIsa, X86GemmsEqualPmaddubswBitForBit) {
       }
 #else
   GTEST_SKIP() << isa_name(GetParam()) << ": this build has no x86 kernels";
+#endif
+}
+
+TEST(NeonInt8, SdotEqualsSmullBitForBit) {
+  // Both integer dots are exact and the float steps are shared (int8_gemm.hpp): equal bits for
+  // every row count, and both within the format's error of the exact product (ErrorAgainst...).
+#if KAEL_NEON_KERNELS
+  if (!cpu_features().dotprod) GTEST_SKIP() << "this CPU has no SDOT (or KAEL_DOTPROD=0): only smull runs";
+  for (std::int64_t K : {32, 100, 768})
+    for (std::int64_t N : {5, 16, 40})
+      for (std::int64_t M : {1, 2, 3, 9}) {
+        const std::int64_t Kp = int8_padded_k(K), panels = int8_padded_n(N) / 16;
+        const Int8Matrix m(random_vector(K * N, 31), K, N);
+        std::vector<std::int8_t> xq(static_cast<std::size_t>(M * Kp));
+        std::vector<float> xs(static_cast<std::size_t>(M * Kp / kInt8Group));
+        portable::quantize_rows(xq.data(), xs.data(), random_vector(M * K, 32).data(), M, K);
+        const auto bias = random_vector(N, 33);
+        for (Epilogue epilogue : {Epilogue::store, Epilogue::gelu, Epilogue::residual}) {
+          auto a = random_vector(M * N, 34), b = a;
+          neon::int8_gemm(a.data(), N, xq.data(), xs.data(), M, Kp, m.q.data(), m.scales.data(), panels, N,
+                          bias.data(), epilogue);
+          neon::int8_gemm_sdot(b.data(), N, xq.data(), xs.data(), M, Kp, m.q.data(), m.scales.data(), panels, N,
+                               bias.data(), epilogue);
+          for (std::size_t i = 0; i < a.size(); ++i)
+            ASSERT_EQ(std::bit_cast<std::uint32_t>(a[i]), std::bit_cast<std::uint32_t>(b[i]))
+                << "K=" << K << " N=" << N << " M=" << M << " i=" << i;
+        }
+      }
+#else
+  GTEST_SKIP() << "this build has no NEON kernels";
 #endif
 }
 

@@ -43,6 +43,7 @@ TEST(CpuFeatures, NamesAndPhysicalCores) {
   EXPECT_STREQ(isa_name(Isa::avx2), "avx2");
   EXPECT_STREQ(isa_name(Isa::avx512), "avx512");
   EXPECT_STREQ(isa_name(Isa::amx), "amx");
+  EXPECT_STREQ(isa_name(Isa::neon), "neon");
   EXPECT_GE(physical_cores(), 1);
   EXPECT_NO_THROW(set_isa(Isa::scalar));
   EXPECT_EQ(active_isa(), Isa::scalar);
@@ -50,16 +51,16 @@ TEST(CpuFeatures, NamesAndPhysicalCores) {
   set_isa(detected_isa());
 }
 
-TEST(CpuFeatures, EachSetNeedsTheOnesBelowAndUnsupportedSetsAreRefused) {
+TEST(CpuFeatures, EachSetNeedsItsBaseAndUnsupportedSetsAreRefused) {
   EXPECT_TRUE(isa_supported(Isa::scalar));
-  bool below = true;
+  EXPECT_EQ(base_isa(Isa::avx512), Isa::avx2);
+  EXPECT_EQ(base_isa(Isa::neon), Isa::scalar);
   for (Isa isa : kAllIsas) {
     std::string why;
     const bool ok = isa_supported(isa, &why);
-    if (!below) {
+    if (!isa_supported(base_isa(isa))) {
       EXPECT_FALSE(ok) << isa_name(isa);
     }
-    below = ok;
     if (ok) {
       EXPECT_TRUE(why.empty());
       EXPECT_EQ(kernels_for(isa).isa, isa);
@@ -75,6 +76,14 @@ TEST(CpuFeatures, EachSetNeedsTheOnesBelowAndUnsupportedSetsAreRefused) {
   if (f.avx512f) {
     EXPECT_TRUE(f.avx2) << "AVX-512 without AVX2";
   }
+  // One family per build: an x86 build never offers neon, an ARM64 one always does.
+#if defined(__aarch64__)
+  EXPECT_TRUE(isa_supported(Isa::neon));
+  EXPECT_EQ(detected_isa(), Isa::neon);
+  EXPECT_FALSE(isa_supported(Isa::avx2));
+#else
+  EXPECT_FALSE(isa_supported(Isa::neon));
+#endif
 }
 
 TEST(CpuFeatures, EveryTableIsComplete) {

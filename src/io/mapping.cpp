@@ -117,7 +117,8 @@ void release_mapped_pages(const Tensor& tensor) {
   const auto begin = reinterpret_cast<std::uintptr_t>(tensor.raw_data());
   const std::uintptr_t first = (begin + page - 1) / page * page, last = (begin + tensor.nbytes()) / page * page;
   // Pages shared with a neighbouring tensor stay. MADV_DONTNEED on a private file mapping
-  // drops the pages (and any private copies); failure only means the memory stays in use.
+  // drops the pages (and any private copies) on Linux; macOS takes it as a hint only. Either
+  // way, failure only means the memory stays in use.
   if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 

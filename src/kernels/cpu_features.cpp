@@ -10,6 +10,12 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#elif defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
 #endif
 
 namespace kael::kernels {
@@ -61,8 +67,41 @@ CpuFeatures detect() {
   if (vnni != nullptr && std::string_view(vnni) == "0") f.avx_vnni = f.avx512_vnni = false;
   return f;
 }
+#elif defined(__aarch64__)
+#if defined(__APPLE__)
+// A sysctl flag such as hw.optional.arm.FEAT_DotProd: 1 when present, absent on older macOS.
+bool sysctl_flag(const char* name) {
+  int value = 0;
+  std::size_t size = sizeof value;
+  return sysctlbyname(name, &value, &size, nullptr, 0) == 0 && value != 0;
+}
+#endif
+
+CpuFeatures detect() {
+  CpuFeatures f;
+  f.neon = true;  // Advanced SIMD is part of every ARMv8-A (AArch64) CPU
+#if defined(__linux__)
+  const unsigned long hwcap = getauxval(AT_HWCAP);
+  f.dotprod = (hwcap & HWCAP_ASIMDDP) != 0;
+  f.fp16 = (hwcap & HWCAP_FPHP) != 0 && (hwcap & HWCAP_ASIMDHP) != 0;
+#elif defined(__APPLE__)
+  f.dotprod = sysctl_flag("hw.optional.arm.FEAT_DotProd");
+  f.fp16 = sysctl_flag("hw.optional.arm.FEAT_FP16");
+#endif
+  const char* dotprod = std::getenv("KAEL_DOTPROD");
+  if (dotprod != nullptr && std::string_view(dotprod) == "0") f.dotprod = false;
+  return f;
+}
 #else
 CpuFeatures detect() { return {}; }
+#endif
+
+#if defined(__APPLE__)
+int sysctl_int(const char* name) {
+  int value = 0;
+  std::size_t size = sizeof value;
+  return sysctlbyname(name, &value, &size, nullptr, 0) == 0 ? value : 0;
+}
 #endif
 
 }  // namespace
@@ -73,8 +112,17 @@ const char* isa_name(Isa isa) {
     case Isa::avx2: return "avx2";
     case Isa::avx512: return "avx512";
     case Isa::amx: return "amx";
+    case Isa::neon: return "neon";
   }
   return "?";
+}
+
+Isa base_isa(Isa isa) {
+  switch (isa) {
+    case Isa::avx512: return Isa::avx2;
+    case Isa::amx: return Isa::avx512;
+    default: return Isa::scalar;
+  }
 }
 
 const CpuFeatures& cpu_features() {
@@ -84,6 +132,9 @@ const CpuFeatures& cpu_features() {
 
 int physical_cores() {
   const unsigned logical = std::thread::hardware_concurrency();
+#if defined(__APPLE__)
+  if (const int cores = sysctl_int("hw.physicalcpu"); cores > 0) return cores;
+#endif
   std::set<std::pair<std::string, std::string>> cores;  // (package, core) pairs
   for (unsigned cpu = 0; cpu < logical; ++cpu) {
     const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";

@@ -59,8 +59,9 @@ void quantize_rows(std::int8_t* xq, float* xs, const float* x, std::int64_t T, s
 void int8_linear(float* out, const float* x, const std::int8_t* q, const std::uint16_t* scales, const float* bias,
                  std::int64_t T, std::int64_t K, std::int64_t N, Epilogue epilogue = Epilogue::store);
 
-// The int8 byte dot product of the active kernels: "scalar", "pmaddubsw", "avx-vnni" or
-// "avx512-vnni" (KernelTable::int8_dot; KAEL_VNNI=0 hides VNNI, cpu_features.hpp).
+// The int8 byte dot product of the active kernels: "scalar", "pmaddubsw", "avx-vnni",
+// "avx512-vnni", "neon-sdot" or "neon-smull" (KernelTable::int8_dot; KAEL_VNNI=0 hides VNNI
+// and KAEL_DOTPROD=0 hides SDOT, cpu_features.hpp).
 const char* int8_dot_name();
 
 }  // namespace kael::kernels

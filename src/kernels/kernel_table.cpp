@@ -33,6 +33,12 @@ const char* missing(Isa isa, std::string* amx_reason) {
       (void)amx_reason;
       return "this build has no AMX kernels (src/kernels/amx/ is empty)";
 #endif
+    case Isa::neon:
+#if KAEL_NEON_KERNELS
+      return f.neon ? nullptr : "this CPU lacks Advanced SIMD";
+#else
+      return "this build is not for ARM64, so it has no NEON kernels";
+#endif
   }
   return "unknown instruction set";
 }
@@ -42,11 +48,14 @@ KernelTable build(Isa isa) {
   portable::fill(table);
 #if KAEL_X86_KERNELS
   const CpuFeatures& cpu = cpu_features();
-  if (isa >= Isa::avx2) avx2::fill(table, cpu);
-  if (isa >= Isa::avx512) avx512::fill(table, cpu);
+  if (isa >= Isa::avx2 && isa <= Isa::amx) avx2::fill(table, cpu);
+  if (isa >= Isa::avx512 && isa <= Isa::amx) avx512::fill(table, cpu);
 #endif
 #if KAEL_AMX_KERNELS
   if (isa >= Isa::amx) amx::fill(table, cpu_features());
+#endif
+#if KAEL_NEON_KERNELS
+  if (isa == Isa::neon) neon::fill(table, cpu_features());
 #endif
   table.isa = isa;
   return table;
@@ -65,22 +74,21 @@ Isa from_environment() {
       if (!isa_supported(isa, &why)) throw ValueError(str("KAEL_ISA=", value, ", but ", why));
       return isa;
     }
-  throw ValueError(str("KAEL_ISA='", value, "' is not an instruction set kael knows (expected scalar, avx2, avx512 or amx)"));
+  throw ValueError(str("KAEL_ISA='", value, "' is not an instruction set kael knows (expected scalar, avx2, avx512, amx or neon)"));
 }
 
 }  // namespace
 
 bool isa_supported(Isa isa, std::string* why) {
-  // A set needs every set below it.
-  for (Isa level : kAllIsas) {
-    if (level > isa) break;
+  // A set needs the one it builds on, and that one its own base, down to scalar.
+  for (Isa level = isa;; level = base_isa(level)) {
     std::string reason;
     if (const char* m = missing(level, &reason)) {
       if (why != nullptr) *why = reason.empty() ? std::string(m) : str(m, ": ", reason);
       return false;
     }
+    if (level == Isa::scalar) return true;
   }
-  return true;
 }
 
 Isa detected_isa() {

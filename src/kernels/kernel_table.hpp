@@ -1,10 +1,11 @@
 // The kernels of one instruction set, as a table of function pointers. One table per set is
 // built once, at start-up or on the first call, from the units of that set (portable.cpp;
-// avx2/*.cpp, avx512/*.cpp, amx/*.cpp, each compiled with its own flags), and the
+// avx2/*.cpp, avx512/*.cpp, amx/*.cpp on x86 and neon/*.cpp on ARM64, each compiled with
+// its own flags), and the
 // dispatching functions of gemm.hpp, quant.hpp, int8.hpp, norm.hpp and elementwise.hpp call
 // through active_kernels(). They split the work across threads; no table kernel starts one.
 //
-// Each set's fill() starts from the table of the set below it and replaces what it does
+// Each set's fill() starts from the table of the set it builds on (base_isa) and replaces what it does
 // better, so a set may leave an entry to a narrower one (AVX-512 without VNNI keeps AVX2's
 // int8 kernel). Results may differ between sets in the last bits, never within one: every
 // entry computes each output the same way whatever the row count, the thread split or the
@@ -55,7 +56,8 @@ using LayerNormRowFn = void(float* out, const float* x, const float* weight, con
 
 struct KernelTable {
   Isa isa = Isa::scalar;
-  // The int8 byte dot product in use: "scalar", "pmaddubsw", "avx-vnni", "avx512-vnni", ...
+  // The int8 byte dot product in use: "scalar", "pmaddubsw", "avx-vnni", "avx512-vnni", "neon-sdot",
+  // "neon-smull", ...
   const char* int8_dot = "scalar";
   GemmPanelsFn* gemm_panels = nullptr;
   GemmNtFn* gemm_nt = nullptr;
@@ -94,6 +96,11 @@ namespace amx {
 bool available(const CpuFeatures& cpu, std::string* why);
 void fill(KernelTable& table, const CpuFeatures& cpu);
 }  // namespace amx
+#endif
+#if KAEL_NEON_KERNELS
+namespace neon {
+void fill(KernelTable& table, const CpuFeatures& cpu);
+}
 #endif
 
 }  // namespace kael::kernels

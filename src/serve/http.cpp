@@ -28,7 +28,14 @@ bool socket_endpoint(int fd, bool peer, std::string& host, int& port) {
 }
 
 ConnectionWatch::ConnectionWatch(const httplib::Request& request) {
+  // The process's open descriptors: Linux lists them in /proc/self/fd, macOS and the BSDs in
+  // /dev/fd. Where neither can be read, fd_ stays -1 and closed() reports a live connection
+  // (a disconnect is then noticed only when writing the stream fails).
+#if defined(__linux__)
   DIR* dir = opendir("/proc/self/fd");
+#else
+  DIR* dir = opendir("/dev/fd");
+#endif
   if (!dir) return;
   while (const dirent* entry = readdir(dir)) {
     char* end = nullptr;
