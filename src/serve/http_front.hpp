@@ -10,6 +10,7 @@
 // What httplib still does: routing, the handlers' Request/Response, response framing.
 #pragma once
 
+#include <atomic>
 #include <functional>
 
 #include "serve/http.hpp"
@@ -22,6 +23,10 @@ class FrontServer : public httplib::Server {
   // `on_refused(status)` counts each request the front answers itself (limits, malformed).
   FrontServer(const HttpLimits& limits, std::function<void(int)> on_refused);
 
+  // Requests being answered now (read whole, in httplib's hands, a stream included): what a
+  // drain waits for. Idle kept-alive connections do not count.
+  int requests_in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
+
  private:
   // Overrides httplib's per-connection loop (a private virtual: httplib's accept loop calls it).
   bool process_and_close_socket(socket_t sock) override;
@@ -29,6 +34,7 @@ class FrontServer : public httplib::Server {
 
   HttpLimits limits_;
   std::function<void(int)> on_refused_;
+  std::atomic<int> in_flight_{0};
 };
 
 }  // namespace kael::serve
