@@ -34,6 +34,9 @@ RunFn setup(CLI::App& app) {
   cmd->add_option("--head-timeout", options->head_timeout_seconds,
                   "Seconds a request head may take to arrive, whole (slower: 408)")
       ->capture_default_str();
+  cmd->add_option("--body-timeout", options->body_timeout_seconds,
+                  "Seconds a request body may take to arrive, whole, after its head (slower: 408)")
+      ->capture_default_str();
   cmd->add_option("--dtype", options->dtype, kDtypeHelp)->capture_default_str();
   cmd->add_option("--api-key", options->access.api_keys,
                   "A key clients must send as Authorization: Bearer KEY for /v1/*, /tokenize, /detokenize "

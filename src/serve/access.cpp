@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -70,6 +71,8 @@ bool KeySet::matches(std::string_view token) const {
 }
 
 std::vector<std::string> read_key_file(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) throw Error(str("cannot read --api-key-file ", path, ": it is a directory"));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(str("cannot read --api-key-file ", path, ": ", std::strerror(errno)));
   std::ostringstream text;

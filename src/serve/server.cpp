@@ -38,6 +38,8 @@ void validate(const ServerOptions& o) {
     throw ValueError(str("--max-connections must be in [1, 65536], found ", o.max_connections));
   if (!(o.head_timeout_seconds >= 0.1) || o.head_timeout_seconds > 3600)
     throw ValueError(str("--head-timeout must be in [0.1, 3600] seconds, found ", o.head_timeout_seconds));
+  if (!(o.body_timeout_seconds >= 0.1) || o.body_timeout_seconds > 3600)
+    throw ValueError(str("--body-timeout must be in [0.1, 3600] seconds, found ", o.body_timeout_seconds));
   if (!(o.drain_timeout_seconds >= 0.0) || o.drain_timeout_seconds > 3600)
     throw ValueError(str("--drain-timeout must be in [0, 3600] seconds, found ", o.drain_timeout_seconds));
 }
@@ -123,6 +125,7 @@ int run_server(const ServerOptions& options) {
   http_limits.max_body_bytes = options.max_body_bytes;
   http_limits.max_connections = options.max_connections;
   http_limits.head_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options.head_timeout_seconds * 1000));
+  http_limits.body_timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options.body_timeout_seconds * 1000));
   FrontServer server(http_limits, [&metrics](int status) { metrics.count_request("other", status); });
   install_gate(server, access, lifecycle);
   register_fallbacks(server, metrics);

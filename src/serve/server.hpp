@@ -20,6 +20,7 @@ struct ServerOptions {
   std::size_t max_body_bytes = 1 << 20;
   int max_connections = 256;       // open HTTP connections; past it, 503 at once
   double head_timeout_seconds = 10;  // a request head must arrive whole within this (408)
+  double body_timeout_seconds = 30;  // a request body must arrive whole within this, from the head's end (408)
   std::string dtype = "f32";
   AccessOptions access;            // API keys, metrics key, CORS origins
   double drain_timeout_seconds = 30;  // after SIGTERM/SIGINT, running requests may finish within this

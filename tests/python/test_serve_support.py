@@ -37,7 +37,9 @@ class Server:
     """`kael serve` as a subprocess. Use as a context manager: it stops the server (SIGTERM,
     then SIGKILL) even when the test fails."""
 
-    def __init__(self, model_dir, *args, log_dir=None):
+    def __init__(self, model_dir, *args, log_dir=None, headers=None):
+        """`headers`: sent with every request this object makes (an Authorization, say)."""
+        self.headers = dict(headers or {})
         self.port = free_port()
         self.base = f"http://{HOST}:{self.port}"
         self.log_path = pathlib.Path(log_dir or model_dir) / f"serve-{self.port}.log"
@@ -89,6 +91,7 @@ class Server:
             if body is not None and not isinstance(body, (bytes, bytearray)):
                 body = json.dumps(body).encode()
             all_headers = {"Content-Type": "application/json"} if body is not None else {}
+            all_headers.update(self.headers)
             all_headers.update(headers or {})
             connection.request(method, path, body=body, headers=all_headers)
             response = connection.getresponse()
@@ -117,7 +120,7 @@ class Server:
         connection = http.client.HTTPConnection(HOST, self.port, timeout=120)
         try:
             connection.request("POST", "/v1/completions", body=json.dumps({**fields, "stream": True}).encode(),
-                               headers={"Content-Type": "application/json"})
+                               headers={"Content-Type": "application/json", **self.headers})
             response = connection.getresponse()
             raw = response.read()
             assert response.status == 200, (response.status, raw)
