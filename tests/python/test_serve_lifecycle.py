@@ -11,20 +11,9 @@ import time
 import pytest
 
 from conftest import kael_binary
-from test_serve_support import HOST, Server, free_port, joined_text, parse_sse, wait_until
+from test_serve_support import HOST, Server, dechunk, free_port, joined_text, parse_sse, wait_until
 
 LONG = 200  # tokens: a stream that runs for a second or two on the small checkpoint
-
-
-def dechunk(rest: bytes) -> bytes:
-    out = bytearray()
-    while True:
-        size_line, _, rest = rest.partition(b"\r\n")
-        size = int(size_line, 16)
-        if size == 0:
-            return bytes(out)
-        out += rest[:size]
-        rest = rest[size + 2:]
 
 
 class OpenStream:

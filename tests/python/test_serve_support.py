@@ -160,6 +160,11 @@ def raw_stream(port, body, timeout=120, pause=0.0):
     head, _, rest = response.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200"), head
     assert b"transfer-encoding: chunked" in head.lower(), head
+    return dechunk(rest)
+
+
+def dechunk(rest: bytes) -> bytes:
+    """A complete chunked body (after the response head) without its framing; asserts the framing."""
     body_bytes = bytearray()
     while True:
         size_line, _, rest = rest.partition(b"\r\n")
