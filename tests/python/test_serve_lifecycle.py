@@ -114,33 +114,25 @@ def test_sigterm_drains_running_streams_then_exits_0(serve_model_dir, tmp_path):
     assert "SIGTERM: draining" in log and "drained: every running request finished" in log, log
 
 
-def test_streams_still_running_at_the_drain_timeout_end_cleanly(serve_model_dir, tmp_path):
-    server = Server(serve_model_dir, "--drain-timeout", 0.3, log_dir=tmp_path)
+@pytest.mark.parametrize("ended_by", ["the drain timeout", "a second signal"])
+def test_what_still_runs_when_the_drain_ends_ends_cleanly(serve_model_dir, tmp_path, ended_by):
+    by_timeout = ended_by == "the drain timeout"
+    server = Server(serve_model_dir, "--drain-timeout", 0.3 if by_timeout else 600, log_dir=tmp_path)
     with server:
         stream = OpenStream(server.port, LONG)
+        server.process.send_signal(signal.SIGINT if by_timeout else signal.SIGTERM)
+        if not by_timeout:
+            assert wait_until(lambda: get(server.port, "/health")[0] == 503, timeout=5)
+            server.process.send_signal(signal.SIGTERM)
         began = time.monotonic()
-        server.process.send_signal(signal.SIGINT)
         payloads = stream.read()  # parse_sse checks the framing: whole events, [DONE] last
         assert time.monotonic() - began < 10
         assert "shutting down" in payloads[-1]["error"]["message"]
         assert all("choices" in p for p in payloads[:-1])
         assert stop_status(server) == 0
     log = server.log()
-    assert "SIGINT: draining" in log and "drain ended with 1 requests still running" in log, log
-
-
-def test_a_second_signal_ends_the_drain_at_once(serve_model_dir, tmp_path):
-    server = Server(serve_model_dir, "--drain-timeout", 600, log_dir=tmp_path)
-    with server:
-        stream = OpenStream(server.port, LONG)
-        server.process.send_signal(signal.SIGTERM)
-        assert wait_until(lambda: get(server.port, "/health")[0] == 503, timeout=5)
-        began = time.monotonic()
-        server.process.send_signal(signal.SIGTERM)
-        payloads = stream.read()
-        assert time.monotonic() - began < 10 and "error" in payloads[-1]
-        assert stop_status(server) == 0
-    assert "second stop signal" in server.log()
+    assert "drain ended with 1 requests still running" in log, log
+    assert ("SIGINT: draining" if by_timeout else "second stop signal") in log, log
 
 
 def test_drain_timeout_is_checked(serve_model_dir):
