@@ -131,8 +131,7 @@ int run_server(const ServerOptions& options) {
   register_fallbacks(server, metrics);
 
   // Port 0: the system picks a free port, printed below.
-  const int port = options.port == 0 ? server.bind_to_any_port(options.host)
-                                     : (server.bind_to_port(options.host, options.port) ? options.port : -1);
+  const int port = server.bind(options.host, options.port);
   if (port <= 0)
     throw Error(str("cannot listen on ", options.host, ":", options.port, " (address in use or not available)"));
   std::fprintf(stderr, "kael serve: listening on http://%s:%d; loading %s (/health is 503 until it is loaded)\n",

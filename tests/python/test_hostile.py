@@ -492,3 +492,24 @@ def test_13_headers_with_invalid_utf8_get_clean_answers(model_dir):
             json.loads(body.decode("utf-8"))  # valid UTF-8 JSON, whatever the request held
             assert b"\xff" not in body
         server.assert_healthy()
+
+
+def test_13_the_accept_queue_is_as_long_as_the_connection_cap(model_dir):
+    # httplib listens with a backlog of 5: a burst of clients past it waits on SYN retries and
+    # may end in a reset (bench/serve_load.py's 256 clients met it). ss shows a listening
+    # socket's backlog in its Send-Q column.
+    ss = shutil.which("ss")
+    if ss is None:
+        pytest.skip("ss (iproute2) is not installed")
+    with Guarded(model_dir, "--max-connections", 300) as server:
+        listing = subprocess.run([ss, "-ltnH", f"sport = :{server.port}"], capture_output=True, text=True).stdout.split()
+        assert listing and listing[0] == "LISTEN" and int(listing[2]) >= 300, listing
+        flood = [socket.create_connection((HOST, server.port), timeout=30) for _ in range(200)]
+        try:
+            for sock in flood:
+                sock.sendall(b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
+            assert all(status_of(read_all(sock)) == 200 for sock in flood)
+        finally:
+            for sock in flood:
+                sock.close()
+        server.assert_healthy()
