@@ -62,7 +62,7 @@ class Listener {
  public:
   Listener(FrontServer& server, pthread_t main_thread) : server_(server) {
     thread_ = std::thread([this, main_thread] {
-      listened_ = server_.listen_after_bind();
+      server_.listen_after_bind();  // returns when stopped, or when the listening socket fails
       done_.store(true);
       if (!stopping_.load()) pthread_kill(main_thread, SIGTERM);  // it ended by itself: wake the main thread
     });
@@ -77,13 +77,11 @@ class Listener {
     if (thread_.joinable()) thread_.join();
   }
   bool ended_by_itself() const { return done_.load() && !stopping_.load(); }
-  bool listened() const { return listened_; }
 
  private:
   FrontServer& server_;
   std::thread thread_;
   std::atomic<bool> stopping_{false}, done_{false};
-  bool listened_ = false;  // read after the join
 };
 
 // Waits for the requests being answered to finish, at most `timeout` or until another stop
