@@ -83,6 +83,13 @@ def cli(kael, *args, timeout=120) -> Outcome:
     return Outcome(kael(*args, check=False, timeout=timeout))
 
 
+def all_answer_health(sockets) -> bool:
+    """Sends GET /health on each open connection; true when every one answers 200."""
+    for sock in sockets:
+        sock.sendall(b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
+    return all(status_of(read_all(sock)) == 200 for sock in sockets)
+
+
 def status_of(response: bytes) -> int:
     return int(response.split(b" ", 2)[1])
 
@@ -198,9 +205,7 @@ def test_3_connections_past_the_cap_are_refused_at_once(model_dir):
                 sock.close()
                 assert status_of(response) == 503 and b"Retry-After: 1" in response, response[:200]
             # The four admitted connections are still served.
-            for sock in idle:
-                sock.sendall(b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
-            assert all(status_of(read_all(sock)) == 200 for sock in idle)
+            assert all_answer_health(idle)
         finally:
             for sock in idle:
                 sock.close()
@@ -506,9 +511,7 @@ def test_13_the_accept_queue_is_as_long_as_the_connection_cap(model_dir):
         assert listing and listing[0] == "LISTEN" and int(listing[2]) >= 300, listing
         flood = [socket.create_connection((HOST, server.port), timeout=30) for _ in range(200)]
         try:
-            for sock in flood:
-                sock.sendall(b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
-            assert all(status_of(read_all(sock)) == 200 for sock in flood)
+            assert all_answer_health(flood)
         finally:
             for sock in flood:
                 sock.close()
