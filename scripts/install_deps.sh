@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what kael needs: Debian packages to build it, and with --test also what the tests
-# need (clang for the fuzzer, chromium for the web-page test, the pinned PyPI references).
+# need (clang for the fuzzer, chromium for the web-page test, nginx and python3-yaml for the deploy/
+# test, the pinned PyPI references).
 # Fast when everything is already present: it checks before it asks a registry.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-APT_PACKAGES=(build-essential cmake nlohmann-json3-dev libcli11-dev libcpp-httplib-dev curl ca-certificates)
-APT_TEST_PACKAGES=(clang libclang-rt-14-dev libgtest-dev pybind11-dev python3-pip chromium)
+APT_PACKAGES=(build-essential cmake nlohmann-json3-dev libcli11-dev libcpp-httplib-dev libssl-dev curl ca-certificates)
+APT_TEST_PACKAGES=(clang libclang-rt-14-dev libgtest-dev pybind11-dev python3-pip chromium nginx python3-yaml)
 [ "${1:-}" = "--test" ] && APT_PACKAGES+=("${APT_TEST_PACKAGES[@]}")
 
 missing=()

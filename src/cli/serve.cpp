@@ -14,7 +14,7 @@ RunFn setup(CLI::App& app) {
       "serve", "Serve the model over HTTP: OpenAI /v1/completions (streaming), /tokenize, /metrics, a page at /");
   cmd->add_option("--model", options->model_dir, "Directory with model.safetensors, vocab.json, merges.txt")
       ->capture_default_str();
-  cmd->add_option("--host", options->host, "Address to listen on (loopback by default: there is no authentication)")
+  cmd->add_option("--host", options->host, "Address to listen on (loopback by default; see --api-key before opening it)")
       ->capture_default_str();
   cmd->add_option("--port", options->port, "TCP port")->capture_default_str();
   cmd->add_option("--threads", options->threads, "Compute threads (0 = every core)")->capture_default_str();
@@ -34,7 +34,27 @@ RunFn setup(CLI::App& app) {
   cmd->add_option("--head-timeout", options->head_timeout_seconds,
                   "Seconds a request head may take to arrive, whole (slower: 408)")
       ->capture_default_str();
+  cmd->add_option("--body-timeout", options->body_timeout_seconds,
+                  "Seconds a request body may take to arrive, whole, after its head (slower: 408)")
+      ->capture_default_str();
   cmd->add_option("--dtype", options->dtype, kDtypeHelp)->capture_default_str();
+  cmd->add_option("--api-key", options->access.api_keys,
+                  "A key clients must send as Authorization: Bearer KEY for /v1/*, /tokenize, /detokenize "
+                  "(repeatable; visible in ps: prefer --api-key-file)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--api-key-file", options->access.api_key_file,
+                  "File of API keys, one a line (blank lines and lines starting with # are skipped)");
+  cmd->add_option("--metrics-key", options->access.metrics_key,
+                  "A key /health and /metrics then require (Authorization: Bearer KEY); open without it");
+  cmd->add_option("--cors-origin", options->access.cors_origins,
+                  "A browser origin allowed cross-origin access, exactly (e.g. https://app.example.com; repeatable; "
+                  "none by default)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--drain-timeout", options->drain_timeout_seconds,
+                  "Seconds running requests may take to finish after SIGTERM/SIGINT (then they end with 503)")
+      ->capture_default_str();
   return [options] { return serve::run_server(*options); };
 }
 

@@ -257,10 +257,24 @@ std::string canonical_request(const RequestHead& head, std::string_view body) {
 FrontServer::FrontServer(const HttpLimits& limits, std::function<void(int)> on_refused)
     : limits_(limits), on_refused_(std::move(on_refused)) {
   new_task_queue = [cap = limits_.max_connections] { return new ConnectionQueue(cap); };
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, with which a second server on the
+  // same port binds without error and silently takes half of the connections.
+  set_socket_options([this](socket_t sock) {
+    const int on = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    listen_fd_ = sock;
+  });
   set_payload_max_length(limits_.max_body_bytes);  // never reached: the front checks first
   // What httplib announces in its Keep-Alive header; the front enforces both.
   set_keep_alive_max_count(static_cast<std::size_t>(limits_.max_requests_per_connection));
   set_keep_alive_timeout(std::chrono::duration_cast<std::chrono::seconds>(limits_.idle_timeout).count());
+}
+
+int FrontServer::bind(const std::string& host, int port) {
+  const int bound = port == 0 ? bind_to_any_port(host) : (bind_to_port(host, port) ? port : -1);
+  // listen() again on a listening socket sets its backlog (the kernel caps it at somaxconn).
+  if (bound > 0 && listen_fd_ >= 0) ::listen(listen_fd_, std::max(limits_.max_connections, 128));
+  return bound;
 }
 
 bool FrontServer::process_and_close_socket(socket_t sock) {
@@ -352,6 +366,11 @@ void FrontServer::serve_connection(int fd) {
       body.clear();
       body.shrink_to_fit();
       bool connection_closed = false;
+      in_flight_.fetch_add(1, std::memory_order_relaxed);
+      struct Answered {
+        std::atomic<int>& count;
+        ~Answered() { count.fetch_sub(1, std::memory_order_relaxed); }
+      } answered{in_flight_};
       const bool ok = process_request(stream, close_after, connection_closed, nullptr);
       if (!ok || close_after || connection_closed || connection.failed()) return;
     } catch (const HttpError& e) {

@@ -10,7 +10,9 @@
 // What httplib still does: routing, the handlers' Request/Response, response framing.
 #pragma once
 
+#include <atomic>
 #include <functional>
+#include <string>
 
 #include "serve/http.hpp"
 #include "serve/http_limits.hpp"
@@ -22,6 +24,15 @@ class FrontServer : public httplib::Server {
   // `on_refused(status)` counts each request the front answers itself (limits, malformed).
   FrontServer(const HttpLimits& limits, std::function<void(int)> on_refused);
 
+  // Binds and listens on host:port (port 0: a free one); the port bound, or -1. The accept
+  // queue is as long as the connection cap: httplib's own is 5, and a burst of connections
+  // beyond it waits on SYN retries and may end in a reset instead of an answer.
+  int bind(const std::string& host, int port);
+
+  // Requests being answered now (read whole, in httplib's hands, a stream included): what a
+  // drain waits for. Idle kept-alive connections do not count.
+  int requests_in_flight() const { return in_flight_.load(std::memory_order_relaxed); }
+
  private:
   // Overrides httplib's per-connection loop (a private virtual: httplib's accept loop calls it).
   bool process_and_close_socket(socket_t sock) override;
@@ -29,6 +40,8 @@ class FrontServer : public httplib::Server {
 
   HttpLimits limits_;
   std::function<void(int)> on_refused_;
+  std::atomic<int> in_flight_{0};
+  int listen_fd_ = -1;  // the listening socket, seen in the socket-options callback
 };
 
 }  // namespace kael::serve

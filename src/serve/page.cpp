@@ -57,6 +57,7 @@ std::string_view playground_page() {
       <label>frequency penalty <input id="frequency_penalty" type="number" min="-2" max="2" step="0.1" value="0"></label>
       <label>seed (empty = random) <input id="seed" type="number" value=""></label>
       <label style="grid-column: span 3">stop string (\n for newline; empty = none) <input id="stop" type="text" value=""></label>
+      <label style="grid-column: span 3">API key (when the server has --api-key; kept in this page only) <input id="api_key" type="password" autocomplete="off" value=""></label>
     </div>
     <button id="generate">Generate</button>
     <button id="cancel" class="secondary" disabled>Stop</button>
@@ -89,6 +90,13 @@ function numberField(body, id, integer) {
   const raw = $(id).value.trim();
   if (raw === "") return;
   body[id] = integer ? parseInt(raw, 10) : parseFloat(raw);
+}
+
+// The Authorization header when a key was typed in.
+function authorized(headers) {
+  const key = $("api_key").value.trim();
+  if (key) headers["Authorization"] = "Bearer " + key;
+  return headers;
 }
 
 function requestBody() {
@@ -158,7 +166,7 @@ async function generate() {
   const started = performance.now();
   try {
     const response = await fetch("/v1/completions", {
-      method: "POST", headers: { "Content-Type": "application/json" },
+      method: "POST", headers: authorized({ "Content-Type": "application/json" }),
       body: JSON.stringify(requestBody()), signal: controller.signal,
     });
     if (!response.ok) {
@@ -191,7 +199,7 @@ async function generate() {
 $("generate").addEventListener("click", generate);
 $("cancel").addEventListener("click", () => { if (controller) controller.abort(); });
 $("prompt").addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) generate(); });
-fetch("/v1/models").then((r) => r.json()).then((m) => {
+fetch("/v1/models", { headers: authorized({}) }).then((r) => r.json()).then((m) => {
   const model = m.data[0];
   $("model").textContent = `${model.id}, context ${model.context_length} tokens`;
 }).catch(() => {});

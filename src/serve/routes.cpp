@@ -112,7 +112,9 @@ void register_routes(httplib::Server& server, ServerContext& context) {
   server.Get("/", [](const httplib::Request&, httplib::Response& response) {
     response.set_content(std::string(playground_page()), "text/html; charset=utf-8");
   });
+}
 
+void register_fallbacks(httplib::Server& server, Metrics& metrics) {
   // Errors httplib answers itself (no route: 404; body over the limit: 413; a bad request
   // line: 400) get the same JSON shape as ours. Our own errors already have a body.
   server.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& request,
@@ -129,8 +131,8 @@ void register_routes(httplib::Server& server, ServerContext& context) {
     send_error(response, 500, "internal error", "server_error");
   });
 
-  server.set_logger([&context](const httplib::Request& request, const httplib::Response& response) {
-    context.metrics.count_request(route_label(request.path), response.status);
+  server.set_logger([&metrics](const httplib::Request& request, const httplib::Response& response) {
+    metrics.count_request(route_label(request.path), response.status);
   });
 }
 

@@ -4,11 +4,13 @@
 #include <cstddef>
 #include <string>
 
+#include "serve/access.hpp"
+
 namespace kael::serve {
 
 struct ServerOptions {
   std::string model_dir;
-  std::string host = "127.0.0.1";  // loopback unless asked: the API has no authentication
+  std::string host = "127.0.0.1";  // loopback unless asked
   int port = 8080;
   int threads = 0;                 // compute threads; 0 = every core
   int max_batch = 16;
@@ -18,11 +20,17 @@ struct ServerOptions {
   std::size_t max_body_bytes = 1 << 20;
   int max_connections = 256;       // open HTTP connections; past it, 503 at once
   double head_timeout_seconds = 10;  // a request head must arrive whole within this (408)
+  double body_timeout_seconds = 30;  // a request body must arrive whole within this, from the head's end (408)
   std::string dtype = "f32";
+  AccessOptions access;            // API keys, metrics key, CORS origins
+  double drain_timeout_seconds = 30;  // after SIGTERM/SIGINT, running requests may finish within this
 };
 
-// Serves until a signal asks it to stop; returns the process exit code. Error when the model
-// cannot be loaded or the address cannot be bound; ValueError for bad options.
+// Binds, then loads the model (/health answers 503 meanwhile), serves until SIGTERM or SIGINT,
+// then drains: new requests get 503 while running ones finish, for at most the drain timeout
+// (a second signal ends it at once); returns the process exit code (0 after a signal). Error
+// when the model or a key file cannot be loaded or the address cannot be bound; ValueError for
+// bad options.
 int run_server(const ServerOptions& options);
 
 }  // namespace kael::serve

@@ -83,6 +83,13 @@ def cli(kael, *args, timeout=120) -> Outcome:
     return Outcome(kael(*args, check=False, timeout=timeout))
 
 
+def all_answer_health(sockets) -> bool:
+    """Sends GET /health on each open connection; true when every one answers 200."""
+    for sock in sockets:
+        sock.sendall(b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
+    return all(status_of(read_all(sock)) == 200 for sock in sockets)
+
+
 def status_of(response: bytes) -> int:
     return int(response.split(b" ", 2)[1])
 
@@ -187,6 +194,18 @@ def test_3_connections_past_the_cap_are_refused_at_once(model_dir):
             refused = exchange(server.port, b"", timeout=5)
             assert status_of(refused) == 503 and time.monotonic() - start < HEALTH_WITHIN
             assert "too many open connections (the limit is 4)" in error_message(refused)
+            # A flood past the cap: each one refused cleanly, with a Retry-After.
+            flood = [socket.create_connection((HOST, server.port), timeout=10) for _ in range(64)]
+            for sock in flood:
+                try:
+                    sock.sendall(b"GET /health HTTP/1.1\r\n\r\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                response = read_all(sock)
+                sock.close()
+                assert status_of(response) == 503 and b"Retry-After: 1" in response, response[:200]
+            # The four admitted connections are still served.
+            assert all_answer_health(idle)
         finally:
             for sock in idle:
                 sock.close()
@@ -413,4 +432,87 @@ def test_12_too_many_headers_is_431(model_dir):
         assert status_of(response) == 431, response[:200]
         response = exchange(server.port, b"GET /health HTTP/1.1\r\n" + b"X-Filler: y\r\n" * 101 + b"\r\n")
         assert status_of(response) == 431 and "too many header fields: 101" in error_message(response)
+        server.assert_healthy()
+
+
+# ---- 13. bad input in front of a production server: each gets a clean error or close, and
+# the server keeps serving the others meanwhile
+
+def test_13_one_oversized_header_is_431_at_once(model_dir):
+    with Guarded(model_dir) as server:
+        start = time.monotonic()
+        response = exchange(server.port, b"GET /health HTTP/1.1\r\nX-Big: " + b"z" * (40 << 10) + b"\r\n\r\n")
+        assert status_of(response) == 431 and "the request head exceeds 32768 bytes" in error_message(response)
+        # Never ending: no blank line ever comes, and the cap still applies.
+        with socket.create_connection((HOST, server.port), timeout=10) as sock:
+            sock.sendall(b"GET /health HTTP/1.1\r\nX-Big: ")
+            try:
+                for _ in range(64):
+                    sock.sendall(b"z" * 1024)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            assert status_of(read_all(sock)) == 431
+        assert time.monotonic() - start < 5
+        server.assert_healthy()
+
+
+def test_13_a_body_that_never_ends_times_out_and_frees_its_connection(model_dir):
+    with Guarded(model_dir, "--max-connections", 3, "--body-timeout", 1) as server:
+        stuck = []
+        for _ in range(3):  # every connection slot held by a body that stops after 10 of 100 bytes
+            sock = socket.create_connection((HOST, server.port), timeout=10)
+            sock.sendall(b"POST /tokenize HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+                         b'{"text": "')
+            stuck.append(sock)
+        try:
+            time.sleep(0.2)
+            assert status_of(exchange(server.port, b"GET /health HTTP/1.1\r\n\r\n")) == 503  # the cap, at once
+            began = time.monotonic()
+            answers = [read_all(sock) for sock in stuck]
+            assert time.monotonic() - began < 5
+            assert all(status_of(a) == 408 for a in answers), answers[:1]
+            assert "the request body did not arrive within 1000 ms" in error_message(answers[0])
+        finally:
+            for sock in stuck:
+                sock.close()
+        time.sleep(0.2)
+        server.assert_healthy()  # the slots are free again
+
+
+def test_13_headers_with_invalid_utf8_get_clean_answers(model_dir):
+    with Guarded(model_dir, "--api-key", "sk-test") as server:
+        bad = b"\xff\xfe\xc3\x28\xe2\x82 \x80"
+        cases = [
+            (b"X-Anything: " + bad, 401),                    # ignored; the key is still missing
+            (b"Authorization: Bearer " + bad, 401),          # not a key (and not echoed)
+            (b"Authorization: Bearer sk-test\r\nUser-Agent: " + bad, 200),
+            (b"Authorization: Bearer sk-test\r\nOrigin: https://" + bad, 403),
+            (b"Authorization: Bearer sk-test\r\nHost: " + bad, 200),
+            (b"X-" + bad + b": 1", 400),                     # not a header name at all
+        ]
+        for header, status in cases:
+            response = exchange(server.port, b"GET /v1/models HTTP/1.1\r\nConnection: close\r\n" + header + b"\r\n\r\n")
+            assert status_of(response) == status, (header, response[:300])
+            body = response.partition(b"\r\n\r\n")[2]
+            json.loads(body.decode("utf-8"))  # valid UTF-8 JSON, whatever the request held
+            assert b"\xff" not in body
+        server.assert_healthy()
+
+
+def test_13_the_accept_queue_is_as_long_as_the_connection_cap(model_dir):
+    # httplib listens with a backlog of 5: a burst of clients past it waits on SYN retries and
+    # may end in a reset (bench/serve_load.py's 256 clients met it). ss shows a listening
+    # socket's backlog in its Send-Q column.
+    ss = shutil.which("ss")
+    if ss is None:
+        pytest.skip("ss (iproute2) is not installed")
+    with Guarded(model_dir, "--max-connections", 300) as server:
+        listing = subprocess.run([ss, "-ltnH", f"sport = :{server.port}"], capture_output=True, text=True).stdout.split()
+        assert listing and listing[0] == "LISTEN" and int(listing[2]) >= 300, listing
+        flood = [socket.create_connection((HOST, server.port), timeout=30) for _ in range(200)]
+        try:
+            assert all_answer_health(flood)
+        finally:
+            for sock in flood:
+                sock.close()
         server.assert_healthy()

@@ -37,7 +37,9 @@ class Server:
     """`kael serve` as a subprocess. Use as a context manager: it stops the server (SIGTERM,
     then SIGKILL) even when the test fails."""
 
-    def __init__(self, model_dir, *args, log_dir=None):
+    def __init__(self, model_dir, *args, log_dir=None, headers=None):
+        """`headers`: sent with every request this object makes (an Authorization, say)."""
+        self.headers = dict(headers or {})
         self.port = free_port()
         self.base = f"http://{HOST}:{self.port}"
         self.log_path = pathlib.Path(log_dir or model_dir) / f"serve-{self.port}.log"
@@ -89,6 +91,7 @@ class Server:
             if body is not None and not isinstance(body, (bytes, bytearray)):
                 body = json.dumps(body).encode()
             all_headers = {"Content-Type": "application/json"} if body is not None else {}
+            all_headers.update(self.headers)
             all_headers.update(headers or {})
             connection.request(method, path, body=body, headers=all_headers)
             response = connection.getresponse()
@@ -117,7 +120,7 @@ class Server:
         connection = http.client.HTTPConnection(HOST, self.port, timeout=120)
         try:
             connection.request("POST", "/v1/completions", body=json.dumps({**fields, "stream": True}).encode(),
-                               headers={"Content-Type": "application/json"})
+                               headers={"Content-Type": "application/json", **self.headers})
             response = connection.getresponse()
             raw = response.read()
             assert response.status == 200, (response.status, raw)
@@ -157,6 +160,11 @@ def raw_stream(port, body, timeout=120, pause=0.0):
     head, _, rest = response.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200"), head
     assert b"transfer-encoding: chunked" in head.lower(), head
+    return dechunk(rest)
+
+
+def dechunk(rest: bytes) -> bytes:
+    """A complete chunked body (after the response head) without its framing; asserts the framing."""
     body_bytes = bytearray()
     while True:
         size_line, _, rest = rest.partition(b"\r\n")

@@ -1,0 +1,139 @@
+// API keys and CORS origins (access.hpp).
+#include "serve/access.hpp"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "kael/core/error.hpp"
+
+namespace kael::serve {
+namespace {
+
+std::array<unsigned char, 32> sha256(std::string_view bytes) {
+  std::array<unsigned char, 32> digest{};
+  unsigned int length = 0;
+  if (EVP_Digest(bytes.data(), bytes.size(), digest.data(), &length, EVP_sha256(), nullptr) != 1 || length != 32)
+    throw Error("SHA-256 failed (OpenSSL)");
+  return digest;
+}
+
+bool printable_token(std::string_view key) {
+  for (const unsigned char c : key)
+    if (c < 0x21 || c > 0x7e) return false;
+  return !key.empty();
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  return true;
+}
+
+// An origin as browsers send it: scheme "://" host [":" port], nothing after.
+void check_origin(const std::string& origin) {
+  const bool scheme = origin.starts_with("http://") || origin.starts_with("https://");
+  const std::size_t host_at = origin.find("://") + 3;
+  if (!scheme || origin.size() == host_at || origin.find('/', host_at) != std::string::npos || !printable_token(origin))
+    throw ValueError(str("--cors-origin must be an origin such as https://app.example.com (a scheme, a host and an "
+                         "optional port; no path, no wildcard), found \"", origin, "\""));
+}
+
+}  // namespace
+
+KeySet::KeySet(const std::vector<std::string>& keys, std::string_view option) {
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (!printable_token(keys[i]))
+      throw ValueError(str(option, " key ", i + 1, " of ", keys.size(),
+                           " is empty or holds a character outside printable ASCII (spaces included)"));
+    digests_.push_back(sha256(keys[i]));
+  }
+}
+
+bool KeySet::matches(std::string_view token) const {
+  const auto presented = sha256(token);
+  unsigned int found = 0;
+  for (const auto& digest : digests_)  // every key, whatever matched before
+    found |= static_cast<unsigned int>(CRYPTO_memcmp(digest.data(), presented.data(), digest.size()) == 0);
+  return found != 0;
+}
+
+std::vector<std::string> read_key_file(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) throw Error(str("cannot read --api-key-file ", path, ": it is a directory"));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(str("cannot read --api-key-file ", path, ": ", std::strerror(errno)));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw Error(str("cannot read --api-key-file ", path, ": ", std::strerror(errno)));
+  std::vector<std::string> keys;
+  std::istringstream lines(text.str());
+  for (std::string line; std::getline(lines, line);) {
+    const std::string_view key = trim(line);
+    if (key.empty() || key.front() == '#') continue;
+    keys.emplace_back(key);
+  }
+  if (keys.empty()) throw ValueError(str("--api-key-file ", path, " holds no key (blank lines and # comments only)"));
+  return keys;
+}
+
+std::optional<std::string_view> bearer_token(std::string_view authorization) {
+  authorization = trim(authorization);
+  constexpr std::string_view scheme = "bearer";
+  if (authorization.size() <= scheme.size() || !iequals(authorization.substr(0, scheme.size()), scheme) ||
+      (authorization[scheme.size()] != ' ' && authorization[scheme.size()] != '\t'))
+    return std::nullopt;
+  const std::string_view token = trim(authorization.substr(scheme.size()));
+  if (token.empty()) return std::nullopt;
+  return token;
+}
+
+AccessPolicy::AccessPolicy(const AccessOptions& options) : cors_origins_(options.cors_origins) {
+  std::vector<std::string> keys = options.api_keys;
+  if (!options.api_key_file.empty())
+    for (auto& key : read_key_file(options.api_key_file)) keys.push_back(std::move(key));
+  api_keys_ = KeySet(keys, keys.size() == options.api_keys.size() ? "--api-key" : "--api-key/--api-key-file");
+  if (!options.metrics_key.empty()) metrics_key_ = KeySet({options.metrics_key}, "--metrics-key");
+  for (const auto& origin : cors_origins_) check_origin(origin);
+}
+
+AccessPolicy::Guard AccessPolicy::guard_for(std::string_view path) const {
+  if (path == "/") return Guard::none;  // the page itself; what it fetches is guarded
+  if (path == "/health" || path == "/metrics") return metrics_key_.empty() ? Guard::none : Guard::metrics_key;
+  return api_keys_.empty() ? Guard::none : Guard::api_key;
+}
+
+bool AccessPolicy::allows(Guard guard, std::string_view authorization_header) const {
+  if (guard == Guard::none) return true;
+  const auto token = bearer_token(authorization_header);
+  if (!token) return false;
+  return (guard == Guard::api_key ? api_keys_ : metrics_key_).matches(*token);
+}
+
+bool AccessPolicy::same_origin(std::string_view origin, std::string_view host) const {
+  if (host.empty()) return false;
+  for (const std::string_view scheme : {"http://", "https://"})
+    if (origin.size() == scheme.size() + host.size() && origin.starts_with(scheme) && iequals(origin.substr(scheme.size()), host))
+      return true;
+  return false;
+}
+
+bool AccessPolicy::cors_allowed(std::string_view origin) const {
+  for (const auto& allowed : cors_origins_)
+    if (origin == allowed) return true;
+  return false;
+}
+
+}  // namespace kael::serve
