@@ -274,7 +274,7 @@ TEST_P(IsaKernels, GemmPackedMatchesReference) {
 TEST_P(IsaKernels, AttentionMatchesReferenceOnRaggedSizes) {
   for (std::int64_t head_dim : {1, 7, 16, 17, 64})
     for (std::int64_t pos0 : {0, 3, 16, 40})
-      for (std::int64_t T : {1, 6, 17}) {
+      for (std::int64_t T : {1, 6, 17, 100}) {  // 100: three causal chunks of query rows, the last ragged
         const std::int64_t n_head = 3, C = n_head * head_dim, q_stride = 3 * C, kv_stride = C + 5;
         auto q = random_vector(T * q_stride, 33), k = random_vector((pos0 + T) * kv_stride, 34, 2.0f);
         auto v = random_vector((pos0 + T) * kv_stride, 35);

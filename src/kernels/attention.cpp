@@ -55,8 +55,10 @@ void attend(float* out, std::int64_t out_stride, float* scores, const float* q, 
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   for (std::int64_t t0 = 0; t0 < T; t0 += kCausalChunk) {
     const std::int64_t t1 = std::min(T, t0 + kCausalChunk), seen = pos0 + t1;
-    float* chunk = scores + t0 * L;                                          // (t1 - t0, seen; L)
-    gemm_view(chunk, L, q + t0 * q_stride, q_stride, kt, t1 - t0, seen, head_dim);
+    // Scores in whole key panels: a packed view's narrower panel is only its last one.
+    const std::int64_t columns = std::min(L, (seen + kPanel - 1) / kPanel * kPanel);
+    float* chunk = scores + t0 * L;                                          // (t1 - t0, columns; L)
+    gemm_view(chunk, L, q + t0 * q_stride, q_stride, kt, t1 - t0, columns, head_dim);
     for (std::int64_t t = t0; t < t1; ++t) {
       float* row = scores + t * L;
       for (std::int64_t s = 0; s <= pos0 + t; ++s) row[s] *= scale;
