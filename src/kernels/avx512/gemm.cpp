@@ -9,8 +9,8 @@
 // Prefill is blocked for the caches (blocked() below): rows in blocks whose inputs stay in
 // L2 while every panel pair of the thread's share passes over them, k in blocks whose panel
 // rows stay in L1 while every row tile of the row block passes over them. Without the
-// k-blocks, a panel pair's K rows (96 KiB at K = 768) left L1 before the next row tile came,
-// and the kernel ran at about 55% of the FMA peak instead of about 90%.
+// k-blocks, a panel pair's K rows (96 KiB at K = 768) left L1 before the next row tile came
+// (about 4-12% slower at 512 rows, the most at K = 3072).
 // Every output is a single FMA chain over k in order, then + bias, whatever MR, NP, the
 // blocking or the thread split (a k-block resumes from the previous block's sums): equal bits
 // to the AVX2 kernel and to itself at any T.
@@ -151,7 +151,7 @@ void blocked(float* c, long ldc, const float* a, long lda, const float* b, long 
     const float* ab = a + r0 * lda;
     for (long p = 0; p < full_panels; p += 2) {
       const bool pair = p + 2 <= full_panels;
-      for (long k0 = 0; k0 < K; k0 += kKc) {
+      for (long k0 = 0; k0 == 0 || k0 < K; k0 += kKc) {  // K = 0 too: the outputs are the bias
         const long kc = std::min(kKc, K - k0);
         const Chain chain{split ? partial.data() : nullptr, k0 > 0, k0 + kc == K};
         const float* bk = b + p * panel_stride + k0 * ldb;
