@@ -26,8 +26,14 @@ Measures (every figure printed, with what it is compared against):
               rule, one eval() per token) and the 512-token prefill (one eval() of the prompt) for
               F32 and Q8_0. Batch 16 is not measured: llama-cpp-python's Llama runs one sequence.
               Skipped, saying so, when llama_cpp or gguf is not importable (nothing is installed).
-  narrow weights  `kael bench --dtype D` batch 1 decode for each of --dtypes (f16, int8), against
-              kael f32 and CTranslate2 compute_type="int8" (same converted model, batch 1).
+  narrow weights  `kael bench --dtype D` for each of --dtypes (f16, int8, bf16): batch 1 and
+              batch 16 decode and the 512-token prefill, against kael f32 and CTranslate2
+              compute_type="int8" (same converted model, the same three measurements).
+  targets     each speed goal of the kernels, printed as measured / goal with "met" or "not met":
+              f32 prefill >= 0.6 of the FMA peak and >= 1.3x CTranslate2 float32; f32 batch 16
+              >= 1.3x CTranslate2 and >= 8x kael batch 1; int8 prefill and batch 16 >= 1.3x
+              CTranslate2 int8; int8 and bf16 prefill >= 3x kael's f32 prefill on KAEL_ISA=avx512
+              (the AMX goal; the default kernel set's f32 when avx512 is not in --isas).
 
 Prefill FLOPs (512 tokens): 2 x matrix parameters of the blocks x T, plus the causal attention
 2 x 2 x head_dim x n_head x n_layer x T(T+1)/2, plus the head for the last position.
@@ -90,8 +96,8 @@ def prefill_flops(shape: dict, t: int) -> float:
 
 
 def measure_kael(kael: pathlib.Path, model: pathlib.Path, threads: int, tokens: int, prefill: int,
-                 isa: str | None = None) -> dict:
-    base = [kael, "bench", "--model", model, "--threads", threads, "--json"]
+                 isa: str | None = None, dtype: str = "f32") -> dict:
+    base = [kael, "bench", "--model", model, "--threads", threads, "--json", "--dtype", dtype]
     env = dict(os.environ, KAEL_ISA=isa) if isa else None
     return {
         "b1": run_json(base + ["--batch", 1, "--prompt-tokens", 16, "--max-tokens", tokens], env),
@@ -315,11 +321,14 @@ def main(argv=None) -> int:
         else:
             figures["llama_cpp"] = measure_llama_cpp(model, args.workdir, t, args.tokens, args.prefill)
     dtypes = [d for d in args.dtypes.split(",") if d and d != "f32"]
-    figures["kael_dtypes"] = {
-        d: run_json([args.kael, "bench", "--model", model, "--threads", t, "--json", "--dtype", d, "--batch", 1,
-                     "--prompt-tokens", 16, "--max-tokens", args.tokens]) for d in dtypes}
+    figures["kael_dtypes"] = {}
+    for d in dtypes:
+        try:
+            figures["kael_dtypes"][d] = measure_kael(args.kael, model, t, args.tokens, args.prefill, dtype=d)
+        except subprocess.CalledProcessError as e:  # bf16 without AVX512-BF16
+            figures["kael_dtypes"][d] = {"skipped": e.stderr.strip().splitlines()[-1] if e.stderr else str(e)}
     if "ctranslate2" not in skip and "int8" in dtypes:
-        figures["ctranslate2_int8"] = measure_ctranslate2(model, args.workdir, t, args.tokens, 0, "int8", (1,))
+        figures["ctranslate2_int8"] = measure_ctranslate2(model, args.workdir, t, args.tokens, args.prefill, "int8")
     figures["load_avg_end"] = load_avg()
 
     k = figures["kael"]
@@ -347,12 +356,30 @@ def main(argv=None) -> int:
         ratios["kael_b1_vs_llama_cpp_f32"] = kb1 / ll["f32_b1_tok_s"]
         if "f32_prefill_ms" in ll:
             ratios["kael_prefill_vs_llama_cpp_f32"] = ll["f32_prefill_ms"] / kpre
-    for d, out in figures["kael_dtypes"].items():
-        ratios[f"kael_{d}_b1_vs_f32"] = out["decode_tok_s"] / kb1
-    if "ctranslate2_int8" in figures and "int8" in figures["kael_dtypes"]:
-        ratios["kael_int8_b1_vs_ctranslate2_int8"] = (figures["kael_dtypes"]["int8"]["decode_tok_s"]
-                                                      / figures["ctranslate2_int8"]["b1_tok_s"])
+    # The AMX goal compares with kael's f32 prefill on the AVX-512 kernels.
+    avx512 = figures["kael_by_isa"].get("avx512", {})
+    f32_avx512_pre = avx512["prefill"]["prefill_ms"] if "prefill" in avx512 else kpre
+    narrow = {d: out for d, out in figures["kael_dtypes"].items() if "skipped" not in out}
+    for d, out in narrow.items():
+        ratios[f"kael_{d}_b1_vs_f32"] = out["b1"]["decode_tok_s"] / kb1
+        ratios[f"kael_{d}_prefill_vs_f32_avx512"] = f32_avx512_pre / out["prefill"]["prefill_ms"]
+    if "ctranslate2_int8" in figures and "int8" in narrow:
+        ki, ci = narrow["int8"], figures["ctranslate2_int8"]
+        ratios["kael_int8_b1_vs_ctranslate2_int8"] = ki["b1"]["decode_tok_s"] / ci["b1_tok_s"]
+        ratios["kael_int8_b16_vs_ctranslate2_int8"] = ki["b16"]["decode_tok_s"] / ci["b16_tok_s"]
+        ratios["kael_int8_prefill_vs_ctranslate2_int8"] = ci["prefill_ms"] / ki["prefill"]["prefill_ms"]
     figures["ratios"] = ratios
+    # (ratio, goal, what it is): every speed target of the kernels that this run measured.
+    goals = [("kael_prefill_vs_peak", 0.6, "f32 prefill / FMA peak"),
+             ("kael_prefill_vs_ctranslate2", 1.3, "f32 prefill vs CTranslate2 float32"),
+             ("kael_b16_vs_ctranslate2", 1.3, "f32 batch 16 vs CTranslate2 float32"),
+             ("kael_b16_vs_b1", 8.0, "f32 batch 16 / kael batch 1"),
+             ("kael_int8_prefill_vs_ctranslate2_int8", 1.3, "int8 prefill vs CTranslate2 int8"),
+             ("kael_int8_b16_vs_ctranslate2_int8", 1.3, "int8 batch 16 vs CTranslate2 int8"),
+             ("kael_int8_prefill_vs_f32_avx512", 3.0, "int8 prefill vs kael f32 avx512 prefill"),
+             ("kael_bf16_prefill_vs_f32_avx512", 3.0, "bf16 prefill vs kael f32 avx512 prefill")]
+    figures["targets"] = {name: {"value": ratios[name], "goal": goal, "met": ratios[name] >= goal}
+                          for name, goal, _ in goals if name in ratios}
 
     if args.json:
         print(json.dumps(figures, indent=1))
@@ -389,12 +416,28 @@ def main(argv=None) -> int:
             print(f"{isa:14}{out['b1']['decode_tok_s']:>15.1f}{out['b16']['decode_tok_s']:>16.1f}"
                   f"{out['prefill']['prefill_ms']:>12.1f}{per_core:>22.1f}")
     print_llama_cpp(figures, kb1, kpre)
-    print(f"narrow weights; {cpu_line}")
+    print(f"narrow weights (kael --dtype D, default kernel set); {cpu_line}")
+    print(f"{'':22}{'batch 1 tok/s':>15}{'batch 16 tok/s':>16}{'prefill ms':>12}{'prefill x f32 avx512':>22}")
+    print(f"{'kael f32':22}{kb1:>15.1f}{kb16:>16.1f}{kpre:>12.1f}{f32_avx512_pre / kpre:>22.2f}")
     for d, out in figures["kael_dtypes"].items():
-        ct = figures.get("ctranslate2_int8", {}).get("b1_tok_s") if d == "int8" else None
-        print(f"decode batch 1, --dtype {d:5}: kael {out['decode_tok_s']:.1f} tok/s ({out['decode_tok_s'] / kb1:.2f}x "
-              f"kael f32)" + (f"; CTranslate2 int8 {ct:.1f} tok/s" if ct else ""))
+        if "skipped" in out:
+            print(f"{'kael ' + d:22}skipped: {out['skipped']}")
+            continue
+        pre = out["prefill"]["prefill_ms"]
+        print(f"{'kael ' + d:22}{out['b1']['decode_tok_s']:>15.1f}{out['b16']['decode_tok_s']:>16.1f}{pre:>12.1f}"
+              f"{f32_avx512_pre / pre:>22.2f}")
+    if "ctranslate2_int8" in figures:
+        ci = figures["ctranslate2_int8"]
+        print(f"{'CTranslate2 int8':22}{ci['b1_tok_s']:>15.1f}{ci['b16_tok_s']:>16.1f}{ci['prefill_ms']:>12.1f}"
+              f"{f32_avx512_pre / ci['prefill_ms']:>22.2f}")
     print("ratios: " + ", ".join(f"{name} {value:.2f}" for name, value in ratios.items()))
+    print(f"targets; {cpu_line}")
+    for name, goal, what in goals:
+        if name in figures["targets"]:
+            value = figures["targets"][name]["value"]
+            print(f"  {what:42} {value:6.2f} (goal >= {goal:.1f}): {'met' if value >= goal else 'NOT met'}")
+        else:
+            print(f"  {what:42} not measured in this run")
     b = k["b1"]["breakdown_ms"]
     print(f"kael batch 1: latency p50 {k['b1']['latency_ms']['p50']:.2f} ms, p95 {k['b1']['latency_ms']['p95']:.2f} ms;"
           f" peak RSS {k['b1']['peak_rss_mb']:.0f} MB for {k['b1']['weights_mb']:.0f} MB of weights; breakdown (ms) "

@@ -1,9 +1,11 @@
 // Speed of the linear kernels on GPT-2 small's shapes, per instruction set and weight type:
 // GEMV (decode, one row, reported as GB/s of weights streamed), and GEMM (T rows, GFLOP/s).
 // Both wall-clock and per-CPU-second figures are printed, the latter holds on a machine shared
-// with other work.
+// with other work. Then, at T = 512 (a prefill), each shape on its own and the causal attention
+// of the 12 heads, in GFLOP/s per CPU-second (the attention counted by its useful, causal half).
 // Usage: kernel_speed [threads] [isa: scalar|avx2|avx512|amx] [dtype: f32|f16|int8]
 // (int8 uses VNNI where the CPU has it; KAEL_VNNI=0 times the pmaddubsw kernel instead.)
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention.hpp"
 #include "kernels/cpu_features.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/int8.hpp"
@@ -100,5 +103,35 @@ int main(int argc, char** argv) {
                 static_cast<long>(T), best_wall * 1e3, bytes / best_wall / 1e9, flops / best_wall / 1e9,
                 flops / best_cpu / 1e9);
   }
+  const std::int64_t T = 512;
+  for (int s = 0; s < 4; ++s) {
+    const std::int64_t K = shapes[s][0], N = shapes[s][1];
+    double best_cpu = 1e30;
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      const double c0 = cpu_now();
+      for (std::size_t i = static_cast<std::size_t>(s); i < matrices.size(); i += 4)
+        linear_matrix(out.data(), inp.data(), matrices[i], bias.data(), T, K, N);
+      best_cpu = std::min(best_cpu, cpu_now() - c0);
+    }
+    std::printf("T=%ld  %ldx%ld  %7.1f GFLOP/s per core (cpu time)\n", static_cast<long>(T), static_cast<long>(K),
+                static_cast<long>(N), 2.0 * static_cast<double>(T * K * N * layers) / best_cpu / 1e9);
+  }
+  // Attention over a cache holding the T positions, as prefill runs it.
+  const std::int64_t heads = 12, head_dim = 64, cap = kv_capacity(T);
+  std::vector<float> k_layer(static_cast<std::size_t>(kv_layer_floats(heads, head_dim, T)), 0.01f);
+  std::vector<float> v_layer(k_layer.size(), 0.02f), qkv(static_cast<std::size_t>(T * 3 * C), 0.03f);
+  std::vector<float> scores(static_cast<std::size_t>(attention_scratch_size(T, 0, heads))), att(T * C);
+  double best_cpu = 1e30;
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    const double c0 = cpu_now();
+    for (std::int64_t l = 0; l < layers; ++l)
+      cached_attention(att.data(), scores.data(), qkv.data(), 3 * C, k_layer.data(), v_layer.data(), T, 0, heads,
+                       head_dim, cap);
+    best_cpu = std::min(best_cpu, cpu_now() - c0);
+  }
+  const double causal_flops = 4.0 * static_cast<double>(heads * head_dim) * static_cast<double>(T * (T + 1) / 2);
+  std::printf("T=%ld  attention %ldx%ld  %7.1f GFLOP/s per core (cpu time), %.2f ms per layer\n",
+              static_cast<long>(T), static_cast<long>(heads), static_cast<long>(head_dim),
+              causal_flops * static_cast<double>(layers) / best_cpu / 1e9, best_cpu * 1e3 / static_cast<double>(layers));
   return 0;
 }

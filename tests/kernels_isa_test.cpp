@@ -176,17 +176,25 @@ TEST(X86Kernels, Avx512F32GemmEqualsAvx2BitForBit) {
   std::string why;
   if (!isa_supported(Isa::avx512, &why)) GTEST_SKIP() << "avx512 not run: " << why;
   const KernelTable &a = kernels_for(Isa::avx2), &b = kernels_for(Isa::avx512);
+  // AVX-512 runs K above 256 in k-blocks (and rows in blocks sized by K): K = 300 and 3000
+  // cross block edges, M = 100 at K = 3000 spans two row blocks.
+  struct Shape {
+    std::int64_t M, K;
+  };
+  std::vector<Shape> shapes;
   for (std::int64_t M : {1, 2, 3, 12, 13, 25, 40})
-    for (std::int64_t K : {1, 17, 300})
-      for (std::int64_t N : {5, 16, 33, 100})
-        for (Epilogue epilogue : {Epilogue::store, Epilogue::gelu, Epilogue::residual}) {
-          const auto inp = random_vector(M * K, 51), w = random_vector(K * N, 52), bias = random_vector(N, 53);
-          const auto p = packed(w, K, N);
-          auto x = random_vector(M * N, 54), y = x;
-          a.gemm_panels(x.data(), N, inp.data(), K, p.data(), kPanel, kPanel * K, true, M, N, K, bias.data(), epilogue);
-          b.gemm_panels(y.data(), N, inp.data(), K, p.data(), kPanel, kPanel * K, true, M, N, K, bias.data(), epilogue);
-          ASSERT_EQ(x, y) << "M=" << M << " K=" << K << " N=" << N << " epilogue=" << static_cast<int>(epilogue);
-        }
+    for (std::int64_t K : {1, 17, 300}) shapes.push_back({M, K});
+  shapes.push_back({100, 3000});
+  for (const auto [M, K] : shapes)
+    for (std::int64_t N : {5, 16, 33, 100})
+      for (Epilogue epilogue : {Epilogue::store, Epilogue::gelu, Epilogue::residual}) {
+        const auto inp = random_vector(M * K, 51), w = random_vector(K * N, 52), bias = random_vector(N, 53);
+        const auto p = packed(w, K, N);
+        auto x = random_vector(M * N, 54), y = x;
+        a.gemm_panels(x.data(), N, inp.data(), K, p.data(), kPanel, kPanel * K, true, M, N, K, bias.data(), epilogue);
+        b.gemm_panels(y.data(), N, inp.data(), K, p.data(), kPanel, kPanel * K, true, M, N, K, bias.data(), epilogue);
+        ASSERT_EQ(x, y) << "M=" << M << " K=" << K << " N=" << N << " epilogue=" << static_cast<int>(epilogue);
+      }
 }
 
 TEST_P(IsaKernels, GemmNtMatchesReference) {
@@ -266,7 +274,7 @@ TEST_P(IsaKernels, GemmPackedMatchesReference) {
 TEST_P(IsaKernels, AttentionMatchesReferenceOnRaggedSizes) {
   for (std::int64_t head_dim : {1, 7, 16, 17, 64})
     for (std::int64_t pos0 : {0, 3, 16, 40})
-      for (std::int64_t T : {1, 6, 17}) {
+      for (std::int64_t T : {1, 6, 17, 100}) {  // 100: three causal chunks of query rows, the last ragged
         const std::int64_t n_head = 3, C = n_head * head_dim, q_stride = 3 * C, kv_stride = C + 5;
         auto q = random_vector(T * q_stride, 33), k = random_vector((pos0 + T) * kv_stride, 34, 2.0f);
         auto v = random_vector((pos0 + T) * kv_stride, 35);

@@ -4,8 +4,9 @@
 //   O = P V             (T, head_dim)                                 (gemm_view)
 // K^T and V are panel views: the model's cache is kept in that layout (kv_store), row-major
 // caches are packed per call.
-// A chunk's own upper triangle is computed and thrown away (T^2 / 2 dot products of T * L);
-// in exchange both products run at GEMM speed. Every output is computed the same way whatever
+// The query rows go in chunks that see positions up to the chunk's last row: only a band of
+// the upper triangle, a chunk wide, is computed and thrown away; in exchange both products
+// run at GEMM speed. Every output is computed the same way whatever
 // T is (the zeros add exactly nothing), so prefill rows equal decode rows bit for bit.
 #include "kernels/attention.hpp"
 
@@ -40,20 +41,32 @@ void pack_values(float* vp, const float* v, std::int64_t L, std::int64_t head_di
   }
 }
 
+// Query rows per causal chunk: a chunk's rows see positions up to its last row only, so of
+// the T x T upper triangle just a chunk-wide band is computed (and thrown away).
+constexpr std::int64_t kCausalChunk = 48;
+
 // One head of T query rows against L = pos0 + T positions, with keys and values as panel
-// views (gemm.hpp); scores (T, L).
+// views (gemm.hpp); scores (T, L). Rows go in chunks; a chunk's rows t0..t1-1 use positions
+// [0, pos0 + t1), the positions past a row's own are zero in P and add exactly nothing, so
+// each row equals the same row computed alone (a decode step).
 void attend(float* out, std::int64_t out_stride, float* scores, const float* q, std::int64_t q_stride,
             const PanelView& kt, const PanelView& v, std::int64_t T, std::int64_t pos0, std::int64_t head_dim) {
   const std::int64_t L = pos0 + T;
-  gemm_view(scores, L, q, q_stride, kt, T, L, head_dim);  // (T, L)
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  for (std::int64_t t = 0; t < T; ++t) {
-    float* row = scores + t * L;
-    for (std::int64_t s = 0; s <= pos0 + t; ++s) row[s] *= scale;
-    softmax(row, row, pos0 + t + 1);
-    std::fill(row + pos0 + t + 1, row + L, 0.0f);
+  for (std::int64_t t0 = 0; t0 < T; t0 += kCausalChunk) {
+    const std::int64_t t1 = std::min(T, t0 + kCausalChunk), seen = pos0 + t1;
+    // Scores in whole key panels: a packed view's narrower panel is only its last one.
+    const std::int64_t columns = std::min(L, (seen + kPanel - 1) / kPanel * kPanel);
+    float* chunk = scores + t0 * L;                                          // (t1 - t0, columns; L)
+    gemm_view(chunk, L, q + t0 * q_stride, q_stride, kt, t1 - t0, columns, head_dim);
+    for (std::int64_t t = t0; t < t1; ++t) {
+      float* row = scores + t * L;
+      for (std::int64_t s = 0; s <= pos0 + t; ++s) row[s] *= scale;
+      softmax(row, row, pos0 + t + 1);
+      std::fill(row + pos0 + t + 1, row + seen, 0.0f);
+    }
+    gemm_view(out + t0 * out_stride, out_stride, chunk, L, v, t1 - t0, head_dim, seen);  // (t1 - t0, head_dim)
   }
-  gemm_view(out, out_stride, scores, L, v, T, head_dim, L);  // (T, head_dim)
 }
 
 // The head h of a cache layer as panel views.

@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "kernels/amx.hpp"
-#include "kernels/amx/epilogue.hpp"
+#include "kernels/elementwise.hpp"
 
 namespace kael::kernels::amx {
 namespace {
@@ -70,23 +70,38 @@ void block_product(Acc* acc, const T* a, const T* w0, const T* w1, std::int64_t 
   _tile_stored(1, acc + 16, 128);
 }
 
-// c (M, width of each block; ldc) from `blocks` 32-column blocks of w: each block's
-// accumulators go row by row through finish(y (32), acc row (32), row, col, width), which
-// writes y (bias and scales applied) before finish_row stores it through the epilogue.
-template <class T, class Acc, class Finish>
+// Lanes [0, count) of 16, count clamped to 0..16.
+__mmask16 lanes(std::int64_t count) {
+  return count >= 16 ? static_cast<__mmask16>(0xffff) : count <= 0 ? 0 : static_cast<__mmask16>((1u << count) - 1u);
+}
+
+// c (M, width of each block; ldc) from `blocks` 32-column blocks of w. Each block's
+// accumulators become y (rows, 32) through rule(acc (16), row, col, mask), 16 outputs at a time,
+// then the epilogue runs on the whole block: the vector form of epilogue.hpp's output rules and
+// finish_row, operation for operation (equal bits to the GEMVs, which use those). The
+// epilogue ran a scalar loop per output before, which cost more than the tile products.
+template <class T, class Acc, class Rule>
 void tile_gemm(float* c, std::int64_t ldc, const T* a, std::int64_t M, std::int64_t Kp, const T* w,
-               std::int64_t blocks, std::int64_t n_valid, Epilogue epilogue, Finish finish) {
+               std::int64_t blocks, std::int64_t n_valid, Epilogue epilogue, Rule rule) {
   alignas(64) Acc acc[32 * 32];
-  alignas(64) float y[32] = {};
+  alignas(64) float y[32 * 32];
   for (std::int64_t block = 0; block < blocks; ++block) {
     const T* w0 = w + block * 32 * Kp;
     const std::int64_t col = block * 32, width = std::min<std::int64_t>(32, n_valid - col);
+    const __mmask16 mask[2] = {lanes(width), lanes(width - 16)};
     for (std::int64_t m = 0; m < M; m += 32) {
       block_product(acc, a + m * Kp, w0, w0 + 16 * Kp, Kp, M - m <= 16);
-      for (std::int64_t r = 0; r < std::min<std::int64_t>(32, M - m); ++r) {
-        finish(y, acc + r * 32, m + r, col, width);
-        finish_row(c + (m + r) * ldc + col, y, width, epilogue);
-      }
+      const std::int64_t rows = std::min<std::int64_t>(32, M - m);
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (int h = 0; h < 2; ++h) _mm512_store_ps(y + r * 32 + 16 * h, rule(acc + r * 32 + 16 * h, m + r, col + 16 * h, mask[h]));
+      if (epilogue == Epilogue::gelu) gelu_new(y, y, rows * 32);  // the dispatcher finish_row calls
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (int h = 0; h < 2; ++h) {
+          float* out = c + (m + r) * ldc + col + 16 * h;
+          __m512 v = _mm512_load_ps(y + r * 32 + 16 * h);
+          if (epilogue == Epilogue::residual) v = _mm512_add_ps(_mm512_maskz_loadu_ps(mask[h], out), v);
+          _mm512_mask_storeu_ps(out, mask[h], v);
+        }
     }
   }
 }
@@ -103,20 +118,25 @@ AmxTiles::~AmxTiles() { _tile_release(); }
 void bf16_tile_gemm(float* c, std::int64_t ldc, const std::uint16_t* a, std::int64_t M, std::int64_t Kp,
                     const std::uint16_t* w, std::int64_t blocks, std::int64_t n_valid, const float* bias,
                     Epilogue epilogue) {
+  // add_bias: y = acc + bias, or acc alone.
   tile_gemm<std::uint16_t, float>(c, ldc, a, M, Kp, w, blocks, n_valid, epilogue,
-                                  [&](float* y, const float* acc, std::int64_t, std::int64_t col, std::int64_t width) {
-                                    std::copy(acc, acc + 32, y);
-                                    add_bias(y, bias ? bias + col : nullptr, width);
+                                  [&](const float* acc, std::int64_t, std::int64_t col, __mmask16 mask) {
+                                    const __m512 v = _mm512_load_ps(acc);
+                                    return bias ? _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, bias + col)) : v;
                                   });
 }
 
 void int8c_tile_gemm(float* c, std::int64_t ldc, const std::int8_t* a, const float* xs, std::int64_t M,
                      std::int64_t Kp, const std::int8_t* w, const float* scales, std::int64_t blocks,
                      std::int64_t n_valid, const float* bias, Epilogue epilogue) {
+  // int8c_output: fma(float(dot), row scale x column scale, bias or 0).
   tile_gemm<std::int8_t, std::int32_t>(
       c, ldc, a, M, Kp, w, blocks, n_valid, epilogue,
-      [&](float* y, const std::int32_t* acc, std::int64_t row, std::int64_t col, std::int64_t width) {
-        int8c_row(y, acc, xs[row], scales + col, bias ? bias + col : nullptr, width);
+      [&](const std::int32_t* acc, std::int64_t row, std::int64_t col, __mmask16 mask) {
+        const __m512 dot = _mm512_cvtepi32_ps(_mm512_load_si512(acc));
+        const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(xs[row]), _mm512_maskz_loadu_ps(mask, scales + col));
+        const __m512 b = bias ? _mm512_maskz_loadu_ps(mask, bias + col) : _mm512_setzero_ps();
+        return _mm512_fmadd_ps(dot, scale, b);
       });
 }
 

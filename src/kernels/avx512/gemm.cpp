@@ -6,13 +6,18 @@
 //                     FMAs (prefill, batched decode; FMA-bound);
 //   MR = 1, NP = 4 and MR = 2, NP = 4: 4-8 FMA chains over 4 panel streams (decode, bound by
 //                     reading the weights).
-// Rows are taken in blocks whose inputs stay in L2 while every panel of the thread's share
-// passes over them (at long T the inputs would otherwise stream from L3 once per panel pair).
+// Prefill is blocked for the caches (blocked() below): rows in blocks whose inputs stay in
+// L2 while every panel pair of the thread's share passes over them, k in blocks whose panel
+// rows stay in L1 while every row tile of the row block passes over them. Without the
+// k-blocks, a panel pair's K rows (96 KiB at K = 768) left L1 before the next row tile came
+// (about 4-12% slower at 512 rows, the most at K = 3072).
 // Every output is a single FMA chain over k in order, then + bias, whatever MR, NP, the
-// blocking or the thread split: equal bits to the AVX2 kernel and to itself at any T.
+// blocking or the thread split (a k-block resumes from the previous block's sums): equal bits
+// to the AVX2 kernel and to itself at any T.
 #include <immintrin.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "kernels/avx512/kernels.hpp"
 #include "kernels/avx512/math.hpp"
@@ -21,18 +26,39 @@ namespace kael::kernels::avx512 {
 namespace {
 
 constexpr int kMaxRows = 12;
+// The k-block: 2 panels x 256 rows = 32 KiB of weights, in L1 (48 KiB on Golden Cove, 32 on
+// Zen 4) beside a tile's 12 input rows of it (12 KiB).
+constexpr long kKc = 256;
+// Inputs per row block (rows x K floats), in L2 (2 MiB on Golden Cove, 1 MiB on Zen 4).
+constexpr long kRowBlockBytes = 1L << 20;
+
+// Where a tile's k range sits in its chain over k. A product with K above kKc runs in k-blocks:
+// the sums of a block wait in `partial` (a tile's rows 32 floats apart) and the next block starts
+// from them, so each output is still one FMA chain over k in order (a float stored and loaded
+// back is the same float) and the bias and epilogue come once, after the last block.
+struct Chain {
+  float* partial = nullptr;  // null: one block covers all of k
+  bool resume = false;       // start from `partial` instead of zero
+  bool last = true;          // finish into c; otherwise store the sums to `partial`
+};
+constexpr long kPartialLd = 32;
 
 // c (MR, 16 NP) for panels b, b + panel_stride, ...; `w` valid columns (MASKED: NP = 1 and
 // w < 16; masked loads never touch memory past them). `next`, when not null, is a panel group
 // of the same shape to pull towards the cache meanwhile, one 64-byte row per panel and k.
 template <int MR, int NP, bool MASKED>
 void tile(float* c, long ldc, const float* a, long lda, const float* b, long ldb, long panel_stride, long K,
-          const float* bias, Epilogue epilogue, long w, const float* next) {
+          const float* bias, Epilogue epilogue, long w, const float* next, Chain chain = {}) {
   static_assert(!MASKED || NP == 1);
   constexpr int kAcc = MR * NP;
   __m512 acc[kAcc];
+  if (chain.resume) {
 #pragma GCC unroll 32
-  for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_setzero_ps();
+    for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_loadu_ps(chain.partial + (i / NP) * kPartialLd + 16 * (i % NP));
+  } else {
+#pragma GCC unroll 32
+    for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_setzero_ps();
+  }
   const __mmask16 mask = tail_mask(w);
   for (long k = 0; k < K; ++k) {
     __m512 row[NP];
@@ -49,6 +75,11 @@ void tile(float* c, long ldc, const float* a, long lda, const float* b, long ldb
       for (int p = 0; p < NP; ++p) acc[r * NP + p] = _mm512_fmadd_ps(x, row[p], acc[r * NP + p]);
     }
   }
+  if (!chain.last) {
+#pragma GCC unroll 32
+    for (int i = 0; i < kAcc; ++i) _mm512_storeu_ps(chain.partial + (i / NP) * kPartialLd + 16 * (i % NP), acc[i]);
+    return;
+  }
 #pragma GCC unroll 32
   for (int i = 0; i < kAcc; ++i) {
     const int r = i / NP, col = 16 * (i % NP);
@@ -57,17 +88,24 @@ void tile(float* c, long ldc, const float* a, long lda, const float* b, long ldb
 }
 
 // Rows [0, M) against one panel group, in tiles of up to kMaxRows rows; the first tile also
-// prefetches `next`.
+// prefetches `next`. chain.partial, if any, holds M rows.
 template <int NP, bool MASKED>
 void rows_of(float* c, long ldc, const float* a, long lda, const float* b, long ldb, long panel_stride, long M,
-             long K, const float* bias, Epilogue epilogue, long w, const float* next) {
+             long K, const float* bias, Epilogue epilogue, long w, const float* next, Chain chain = {}) {
+  const auto at_row = [&](long r) {
+    Chain part = chain;
+    if (part.partial != nullptr) part.partial += r * kPartialLd;
+    return part;
+  };
   long r = 0;
   for (; r + kMaxRows <= M; r += kMaxRows, next = nullptr)
-    tile<kMaxRows, NP, MASKED>(c + r * ldc, ldc, a + r * lda, lda, b, ldb, panel_stride, K, bias, epilogue, w, next);
+    tile<kMaxRows, NP, MASKED>(c + r * ldc, ldc, a + r * lda, lda, b, ldb, panel_stride, K, bias, epilogue, w, next,
+                               at_row(r));
   float* cr = c + r * ldc;
   const float* ar = a + r * lda;
+  const Chain cc = at_row(r);
 #define KAEL_ROWS(n) \
-  case n: tile<n, NP, MASKED>(cr, ldc, ar, lda, b, ldb, panel_stride, K, bias, epilogue, w, next); break;
+  case n: tile<n, NP, MASKED>(cr, ldc, ar, lda, b, ldb, panel_stride, K, bias, epilogue, w, next, cc); break;
   switch (M - r) {
     KAEL_ROWS(11) KAEL_ROWS(10) KAEL_ROWS(9) KAEL_ROWS(8) KAEL_ROWS(7) KAEL_ROWS(6)
     KAEL_ROWS(5) KAEL_ROWS(4) KAEL_ROWS(3) KAEL_ROWS(2) KAEL_ROWS(1)
@@ -95,6 +133,42 @@ void skinny(float* c, long ldc, const float* a, long lda, const float* b, long l
                       16, nullptr);
 }
 
+// Full panels, three or more rows. Loop order, outermost first: row blocks whose inputs
+// (rows x K) stay in L2 while every panel pair of the thread's share passes over them; panel
+// pairs; k-blocks of kKc, whose 2 x kKc panel rows (32 KiB at 256) stay in L1 while every row
+// tile of the block passes over them; row tiles.
+void blocked(float* c, long ldc, const float* a, long lda, const float* b, long ldb, long panel_stride, long M,
+             long K, const float* bias, Epilogue epilogue, long full_panels) {
+  const long block = std::max<long>(kMaxRows, kRowBlockBytes / (4 * std::max<long>(1, K)) / kMaxRows * kMaxRows);
+  const bool split = K > kKc;
+  thread_local std::vector<float> partial;
+  if (split && partial.size() < static_cast<std::size_t>(block * kPartialLd))
+    partial.resize(static_cast<std::size_t>(block * kPartialLd));
+  const auto bias_at = [&](long p) { return bias ? bias + 16 * p : nullptr; };
+  for (long r0 = 0; r0 < M; r0 += block) {
+    const long rows = std::min<long>(block, M - r0);
+    float* cb = c + r0 * ldc;
+    const float* ab = a + r0 * lda;
+    for (long p = 0; p < full_panels; p += 2) {
+      const bool pair = p + 2 <= full_panels;
+      for (long k0 = 0; k0 == 0 || k0 < K; k0 += kKc) {  // K = 0 too: the outputs are the bias
+        const long kc = std::min(kKc, K - k0);
+        const Chain chain{split ? partial.data() : nullptr, k0 > 0, k0 + kc == K};
+        const float* bk = b + p * panel_stride + k0 * ldb;
+        const float* next = k0 + kc < K ? bk + kc * ldb
+                            : p + 4 <= full_panels ? b + (p + 2) * panel_stride
+                                                   : nullptr;
+        if (pair)
+          rows_of<2, false>(cb + 16 * p, ldc, ab + k0, lda, bk, ldb, panel_stride, rows, kc, bias_at(p), epilogue,
+                            16, next, chain);
+        else
+          rows_of<1, false>(cb + 16 * p, ldc, ab + k0, lda, bk, ldb, panel_stride, rows, kc, bias_at(p), epilogue,
+                            16, nullptr, chain);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void gemm_panels(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
@@ -102,29 +176,14 @@ void gemm_panels(float* c, std::int64_t ldc, const float* a, std::int64_t lda, c
                  const float* bias, Epilogue epilogue) {
   if (M <= 0 || N <= 0) return;
   const long full_panels = N / 16, w = N % 16;
-  const auto bias_at = [&](long p) { return bias ? bias + 16 * p : nullptr; };
-  if (M <= 2) {
+  if (M <= 2)
     skinny(c, ldc, a, lda, b, ldb, panel_stride, M, K, bias, epilogue, full_panels);
-  } else {
-    // Row blocks of about 256 KiB of inputs (a multiple of the tile height).
-    const long block = std::max<long>(kMaxRows, (1L << 18) / (4 * std::max<long>(1, K)) / kMaxRows * kMaxRows);
-    for (long r0 = 0; r0 < M; r0 += block) {
-      const long rows = std::min<long>(block, M - r0);
-      float* cb = c + r0 * ldc;
-      const float* ab = a + r0 * lda;
-      long p = 0;
-      for (; p + 2 <= full_panels; p += 2)
-        rows_of<2, false>(cb + 16 * p, ldc, ab, lda, b + p * panel_stride, ldb, panel_stride, rows, K, bias_at(p),
-                          epilogue, 16, p + 4 <= full_panels ? b + (p + 2) * panel_stride : nullptr);
-      if (p < full_panels)
-        rows_of<1, false>(cb + 16 * p, ldc, ab, lda, b + p * panel_stride, ldb, panel_stride, rows, K, bias_at(p),
-                          epilogue, 16, nullptr);
-    }
-  }
+  else
+    blocked(c, ldc, a, lda, b, ldb, panel_stride, M, K, bias, epilogue, full_panels);
   if (w > 0) {
     const long p = full_panels;
-    rows_of<1, true>(c + 16 * p, ldc, a, lda, b + p * panel_stride, packed ? w : ldb, panel_stride, M, K, bias_at(p),
-                     epilogue, w, nullptr);
+    rows_of<1, true>(c + 16 * p, ldc, a, lda, b + p * panel_stride, packed ? w : ldb, panel_stride, M, K,
+                     bias ? bias + 16 * p : nullptr, epilogue, w, nullptr);
   }
 }
 
