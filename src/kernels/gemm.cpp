@@ -17,23 +17,28 @@ std::int64_t min_panels(std::int64_t M, std::int64_t K) { return min_items_per_t
 }  // namespace
 
 void pack_panels(float* dst, const float* src, std::int64_t K, std::int64_t N) {
-  for (std::int64_t col = 0; col < N; col += kPanel) {
-    const std::int64_t w = std::min(kPanel, N - col);
-    float* panel = dst + col * K;  // (K, w)
-    for (std::int64_t k = 0; k < K; ++k)
-      std::copy(src + k * N + col, src + k * N + col + w, panel + k * w);
-  }
+  // Threaded over panels: a step of training packs every weight (kernels::gemm below).
+  parallel_for((N + kPanel - 1) / kPanel, min_items_per_thread(kPanel * K), [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t col = first * kPanel; col < std::min(N, last * kPanel); col += kPanel) {
+      const std::int64_t w = std::min(kPanel, N - col);
+      float* panel = dst + col * K;  // (K, w)
+      for (std::int64_t k = 0; k < K; ++k)
+        std::copy(src + k * N + col, src + k * N + col + w, panel + k * w);
+    }
+  });
 }
 
 void pack_panels_transposed(float* dst, const float* src, std::int64_t K, std::int64_t N) {
-  std::vector<float> rows(static_cast<std::size_t>(kPanel * K));
-  for (std::int64_t col = 0; col < N; col += kPanel) {
-    const std::int64_t w = std::min(kPanel, N - col);
-    std::copy(src + col * K, src + (col + w) * K, rows.begin());  // rows col.. of src, (w, K)
-    float* panel = dst + col * K;                                  // (K, w)
-    for (std::int64_t k = 0; k < K; ++k)
-      for (std::int64_t j = 0; j < w; ++j) panel[k * w + j] = rows[static_cast<std::size_t>(j * K + k)];
-  }
+  parallel_for((N + kPanel - 1) / kPanel, min_items_per_thread(kPanel * K), [&](std::int64_t first, std::int64_t last) {
+    std::vector<float> rows(static_cast<std::size_t>(kPanel * K));
+    for (std::int64_t col = first * kPanel; col < std::min(N, last * kPanel); col += kPanel) {
+      const std::int64_t w = std::min(kPanel, N - col);
+      std::copy(src + col * K, src + (col + w) * K, rows.begin());  // rows col.. of src, (w, K)
+      float* panel = dst + col * K;                                  // (K, w)
+      for (std::int64_t k = 0; k < K; ++k)
+        for (std::int64_t j = 0; j < w; ++j) panel[k * w + j] = rows[static_cast<std::size_t>(j * K + k)];
+    }
+  });
 }
 
 void linear_packed(float* out, const float* inp, const float* packed, const float* bias, std::int64_t T,
@@ -78,27 +83,41 @@ void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool tra
       for (std::int64_t i = 0; i < M; ++i) std::fill_n(c + i * ldc, N, 0.0f);
     return;
   }
-  // The micro-kernels read a row-major A and B in panels: a transposed operand is copied once
-  // into that form (M K or K N floats, against M N K multiply-adds). The calling thread's
-  // buffers, read by the workers through these pointers.
+  // The micro-kernels read a row-major A and B in panels. A transposed A is copied once into
+  // rows (M K floats, against M N K multiply-adds); B is packed into the exact panel layout
+  // (K N floats) unless it is read only once or twice (M <= 2): strided panels, ldb floats
+  // apart, touch a new page at every k once ldb passes a few KiB and run at a third of the
+  // packed speed. The calling thread's buffers, filled and read by the workers through these
+  // pointers; the arithmetic is the same whatever the layout.
   thread_local std::vector<float> a_rows, b_panels;
   if (trans_a) {
     a_rows.resize(static_cast<std::size_t>(M * K));
-    for (std::int64_t k = 0; k < K; ++k)
-      for (std::int64_t i = 0; i < M; ++i) a_rows[static_cast<std::size_t>(i * K + k)] = a[k * lda + i];
-    a = a_rows.data();
+    float* rows = a_rows.data();
+    // Tiles of 16 rows of op(a): each reads 16 contiguous floats of a row of a per k.
+    parallel_for((M + kPanel - 1) / kPanel, min_items_per_thread(kPanel * K), [&](std::int64_t first, std::int64_t last) {
+      for (std::int64_t k = 0; k < K; ++k)
+        for (std::int64_t i = first * kPanel; i < std::min(M, last * kPanel); ++i) rows[i * K + k] = a[k * lda + i];
+    });
+    a = rows;
     lda = K;
   }
   PanelView view{b, ldb, kPanel, false};
-  if (trans_b) {
+  if (trans_b || M > 2) {
     b_panels.resize(static_cast<std::size_t>(K * N));
-    for (std::int64_t col = 0; col < N; col += kPanel) {
-      const std::int64_t w = std::min(kPanel, N - col);
-      float* panel = b_panels.data() + col * K;  // (K, w)
-      for (std::int64_t j = 0; j < w; ++j)
-        for (std::int64_t k = 0; k < K; ++k) panel[k * w + j] = b[(col + j) * ldb + k];
-    }
-    view = {b_panels.data(), kPanel, kPanel * K, true};
+    float* packed = b_panels.data();
+    parallel_for((N + kPanel - 1) / kPanel, min_items_per_thread(kPanel * K), [&](std::int64_t first, std::int64_t last) {
+      for (std::int64_t col = first * kPanel; col < std::min(N, last * kPanel); col += kPanel) {
+        const std::int64_t w = std::min(kPanel, N - col);
+        float* panel = packed + col * K;  // (K, w)
+        if (trans_b) {
+          for (std::int64_t j = 0; j < w; ++j)
+            for (std::int64_t k = 0; k < K; ++k) panel[k * w + j] = b[(col + j) * ldb + k];
+        } else {
+          for (std::int64_t k = 0; k < K; ++k) std::copy(b + k * ldb + col, b + k * ldb + col + w, panel + k * w);
+        }
+      }
+    });
+    view = {packed, kPanel, kPanel * K, true};
   }
   const std::int64_t panels = (N + kPanel - 1) / kPanel;
   if (panels >= 2 * num_threads() || M < 2 * kPanel) {

@@ -6,10 +6,8 @@
 
 #include "kernels/elementwise.hpp"
 #include "kernels/gemm.hpp"
-#include "kernels/linear.hpp"
 #include "kernels/norm.hpp"
 #include "kernels/thread_pool.hpp"
-#include "train/matmul.hpp"
 
 namespace kael::train {
 namespace {
@@ -242,40 +240,20 @@ void embedding_backward(float* dwte, float* dwpe, const float* dx, const std::in
 }
 
 std::int64_t head_scratch_floats(std::int64_t M, std::int64_t C, std::int64_t V) {
-  const std::int64_t R = std::min(M, kHeadRows);
-  return R * V + std::max(matmul_weight_scratch_floats(R, C), R * (kHeadVocabBlock + C));
+  return V * C + std::min(M, kHeadRows) * V;
 }
-
-namespace {
-
-// dx (R, C) = dlogits (R, V) @ w (V, C), summed over the vocabulary in blocks (kHeadVocabBlock):
-// each block's columns are copied out contiguous, multiplied, and the product added to dx.
-void head_input_gradient(float* dx, float* scratch, const float* dlogits, const float* w, std::int64_t R,
-                         std::int64_t C, std::int64_t V) {
-  float* block = scratch;                      // (R, kb)
-  float* product = scratch + R * kHeadVocabBlock;  // (R, C)
-  std::fill(dx, dx + R * C, 0.0f);
-  for (std::int64_t v0 = 0; v0 < V; v0 += kHeadVocabBlock) {
-    const std::int64_t kb = std::min(kHeadVocabBlock, V - v0);
-    kernels::parallel_for(R, 16, [&](std::int64_t r0, std::int64_t r1) {
-      for (std::int64_t r = r0; r < r1; ++r) std::copy(dlogits + r * V + v0, dlogits + r * V + v0 + kb, block + r * kb);
-    });
-    kernels::linear(product, block, w + v0 * C, nullptr, R, kb, C);
-    add_inplace(dx, product, R * C);
-  }
-}
-
-}  // namespace
 
 void head_cross_entropy(float* losses, float* dx, float* dw, float* scratch, const float* x, const float* w,
                         const std::int32_t* targets, float dscale, std::int64_t M, std::int64_t C, std::int64_t V) {
   const bool backward = dx != nullptr;
-  float* logits = scratch;  // (R, V)
-  float* weight_scratch = scratch + std::min(M, kHeadRows) * V;
+  // w^T packed for the kernels once, for every chunk of rows: the head is the largest weight.
+  float* packed = scratch;         // (C, V) in panels
+  float* logits = scratch + V * C;  // (R, V)
+  kernels::pack_panels_transposed(packed, w, C, V);
   for (std::int64_t r0 = 0; r0 < M; r0 += kHeadRows) {
     const std::int64_t R = std::min(kHeadRows, M - r0);
     const float* xr = x + r0 * C;
-    kernels::gemm(logits, V, xr, C, false, w, C, true, R, V, C);  // (R, V) = x (R, C) @ wte^T
+    kernels::linear_packed(logits, xr, packed, nullptr, R, C, V);  // (R, V) = x (R, C) @ w^T
     kernels::parallel_for(R, 1, [&](std::int64_t i0, std::int64_t i1) {
       for (std::int64_t i = i0; i < i1; ++i) {
         float* row = logits + i * V;
@@ -298,8 +276,15 @@ void head_cross_entropy(float* losses, float* dx, float* dw, float* scratch, con
       }
     });
     if (!backward) continue;
-    head_input_gradient(dx + r0 * C, weight_scratch, logits, w, R, C, V);
-    matmul_backward_weight(dw, nullptr, weight_scratch, logits, xr, R, V, C);
+    // Per block of the vocabulary: dx (R, C) += dlogits[:, block] @ w[block], and
+    // dw[block] (kb, C) += dlogits[:, block]^T @ x.
+    float* dxr = dx + r0 * C;
+    std::fill(dxr, dxr + R * C, 0.0f);
+    for (std::int64_t v0 = 0; v0 < V; v0 += kHeadVocabBlock) {
+      const std::int64_t kb = std::min(kHeadVocabBlock, V - v0);
+      kernels::gemm(dxr, C, logits + v0, V, false, w + v0 * C, C, false, R, C, kb, /*accumulate=*/true);
+      kernels::gemm(dw + v0 * C, C, logits + v0, V, true, xr, C, false, kb, C, R, /*accumulate=*/true);
+    }
   }
 }
 
