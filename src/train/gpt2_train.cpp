@@ -9,6 +9,7 @@
 #include "kael/core/error.hpp"
 #include "kael/io/safetensors.hpp"
 #include "kernels/thread_pool.hpp"
+#include "kernels/training.hpp"
 #include "train/activations.hpp"
 #include "train/matmul.hpp"
 #include "train/ops.hpp"
@@ -26,25 +27,6 @@ std::uint64_t embedding_site() { return 0; }
 std::uint64_t attention_site(int layer) { return 1 + 3 * static_cast<std::uint64_t>(layer); }
 std::uint64_t attn_resid_site(int layer) { return 2 + 3 * static_cast<std::uint64_t>(layer); }
 std::uint64_t mlp_resid_site(int layer) { return 3 + 3 * static_cast<std::uint64_t>(layer); }
-
-// Sum of squares of x (n) in double, in blocks of a fixed size summed in order: the same
-// result on any number of threads.
-double sum_of_squares(const float* x, std::int64_t n) {
-  constexpr std::int64_t kBlock = 1 << 16;
-  const std::int64_t blocks = (n + kBlock - 1) / kBlock;
-  std::vector<double> partial(static_cast<std::size_t>(blocks));
-  kernels::parallel_for(blocks, 1, [&](std::int64_t b0, std::int64_t b1) {
-    for (std::int64_t b = b0; b < b1; ++b) {
-      double s = 0;
-      for (std::int64_t i = b * kBlock, end = std::min(n, i + kBlock); i < end; ++i)
-        s += static_cast<double>(x[i]) * x[i];
-      partial[static_cast<std::size_t>(b)] = s;
-    }
-  });
-  double total = 0;
-  for (double s : partial) total += s;
-  return total;
-}
 
 void scale_inplace(float* x, float factor, std::int64_t n) {
   kernels::parallel_for(n, 1 << 16, [&](std::int64_t i0, std::int64_t i1) {
@@ -310,7 +292,7 @@ std::uint64_t TrainableGPT2::dropout_counter() const { return impl_->counter; }
 void TrainableGPT2::set_dropout_counter(std::uint64_t counter) { impl_->counter = counter; }
 
 double TrainableGPT2::grad_norm() const {
-  return std::sqrt(sum_of_squares(impl_->params.grads.data<float>(), impl_->params.total));
+  return std::sqrt(kernels::sum_of_squares(impl_->params.grads.data<float>(), impl_->params.total));
 }
 
 double TrainableGPT2::clip_grad_norm(double max_norm) {

@@ -8,6 +8,7 @@
 #include "kernels/gemm.hpp"
 #include "kernels/norm.hpp"
 #include "kernels/thread_pool.hpp"
+#include "kernels/training.hpp"
 
 namespace kael::train {
 namespace {
@@ -110,15 +111,7 @@ void gelu_forward(float* out, const float* inp, std::int64_t n) {
 }
 
 void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n) {
-  constexpr float kSqrt2OverPi = 0.7978845608028654f, kCubic = 0.044715f;
-  kernels::parallel_for(n, kElementGrain, [&](std::int64_t i0, std::int64_t i1) {
-    for (std::int64_t i = i0; i < i1; ++i) {
-      const float x = inp[i];
-      const float th = std::tanh(kSqrt2OverPi * (x + kCubic * x * x * x));
-      const float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * x * x);
-      dinp[i] = dout[i] * (0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du);
-    }
-  });
+  kernels::gelu_backward(dinp, inp, dout, n);
 }
 
 void dropout_apply(float* x, const DropoutMask& mask, std::int64_t n) {
