@@ -14,6 +14,24 @@ namespace {
 // Panels of a (K, N) matrix over which each thread's share is worth its wake-up.
 std::int64_t min_panels(std::int64_t M, std::int64_t K) { return min_items_per_thread(M * K * kPanel); }
 
+// panel (K, w) = columns [0, w) of src (K, w; rows ld apart). A full panel's row is a fixed
+// 16-float copy, inlined (std::copy of 64 bytes is a library call per row).
+void copy_panel(float* panel, const float* src, std::int64_t ld, std::int64_t K, std::int64_t w) {
+  if (w == kPanel) {
+    for (std::int64_t k = 0; k < K; ++k)
+      for (std::int64_t j = 0; j < kPanel; ++j) panel[k * kPanel + j] = src[k * ld + j];
+    return;
+  }
+  for (std::int64_t k = 0; k < K; ++k)
+    for (std::int64_t j = 0; j < w; ++j) panel[k * w + j] = src[k * ld + j];
+}
+
+// panel (K, w) = the transpose of src (w, K; rows ld apart): w read streams, one write stream.
+void copy_panel_transposed(float* panel, const float* src, std::int64_t ld, std::int64_t K, std::int64_t w) {
+  for (std::int64_t k = 0; k < K; ++k)
+    for (std::int64_t j = 0; j < w; ++j) panel[k * w + j] = src[j * ld + k];
+}
+
 }  // namespace
 
 void pack_panels(float* dst, const float* src, std::int64_t K, std::int64_t N) {
@@ -21,9 +39,7 @@ void pack_panels(float* dst, const float* src, std::int64_t K, std::int64_t N) {
   parallel_for((N + kPanel - 1) / kPanel, min_items_per_thread(kPanel * K), [&](std::int64_t first, std::int64_t last) {
     for (std::int64_t col = first * kPanel; col < std::min(N, last * kPanel); col += kPanel) {
       const std::int64_t w = std::min(kPanel, N - col);
-      float* panel = dst + col * K;  // (K, w)
-      for (std::int64_t k = 0; k < K; ++k)
-        std::copy(src + k * N + col, src + k * N + col + w, panel + k * w);
+      copy_panel(dst + col * K, src + col, N, K, w);
     }
   });
 }
@@ -34,9 +50,7 @@ void pack_panels_transposed(float* dst, const float* src, std::int64_t K, std::i
     for (std::int64_t col = first * kPanel; col < std::min(N, last * kPanel); col += kPanel) {
       const std::int64_t w = std::min(kPanel, N - col);
       std::copy(src + col * K, src + (col + w) * K, rows.begin());  // rows col.. of src, (w, K)
-      float* panel = dst + col * K;                                  // (K, w)
-      for (std::int64_t k = 0; k < K; ++k)
-        for (std::int64_t j = 0; j < w; ++j) panel[k * w + j] = rows[static_cast<std::size_t>(j * K + k)];
+      copy_panel_transposed(dst + col * K, rows.data(), K, K, w);
     }
   });
 }
@@ -93,10 +107,13 @@ void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool tra
   if (trans_a) {
     a_rows.resize(static_cast<std::size_t>(M * K));
     float* rows = a_rows.data();
-    // Tiles of 16 rows of op(a): each reads 16 contiguous floats of a row of a per k.
+    // Tiles of 16 rows of op(a), each the transpose of 16 columns of a: 16 write streams.
     parallel_for((M + kPanel - 1) / kPanel, min_items_per_thread(kPanel * K), [&](std::int64_t first, std::int64_t last) {
-      for (std::int64_t k = 0; k < K; ++k)
-        for (std::int64_t i = first * kPanel; i < std::min(M, last * kPanel); ++i) rows[i * K + k] = a[k * lda + i];
+      for (std::int64_t i0 = first * kPanel; i0 < std::min(M, last * kPanel); i0 += kPanel) {
+        const std::int64_t h = std::min(kPanel, M - i0);
+        for (std::int64_t k = 0; k < K; ++k)
+          for (std::int64_t i = i0; i < i0 + h; ++i) rows[i * K + k] = a[k * lda + i];
+      }
     });
     a = rows;
     lda = K;
@@ -108,13 +125,10 @@ void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool tra
     parallel_for((N + kPanel - 1) / kPanel, min_items_per_thread(kPanel * K), [&](std::int64_t first, std::int64_t last) {
       for (std::int64_t col = first * kPanel; col < std::min(N, last * kPanel); col += kPanel) {
         const std::int64_t w = std::min(kPanel, N - col);
-        float* panel = packed + col * K;  // (K, w)
-        if (trans_b) {
-          for (std::int64_t j = 0; j < w; ++j)
-            for (std::int64_t k = 0; k < K; ++k) panel[k * w + j] = b[(col + j) * ldb + k];
-        } else {
-          for (std::int64_t k = 0; k < K; ++k) std::copy(b + k * ldb + col, b + k * ldb + col + w, panel + k * w);
-        }
+        if (trans_b)
+          copy_panel_transposed(packed + col * K, b + col * ldb, ldb, K, w);
+        else
+          copy_panel(packed + col * K, b + col, ldb, K, w);
       }
     });
     view = {packed, kPanel, kPanel * K, true};
