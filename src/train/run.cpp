@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <fstream>
 
 #include "kael/core/error.hpp"
@@ -22,6 +23,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// The process's CPU seconds (every thread): a step's cost that holds on a machine shared with
+// other work, where its wall time does not.
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 
 // What a run starts from: a model directory (finetune) or a config (train), and the tokenizer.
 struct Source {
@@ -257,6 +266,7 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
   bool saved_last = true, evaluated_last = true;
   while (state.step < total_steps) {
     const auto step_start = Clock::now();
+    const double cpu_start = process_cpu_seconds();
     const std::int64_t s = state.step;  // 0-based index of this step
     model.zero_grad();
     double loss = 0;
@@ -282,6 +292,7 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
     record.lr = lr;
     record.grad_norm = grad_norm;
     record.step_s = seconds_since(step_start);
+    record.cpu_s = process_cpu_seconds() - cpu_start;
     record.tokens_per_s = static_cast<double>(windows_per_step * T) / record.step_s;
     record.elapsed_s = seconds_since(started);
     record.epoch = static_cast<double>(state.step * windows_per_step) / static_cast<double>(sampler.windows());
