@@ -138,6 +138,38 @@ std::string last_checkpoint(const fs::path& out) {
   }
 }
 
+// A resumed run continues the saved model: refuses a --config (train) or --model (finetune)
+// other than the one the saved run started from, naming the first difference.
+void check_resume_source(const RunState& saved, const Source& source, const fs::path& out) {
+  const std::string now = source.model_dir.empty() ? "init" : fs::absolute(source.model_dir).string();
+  const auto same_place = [](const std::string& a, const std::string& b) {
+    std::error_code ec;  // either may be gone: then only the names compare
+    return a == b || (a != "init" && b != "init" && fs::equivalent(a, b, ec));
+  };
+  if (!same_place(saved.source, now))
+    throw ValueError(str("--resume: the saved run in '", out.string(), "' started from ",
+                         saved.source == "init" ? std::string("a --config (kael train)") : str("--model '", saved.source, "'"),
+                         ", not from ", now == "init" ? std::string("a --config") : str("--model '", now, "'"),
+                         "; resume it the way it was started"));
+  const model::Config kept = model::Config::from_directory(out);
+  const model::Config& given = source.config;
+  const auto differ = [&](const char* name, auto a, auto b) {
+    if (a != b)
+      throw ValueError(str("--resume: ", source.model_dir.empty() ? "--config" : "--model", " has ", name, " = ", a,
+                           " but the saved run's model has ", name, " = ", b,
+                           "; resume with the configuration the run was started with"));
+  };
+  differ("n_layer", given.n_layer, kept.n_layer);
+  differ("n_head", given.n_head, kept.n_head);
+  differ("n_embd", given.n_embd, kept.n_embd);
+  differ("n_positions", given.n_positions, kept.n_positions);
+  differ("vocab_size", given.vocab_size, kept.vocab_size);
+  differ("n_inner", given.mlp_dim(), kept.mlp_dim());
+  differ("layer_norm_epsilon", given.layer_norm_epsilon, kept.layer_norm_epsilon);
+  const auto boolean = [](bool b) { return std::string(b ? "true" : "false"); };
+  differ("tie_word_embeddings", boolean(given.tie_word_embeddings), boolean(kept.tie_word_embeddings));
+}
+
 class LogFile {
  public:
   LogFile(const fs::path& path, bool append) : path_(path) {
@@ -199,6 +231,7 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
   if (options.resume) {
     check_resume_matches(out / kStateFile, options, state.train_tokens, train_hash);
     const RunState saved = read_state(out / kStateFile);
+    check_resume_source(saved, source, out);
     if (saved.step > total_steps)
       throw ValueError(str("--resume: the saved run is at step ", saved.step, ", beyond --steps ", total_steps));
     state.step = saved.step;
