@@ -32,7 +32,7 @@ constexpr std::int64_t kElementGrain = 1 << 14;
 // A per-thread buffer of at least n floats, kept between calls (so a step allocates nothing
 // once the largest size has been seen).
 float* thread_scratch(int which, std::int64_t n) {
-  thread_local std::vector<float> buffers[3];
+  thread_local std::vector<float> buffers[4];
   std::vector<float>& b = buffers[which];
   if (static_cast<std::int64_t>(b.size()) < n) b.resize(static_cast<std::size_t>(n));
   return b.data();
@@ -150,7 +150,10 @@ void attention_forward(float* out, float* probs, const float* qkv, const Dropout
           dropped[i] = p[i] * dropout.factor(static_cast<std::uint64_t>(pair * T * T + i));
         weights = dropped;
       }
-      kernels::gemm_nn(out + b * T * C + h * hd, C, weights, T, v, ld, T, hd, T);
+      // v (T, hd) contiguous, as in attention_backward.
+      float* values = thread_scratch(3, T * hd);
+      for (std::int64_t t = 0; t < T; ++t) std::copy(v + t * ld, v + t * ld + hd, values + t * hd);
+      kernels::gemm_nn(out + b * T * C + h * hd, C, weights, T, values, hd, T, hd, T);
     }
   });
 }
@@ -164,16 +167,27 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
     float* dp = thread_scratch(0, T * T);          // (T, T): d(weights), then d(scores)
     float* transposed = thread_scratch(1, T * T);  // (T, T)
     float* dropped = thread_scratch(2, T * T);     // (T, T): the weights after dropout
+    // The head's q, k, v and dy, each (T, hd) contiguous: as the B operand of a product, rows
+    // 3C floats apart would touch a new page at every k.
+    float* head = thread_scratch(3, 4 * T * hd);
+    float* q = head;
+    float* k = head + T * hd;
+    float* v = head + 2 * T * hd;
+    float* dy = head + 3 * T * hd;
     for (std::int64_t pair = p0; pair < p1; ++pair) {
       const std::int64_t b = pair / NH, h = pair % NH;
       const std::int64_t offset = b * T * ld + h * hd;
-      const float* q = qkv + offset;
-      const float* k = q + C;
-      const float* v = q + 2 * C;
+      for (std::int64_t t = 0; t < T; ++t) {
+        const float* row = qkv + offset + t * ld;
+        std::copy(row, row + hd, q + t * hd);
+        std::copy(row + C, row + C + hd, k + t * hd);
+        std::copy(row + 2 * C, row + 2 * C + hd, v + t * hd);
+        const float* dy_row = dout + (b * T + t) * C + h * hd;
+        std::copy(dy_row, dy_row + hd, dy + t * hd);
+      }
       float* dq = dqkv + offset;
       float* dk = dq + C;
       float* dv = dq + 2 * C;
-      const float* dy = dout + b * T * C + h * hd;  // (T, hd; C)
       const float* p = probs + pair * T * T;
       const float* weights = p;
       if (dropout.active()) {
@@ -182,10 +196,10 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
         weights = dropped;
       }
       // out = weights @ v: d(weights) = dy @ v^T, dv = weights^T @ dy.
-      kernels::gemm_nt(dp, T, dy, C, v, ld, T, T, hd, 1.0f);
+      kernels::gemm_nt(dp, T, dy, hd, v, hd, T, T, hd, 1.0f);
       for (std::int64_t i = 0; i < T; ++i)
         for (std::int64_t j = 0; j < T; ++j) transposed[j * T + i] = weights[i * T + j];
-      kernels::gemm_nn(dv, ld, transposed, T, dy, C, T, hd, T);
+      kernels::gemm_nn(dv, ld, transposed, T, dy, hd, T, hd, T);
       if (dropout.active())
         for (std::int64_t i = 0; i < T * T; ++i)
           dp[i] *= dropout.factor(static_cast<std::uint64_t>(pair * T * T + i));
@@ -200,10 +214,10 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
         std::fill(d + t + 1, d + T, 0.0f);
       }
       // scores = q @ k^T: dq = dS @ k, dk = dS^T @ q.
-      kernels::gemm_nn(dq, ld, dp, T, k, ld, T, hd, T);
+      kernels::gemm_nn(dq, ld, dp, T, k, hd, T, hd, T);
       for (std::int64_t i = 0; i < T; ++i)
         for (std::int64_t j = 0; j < T; ++j) transposed[j * T + i] = dp[i * T + j];
-      kernels::gemm_nn(dk, ld, transposed, T, q, ld, T, hd, T);
+      kernels::gemm_nn(dk, ld, transposed, T, q, hd, T, hd, T);
     }
   });
 }
