@@ -3,17 +3,12 @@
 #include <cmath>
 
 #include "kernels/portable.hpp"
+#include "kernels/scalar_math.hpp"
 
 namespace kael::kernels::portable {
 
 void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n) {
-  constexpr float kSqrt2OverPi = 0.7978845608028654f, kCubic = 0.044715f;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float x = inp[i];
-    const float th = std::tanh(kSqrt2OverPi * (x + kCubic * x * x * x));
-    const float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * x * x);
-    dinp[i] = dout[i] * (0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du);
-  }
+  for (std::int64_t i = 0; i < n; ++i) dinp[i] = dout[i] * gelu_tanh_derivative(inp[i]);
 }
 
 void adamw_update(float* param, float* m, float* v, const float* grad, std::int64_t n, const AdamWScalars& s) {

@@ -2,18 +2,14 @@
 // threads.
 #include <cmath>
 
+#include "kernels/scalar_math.hpp"
 #include "kernels/training.hpp"
 
 namespace kael::kernels::ref {
 
 void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n) {
-  const double sqrt_2_over_pi = 0.7978845608028654, cubic = 0.044715;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const double x = inp[i];
-    const double th = std::tanh(sqrt_2_over_pi * (x + cubic * x * x * x));
-    const double du = sqrt_2_over_pi * (1.0 + 3.0 * cubic * x * x);
-    dinp[i] = static_cast<float>(dout[i] * (0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * du));
-  }
+  for (std::int64_t i = 0; i < n; ++i)
+    dinp[i] = static_cast<float>(dout[i] * gelu_tanh_derivative(static_cast<double>(inp[i])));
 }
 
 void adamw_update(float* param, float* m, float* v, const float* grad, std::int64_t n, const AdamWScalars& s) {
