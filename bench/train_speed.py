@@ -19,7 +19,8 @@ other work, where the wall-clock one does not. Prints the CPU, the load average,
 and the ratios, as a Markdown table.
 
 Usage: bench/train_speed.py [--kael build/kael] [--threads 2] [--steps 4] [--shapes 4x64,8x256]
-(--steps 2 is the least: the first step is a warm-up; the default takes about 3 minutes on 2 idle cores.)
+(--steps 2 is the least: the first step is a warm-up. With --steps 2 both shapes took 7 minutes on
+2 cores shared with other work.)
 Without --model a seeded GPT-2-small-shape F32 checkpoint is built (scripts/gpt2_reference.py)
 in --workdir and reused by later runs. The text is the shared corpus (../shared/corpus).
 """
