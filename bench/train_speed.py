@@ -13,9 +13,14 @@ For each shape B x T (default 4x64 and 8x256):
            weight decay on the 2-D parameters only, clip_grad_norm_(GRAD_CLIP); the same windows
            (the first STEPS x B windows of T + 1 tokens, in order); step time = the median after
            the first step of forward + backward + clip + AdamW step + zero_grad.
-tokens/s = B x T / step time. Prints the CPU, the load average, both engines' figures and the ratios.
+tokens/s = B x T / step time. Beside the wall time, each step's CPU time (all threads of the process:
+kael's log field cpu_s, time.process_time() for PyTorch), whose ratio holds on a machine shared with
+other work, where the wall-clock one does not. Prints the CPU, the load average, both engines' figures
+and the ratios, as a Markdown table.
 
-Usage: bench/train_speed.py [--kael build/kael] [--threads 2] [--steps 5] [--shapes 4x64,8x256]
+Usage: bench/train_speed.py [--kael build/kael] [--threads 2] [--steps 4] [--shapes 4x64,8x256]
+(--steps 2 is the least: the first step is a warm-up. With --steps 2 both shapes took 7 minutes on
+2 cores shared with other work.)
 Without --model a seeded GPT-2-small-shape F32 checkpoint is built (scripts/gpt2_reference.py)
 in --workdir and reused by later runs. The text is the shared corpus (../shared/corpus).
 """
@@ -69,9 +74,11 @@ def kael_run(kael: str, model: pathlib.Path, data: pathlib.Path, B: int, T: int,
             raise SystemExit(f"kael finetune failed ({result.returncode}): {stderr}")
         records = [json.loads(line) for line in log.read_text().splitlines()]
     memory = re.search(r"memory: (\d+) parameters .* activations (\d+) bytes .* peak RSS (\d+) bytes", stderr)
-    step_s = statistics.median(r["step_s"] for r in records[1:] if r["type"] == "step")
+    steps_after_warmup = [r for r in records if r["type"] == "step"][1:]
+    step_s = statistics.median(r["step_s"] for r in steps_after_warmup)
+    cpu_s = statistics.median(r["cpu_s"] for r in steps_after_warmup)
     parameters, activations = int(memory.group(1)), int(memory.group(2))
-    return dict(step_s=step_s, tokens_per_s=B * T / step_s, peak_rss=int(memory.group(3)),
+    return dict(step_s=step_s, cpu_s=cpu_s, tokens_per_s=B * T / step_s, peak_rss=int(memory.group(3)),
                 estimate=16 * parameters + activations, parameters=parameters, activations=activations,
                 losses=[r["loss"] for r in records if r["type"] == "step"])
 
@@ -89,11 +96,11 @@ def torch_run(model_dir: pathlib.Path, tokens, B: int, T: int, steps: int, threa
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": WEIGHT_DECAY},
                                    {"params": no_decay, "weight_decay": 0.0}], lr=LR, betas=BETAS, eps=EPS)
     data = torch.tensor(tokens, dtype=torch.long)
-    times, losses = [], []
+    times, cpu_times, losses = [], [], []
     for s in range(steps):
         rows = [data[((s * B + b) % ((len(tokens) - 1) // T)) * T:][: T + 1] for b in range(B)]
         batch = torch.stack(rows)
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         logits = model(batch[:, :-1]).logits
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), batch[:, 1:].reshape(-1))
         loss.backward()
@@ -101,9 +108,10 @@ def torch_run(model_dir: pathlib.Path, tokens, B: int, T: int, steps: int, threa
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         times.append(time.perf_counter() - start)
+        cpu_times.append(time.process_time() - cpu_start)
         losses.append(loss.item())
     step_s = statistics.median(times[1:])
-    return dict(step_s=step_s, tokens_per_s=B * T / step_s, losses=losses)
+    return dict(step_s=step_s, cpu_s=statistics.median(cpu_times[1:]), tokens_per_s=B * T / step_s, losses=losses)
 
 
 def main() -> None:
@@ -112,7 +120,7 @@ def main() -> None:
     parser.add_argument("--model", type=pathlib.Path, help="checkpoint directory (default: a seeded GPT-2 small shape)")
     parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path(tempfile.gettempdir()) / "kael-train-bench")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=4, help="optimizer steps per engine and shape (>= 2)")
     parser.add_argument("--shapes", default="4x64,8x256")
     args = parser.parse_args()
 
@@ -129,23 +137,32 @@ def main() -> None:
     for ids in [gpt2_reference.gpt2_encoding().encode_ordinary(data.read_bytes().decode("utf-8"))]:
         tokens += ids + [50256]
 
+    if args.steps < 2:
+        parser.error("--steps must be at least 2 (the first step is a warm-up)")
+
     print(f"CPU: {cpu_name()}, {os.cpu_count()} logical CPUs; threads {args.threads}; "
           f"load average {os.getloadavg()[0]:.2f} at the start")
     print(f"settings: AdamW lr {LR}, betas {BETAS}, eps {EPS}, weight decay {WEIGHT_DECAY} (2-D only), "
           f"grad clip {GRAD_CLIP}, dropout 0, {args.steps} steps (median after the first)")
-    print(f"{'shape':>8} | {'kael s/step':>11} {'kael tok/s':>10} | {'torch s/step':>12} {'torch tok/s':>11} | "
-          f"{'speedup':>7} | {'kael peak RSS':>13} {'estimate':>9} {'ratio':>5}")
+    rows = []
     for shape in args.shapes.split(","):
         B, T = map(int, shape.split("x"))
         k = kael_run(args.kael, model, data, B, T, args.steps, args.threads)
         t = torch_run(model, tokens, B, T, args.steps, args.threads)
-        print(f"{shape:>8} | {k['step_s']:11.3f} {k['tokens_per_s']:10.1f} | {t['step_s']:12.3f} {t['tokens_per_s']:11.1f} | "
-              f"{k['tokens_per_s'] / t['tokens_per_s']:6.2f}x | {k['peak_rss'] / 1e6:10.0f} MB {k['estimate'] / 1e6:6.0f} MB "
-              f"{k['peak_rss'] / k['estimate']:5.2f}", flush=True)
-        print(f"{'':>8}   first losses kael {', '.join(f'{x:.4f}' for x in k['losses'][:3])}; "
-              f"torch {', '.join(f'{x:.4f}' for x in t['losses'][:3])}")
-    print(f"estimate = 16 bytes x {k['parameters']:,} parameters + the activations of one micro-batch; "
-          f"load average {os.getloadavg()[0]:.2f} at the end")
+        rows.append((shape, k, t))
+        print(f"{shape}: first losses kael {', '.join(f'{x:.4f}' for x in k['losses'][:3])}; "
+              f"torch {', '.join(f'{x:.4f}' for x in t['losses'][:3])}", flush=True)
+    print()
+    print("| B x T | kael s/step | kael tokens/s | PyTorch s/step | PyTorch tokens/s | speed-up (wall) "
+          "| kael CPU-s/step | PyTorch CPU-s/step | speed-up (CPU time) | kael peak RSS | estimate | RSS / estimate |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for shape, k, t in rows:
+        print(f"| {shape} | {k['step_s']:.3f} | {k['tokens_per_s']:.0f} | {t['step_s']:.3f} | {t['tokens_per_s']:.0f} "
+              f"| {t['step_s'] / k['step_s']:.2f}x | {k['cpu_s']:.2f} | {t['cpu_s']:.2f} | {t['cpu_s'] / k['cpu_s']:.2f}x "
+              f"| {k['peak_rss'] / 1e6:.0f} MB | {k['estimate'] / 1e6:.0f} MB | {k['peak_rss'] / k['estimate']:.2f} |")
+    print()
+    print(f"estimate = 16 bytes x {k['parameters']:,} parameters (weights, gradients, AdamW's m and v) + what kael "
+          f"holds for one micro-batch (activations and scratch); load average {os.getloadavg()[0]:.2f} at the end")
 
 
 if __name__ == "__main__":

@@ -14,26 +14,45 @@ namespace {
 // Panels of a (K, N) matrix over which each thread's share is worth its wake-up.
 std::int64_t min_panels(std::int64_t M, std::int64_t K) { return min_items_per_thread(M * K * kPanel); }
 
+// panel (K, w) = columns [0, w) of src (K, w; rows ld apart). A full panel's row is a fixed
+// 16-float copy, inlined (std::copy of 64 bytes is a library call per row).
+void copy_panel(float* panel, const float* src, std::int64_t ld, std::int64_t K, std::int64_t w) {
+  if (w == kPanel) {
+    for (std::int64_t k = 0; k < K; ++k)
+      for (std::int64_t j = 0; j < kPanel; ++j) panel[k * kPanel + j] = src[k * ld + j];
+    return;
+  }
+  for (std::int64_t k = 0; k < K; ++k)
+    for (std::int64_t j = 0; j < w; ++j) panel[k * w + j] = src[k * ld + j];
+}
+
+// panel (K, w) = the transpose of src (w, K; rows ld apart): w read streams, one write stream.
+void copy_panel_transposed(float* panel, const float* src, std::int64_t ld, std::int64_t K, std::int64_t w) {
+  for (std::int64_t k = 0; k < K; ++k)
+    for (std::int64_t j = 0; j < w; ++j) panel[k * w + j] = src[j * ld + k];
+}
+
 }  // namespace
 
 void pack_panels(float* dst, const float* src, std::int64_t K, std::int64_t N) {
-  for (std::int64_t col = 0; col < N; col += kPanel) {
-    const std::int64_t w = std::min(kPanel, N - col);
-    float* panel = dst + col * K;  // (K, w)
-    for (std::int64_t k = 0; k < K; ++k)
-      std::copy(src + k * N + col, src + k * N + col + w, panel + k * w);
-  }
+  // Threaded over panels: a step of training packs every weight (kernels::gemm below).
+  parallel_for((N + kPanel - 1) / kPanel, min_items_per_thread(kPanel * K), [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t col = first * kPanel; col < std::min(N, last * kPanel); col += kPanel) {
+      const std::int64_t w = std::min(kPanel, N - col);
+      copy_panel(dst + col * K, src + col, N, K, w);
+    }
+  });
 }
 
 void pack_panels_transposed(float* dst, const float* src, std::int64_t K, std::int64_t N) {
-  std::vector<float> rows(static_cast<std::size_t>(kPanel * K));
-  for (std::int64_t col = 0; col < N; col += kPanel) {
-    const std::int64_t w = std::min(kPanel, N - col);
-    std::copy(src + col * K, src + (col + w) * K, rows.begin());  // rows col.. of src, (w, K)
-    float* panel = dst + col * K;                                  // (K, w)
-    for (std::int64_t k = 0; k < K; ++k)
-      for (std::int64_t j = 0; j < w; ++j) panel[k * w + j] = rows[static_cast<std::size_t>(j * K + k)];
-  }
+  parallel_for((N + kPanel - 1) / kPanel, min_items_per_thread(kPanel * K), [&](std::int64_t first, std::int64_t last) {
+    std::vector<float> rows(static_cast<std::size_t>(kPanel * K));
+    for (std::int64_t col = first * kPanel; col < std::min(N, last * kPanel); col += kPanel) {
+      const std::int64_t w = std::min(kPanel, N - col);
+      std::copy(src + col * K, src + (col + w) * K, rows.begin());  // rows col.. of src, (w, K)
+      copy_panel_transposed(dst + col * K, rows.data(), K, K, w);
+    }
+  });
 }
 
 void linear_packed(float* out, const float* inp, const float* packed, const float* bias, std::int64_t T,
@@ -78,27 +97,41 @@ void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool tra
       for (std::int64_t i = 0; i < M; ++i) std::fill_n(c + i * ldc, N, 0.0f);
     return;
   }
-  // The micro-kernels read a row-major A and B in panels: a transposed operand is copied once
-  // into that form (M K or K N floats, against M N K multiply-adds). The calling thread's
-  // buffers, read by the workers through these pointers.
+  // The micro-kernels read a row-major A and B in panels. A transposed A is copied once into
+  // rows (M K floats, against M N K multiply-adds); B is packed into the exact panel layout
+  // (K N floats) unless it is read only once or twice (M <= 2): strided panels, ldb floats
+  // apart, touch a new page at every k once ldb passes a few KiB and run at a third of the
+  // packed speed. The calling thread's buffers, filled and read by the workers through these
+  // pointers; the arithmetic is the same whatever the layout.
   thread_local std::vector<float> a_rows, b_panels;
   if (trans_a) {
     a_rows.resize(static_cast<std::size_t>(M * K));
-    for (std::int64_t k = 0; k < K; ++k)
-      for (std::int64_t i = 0; i < M; ++i) a_rows[static_cast<std::size_t>(i * K + k)] = a[k * lda + i];
-    a = a_rows.data();
+    float* rows = a_rows.data();
+    // Tiles of 16 rows of op(a), each the transpose of 16 columns of a: 16 write streams.
+    parallel_for((M + kPanel - 1) / kPanel, min_items_per_thread(kPanel * K), [&](std::int64_t first, std::int64_t last) {
+      for (std::int64_t i0 = first * kPanel; i0 < std::min(M, last * kPanel); i0 += kPanel) {
+        const std::int64_t h = std::min(kPanel, M - i0);
+        for (std::int64_t k = 0; k < K; ++k)
+          for (std::int64_t i = i0; i < i0 + h; ++i) rows[i * K + k] = a[k * lda + i];
+      }
+    });
+    a = rows;
     lda = K;
   }
   PanelView view{b, ldb, kPanel, false};
-  if (trans_b) {
+  if (trans_b || M > 2) {
     b_panels.resize(static_cast<std::size_t>(K * N));
-    for (std::int64_t col = 0; col < N; col += kPanel) {
-      const std::int64_t w = std::min(kPanel, N - col);
-      float* panel = b_panels.data() + col * K;  // (K, w)
-      for (std::int64_t j = 0; j < w; ++j)
-        for (std::int64_t k = 0; k < K; ++k) panel[k * w + j] = b[(col + j) * ldb + k];
-    }
-    view = {b_panels.data(), kPanel, kPanel * K, true};
+    float* packed = b_panels.data();
+    parallel_for((N + kPanel - 1) / kPanel, min_items_per_thread(kPanel * K), [&](std::int64_t first, std::int64_t last) {
+      for (std::int64_t col = first * kPanel; col < std::min(N, last * kPanel); col += kPanel) {
+        const std::int64_t w = std::min(kPanel, N - col);
+        if (trans_b)
+          copy_panel_transposed(packed + col * K, b + col * ldb, ldb, K, w);
+        else
+          copy_panel(packed + col * K, b + col, ldb, K, w);
+      }
+    });
+    view = {packed, kPanel, kPanel * K, true};
   }
   const std::int64_t panels = (N + kPanel - 1) / kPanel;
   if (panels >= 2 * num_threads() || M < 2 * kPanel) {

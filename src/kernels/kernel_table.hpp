@@ -20,6 +20,7 @@
 
 #include "kernels/cpu_features.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/training.hpp"
 
 namespace kael::kernels {
 
@@ -53,6 +54,11 @@ using RowFn = void(float* out, const float* inp, std::int64_t n);
 // out (C) = layernorm of one row x (C).
 using LayerNormRowFn = void(float* out, const float* x, const float* weight, const float* bias, std::int64_t C,
                             float eps);
+// Training (training.hpp), single-threaded, with the meanings given there.
+using GeluBackwardFn = void(float* dinp, const float* inp, const float* dout, std::int64_t n);
+using AdamWUpdateFn = void(float* param, float* m, float* v, const float* grad, std::int64_t n,
+                           const AdamWScalars& scalars);
+using SumOfSquaresFn = double(const float* x, std::int64_t n);  // one block, lanes as described there
 
 struct KernelTable {
   Isa isa = Isa::scalar;
@@ -68,6 +74,9 @@ struct KernelTable {
   RowFn* softmax = nullptr;
   RowFn* gelu_new = nullptr;
   LayerNormRowFn* layernorm_row = nullptr;
+  GeluBackwardFn* gelu_backward = nullptr;
+  AdamWUpdateFn* adamw_update = nullptr;
+  SumOfSquaresFn* sum_of_squares = nullptr;
 };
 
 // The table of the active set (active_isa()).

@@ -77,6 +77,9 @@ void fill(KernelTable& table) {
   table.softmax = softmax;
   table.gelu_new = gelu_new;
   table.layernorm_row = layernorm_row_lanes;
+  table.gelu_backward = gelu_backward;
+  table.adamw_update = adamw_update;
+  table.sum_of_squares = sum_of_squares;
 }
 
 }  // namespace kael::kernels::portable

@@ -15,5 +15,8 @@ DequantizeF16Fn dequantize_f16_panel;
 // The scalar form of the activation quantizer, which the references use too.
 QuantizeRowsFn quantize_rows;
 Int8GemmFn int8_gemm;
+GeluBackwardFn gelu_backward;
+AdamWUpdateFn adamw_update;
+SumOfSquaresFn sum_of_squares;
 
 }  // namespace kael::kernels::portable

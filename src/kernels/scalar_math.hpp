@@ -1,5 +1,5 @@
-// The scalar forms of two rules every kernel set and reference shares: GPT-2's GELU and the
-// output epilogue. Templates on the arithmetic type: float in the portable kernels, double in
+// The scalar forms of the rules every kernel set and reference shares: GPT-2's GELU (and its
+// derivative) and the output epilogue. Templates on the arithmetic type: float in the portable kernels, double in
 // the references. `static`, so that no unit compiled with wider ISA flags can lend its copy to
 // a baseline caller.
 #pragma once
@@ -17,6 +17,15 @@ template <class T>
 static inline T gelu_tanh(T x) {
   const T sqrt_2_over_pi = static_cast<T>(0.7978845608028654);
   return static_cast<T>(0.5) * x * (static_cast<T>(1) + std::tanh(sqrt_2_over_pi * (x + static_cast<T>(0.044715) * x * x * x)));
+}
+
+// gelu_tanh'(x): 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx, u = sqrt(2/pi) (x + 0.044715 x^3).
+template <class T>
+static inline T gelu_tanh_derivative(T x) {
+  const T sqrt_2_over_pi = static_cast<T>(0.7978845608028654), cubic = static_cast<T>(0.044715);
+  const T th = std::tanh(sqrt_2_over_pi * (x + cubic * x * x * x));
+  const T du = sqrt_2_over_pi * (static_cast<T>(1) + static_cast<T>(3) * cubic * x * x);
+  return static_cast<T>(0.5) * (static_cast<T>(1) + th) + static_cast<T>(0.5) * x * (static_cast<T>(1) - th * th) * du;
 }
 
 // Writes y (a product plus its bias) to out through the epilogue: out = y, gelu(y) or out + y.

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "train/matmul.hpp"
 #include "train/ops.hpp"
 
 namespace kael::train {
@@ -44,8 +43,8 @@ std::int64_t plan_activations(Activations& a, const model::Config& config, std::
   a.d_branch = take(M * C);
   a.d_small = take(M * C);
   a.d_wide = take(M * wide);
-  // The head and the matrix products never run at once: they share the scratch.
-  a.scratch_floats = std::max(head_scratch_floats(M, C, V), C * wide + matmul_weight_scratch_floats(M, wide));
+  // The head and the matrix products (a packed weight) never run at once: they share the scratch.
+  a.scratch_floats = std::max(head_scratch_floats(M, C, V), C * wide);
   a.scratch = take(a.scratch_floats);
   return used;
 }

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "kael/core/error.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/training.hpp"
 
 namespace kael::train {
 
@@ -29,30 +29,19 @@ void AdamW::step(std::span<Parameter> parameters, double lr) {
   ++step_;
   // Where torch rounds a Python float to the tensor's float: each scalar below.
   const double t = static_cast<double>(step_);
+  kernels::AdamWScalars scalars;
+  scalars.one_minus_beta1 = static_cast<float>(1.0 - options_.beta1);
+  scalars.beta2 = static_cast<float>(options_.beta2);
+  scalars.one_minus_beta2 = static_cast<float>(1.0 - options_.beta2);
+  scalars.neg_step_size = static_cast<float>(-(lr / (1.0 - std::pow(options_.beta1, t))));
+  scalars.bias_correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(options_.beta2, t)));
+  scalars.eps = static_cast<float>(options_.eps);
   const float decay = static_cast<float>(1.0 - lr * options_.weight_decay);
-  const float one_minus_beta1 = static_cast<float>(1.0 - options_.beta1);
-  const float beta2 = static_cast<float>(options_.beta2);
-  const float one_minus_beta2 = static_cast<float>(1.0 - options_.beta2);
-  const float neg_step_size = static_cast<float>(-(lr / (1.0 - std::pow(options_.beta1, t))));
-  const float bias_correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(options_.beta2, t)));
-  const float eps = static_cast<float>(options_.eps);
   for (std::size_t i = 0; i < parameters.size(); ++i) {
     Parameter& p = parameters[i];
-    float* m = m_[i].data();
-    float* v = v_[i].data();
-    const bool decays = p.weight_decay && options_.weight_decay != 0.0;
-    kernels::parallel_for(p.numel, 1 << 15, [&](std::int64_t j0, std::int64_t j1) {
-      for (std::int64_t j = j0; j < j1; ++j) {
-        const float g = p.grad[j];
-        float x = p.data[j];
-        if (decays) x *= decay;
-        m[j] = m[j] + one_minus_beta1 * (g - m[j]);
-        v[j] = v[j] * beta2 + one_minus_beta2 * g * g;
-        const float denom = std::sqrt(v[j]) / bias_correction2_sqrt + eps;
-        x += neg_step_size * (m[j] / denom);
-        p.data[j] = x;
-      }
-    });
+    // Multiplying by exactly 1 changes no bit: the tensors without decay take that.
+    scalars.decay = p.weight_decay && options_.weight_decay != 0.0 ? decay : 1.0f;
+    kernels::adamw_update(p.data, m_[i].data(), v_[i].data(), p.grad, p.numel, scalars);
   }
 }
 

@@ -9,10 +9,12 @@
 #include "kael/core/error.hpp"
 #include "kael/io/safetensors.hpp"
 #include "kernels/thread_pool.hpp"
+#include "kernels/training.hpp"
 #include "train/activations.hpp"
 #include "train/matmul.hpp"
 #include "train/ops.hpp"
 #include "train/parameters.hpp"
+#include "train/profile.hpp"
 
 namespace kael::train {
 
@@ -25,25 +27,6 @@ std::uint64_t embedding_site() { return 0; }
 std::uint64_t attention_site(int layer) { return 1 + 3 * static_cast<std::uint64_t>(layer); }
 std::uint64_t attn_resid_site(int layer) { return 2 + 3 * static_cast<std::uint64_t>(layer); }
 std::uint64_t mlp_resid_site(int layer) { return 3 + 3 * static_cast<std::uint64_t>(layer); }
-
-// Sum of squares of x (n) in double, in blocks of a fixed size summed in order: the same
-// result on any number of threads.
-double sum_of_squares(const float* x, std::int64_t n) {
-  constexpr std::int64_t kBlock = 1 << 16;
-  const std::int64_t blocks = (n + kBlock - 1) / kBlock;
-  std::vector<double> partial(static_cast<std::size_t>(blocks));
-  kernels::parallel_for(blocks, 1, [&](std::int64_t b0, std::int64_t b1) {
-    for (std::int64_t b = b0; b < b1; ++b) {
-      double s = 0;
-      for (std::int64_t i = b * kBlock, end = std::min(n, i + kBlock); i < end; ++i)
-        s += static_cast<double>(x[i]) * x[i];
-      partial[static_cast<std::size_t>(b)] = s;
-    }
-  });
-  double total = 0;
-  for (double s : partial) total += s;
-  return total;
-}
 
 void scale_inplace(float* x, float factor, std::int64_t n) {
   kernels::parallel_for(n, 1 << 16, [&](std::int64_t i0, std::int64_t i1) {
@@ -60,6 +43,7 @@ struct TrainableGPT2::Impl {
   Activations acts;
   DropoutOptions dropout;
   std::uint64_t counter = 0;
+  TrainProfile* profile = nullptr;
 
   DropoutMask mask(bool train, std::uint64_t site) const {
     if (!train || dropout.probability <= 0.0f) return {};
@@ -68,9 +52,10 @@ struct TrainableGPT2::Impl {
 
   void check_call(const std::int32_t* inputs, const std::int32_t* targets, int B, int T) const;
   void prepare(std::int64_t B, std::int64_t T);
-  void forward(const std::int32_t* inputs, std::int64_t B, std::int64_t T, bool train);
-  double head(const std::int32_t* targets, std::int64_t M, float loss_scale, bool backward, std::int64_t* count);
-  void backward(const std::int32_t* inputs, std::int64_t B, std::int64_t T);
+  void forward(ProfileTimer& timer, const std::int32_t* inputs, std::int64_t B, std::int64_t T, bool train);
+  double head(ProfileTimer& timer, const std::int32_t* targets, std::int64_t M, float loss_scale, bool backward,
+              std::int64_t* count);
+  void backward(ProfileTimer& timer, const std::int32_t* inputs, std::int64_t B, std::int64_t T);
 };
 
 void TrainableGPT2::Impl::check_call(const std::int32_t* inputs, const std::int32_t* targets, int B, int T) const {
@@ -99,28 +84,37 @@ void TrainableGPT2::Impl::prepare(std::int64_t B, std::int64_t T) {
   plan_activations(acts, config, B, T, arena.data());
 }
 
-void TrainableGPT2::Impl::forward(const std::int32_t* inputs, std::int64_t B, std::int64_t T, bool train) {
+void TrainableGPT2::Impl::forward(ProfileTimer& timer, const std::int32_t* inputs, std::int64_t B, std::int64_t T, bool train) {
   const ModelTensors& w = params.value;
   const std::int64_t M = B * T, C = config.n_embd, H = config.mlp_dim();
   const float eps = config.layer_norm_epsilon;
   embedding_forward(acts.residual[0], inputs, w.wte, w.wpe, B, T, C);
   dropout_apply(acts.residual[0], mask(train, embedding_site()), M * C);
+  timer.lap(&TrainProfile::forward_other_ms);
   for (int l = 0; l < config.n_layer; ++l) {
     const LayerTensors& lw = w.layers[static_cast<std::size_t>(l)];
     LayerActivations& a = acts.layers[static_cast<std::size_t>(l)];
     const float* x = acts.residual[static_cast<std::size_t>(l)];
     layernorm_forward(a.ln_1, a.ln_1_mean, a.ln_1_rstd, x, lw.ln_1_weight, lw.ln_1_bias, M, C, eps);
-    matmul_forward(a.qkv, a.ln_1, lw.qkv_weight, lw.qkv_bias, M, C, 3 * C);
+    timer.lap(&TrainProfile::forward_other_ms);
+    matmul_forward(a.qkv, acts.scratch, a.ln_1, lw.qkv_weight, lw.qkv_bias, M, C, 3 * C);
+    timer.lap(&TrainProfile::forward_matmul_ms);
     attention_forward(a.attn, a.probs, a.qkv, mask(train, attention_site(l)), B, T, config.n_head,
                       config.head_dim());
-    matmul_forward(acts.branch, a.attn, lw.attn_proj_weight, lw.attn_proj_bias, M, C, C);
+    timer.lap(&TrainProfile::forward_attention_ms);
+    matmul_forward(acts.branch, acts.scratch, a.attn, lw.attn_proj_weight, lw.attn_proj_bias, M, C, C);
+    timer.lap(&TrainProfile::forward_matmul_ms);
     dropout_apply(acts.branch, mask(train, attn_resid_site(l)), M * C);
     std::copy(x, x + M * C, a.mid);
     add_inplace(a.mid, acts.branch, M * C);
     layernorm_forward(a.ln_2, a.ln_2_mean, a.ln_2_rstd, a.mid, lw.ln_2_weight, lw.ln_2_bias, M, C, eps);
-    matmul_forward(a.fc, a.ln_2, lw.fc_weight, lw.fc_bias, M, C, H);
+    timer.lap(&TrainProfile::forward_other_ms);
+    matmul_forward(a.fc, acts.scratch, a.ln_2, lw.fc_weight, lw.fc_bias, M, C, H);
+    timer.lap(&TrainProfile::forward_matmul_ms);
     gelu_forward(a.gelu, a.fc, M * H);
-    matmul_forward(acts.branch, a.gelu, lw.mlp_proj_weight, lw.mlp_proj_bias, M, H, C);
+    timer.lap(&TrainProfile::forward_other_ms);
+    matmul_forward(acts.branch, acts.scratch, a.gelu, lw.mlp_proj_weight, lw.mlp_proj_bias, M, H, C);
+    timer.lap(&TrainProfile::forward_matmul_ms);
     dropout_apply(acts.branch, mask(train, mlp_resid_site(l)), M * C);
     float* next = acts.residual[static_cast<std::size_t>(l) + 1];
     std::copy(a.mid, a.mid + M * C, next);
@@ -128,26 +122,26 @@ void TrainableGPT2::Impl::forward(const std::int32_t* inputs, std::int64_t B, st
   }
   layernorm_forward(acts.ln_f, acts.ln_f_mean, acts.ln_f_rstd, acts.residual.back(), w.ln_f_weight, w.ln_f_bias, M,
                     C, eps);
+  timer.lap(&TrainProfile::forward_other_ms);
 }
 
-double TrainableGPT2::Impl::head(const std::int32_t* targets, std::int64_t M, float loss_scale, bool backward,
-                                 std::int64_t* count) {
+double TrainableGPT2::Impl::head(ProfileTimer& timer, const std::int32_t* targets, std::int64_t M, float loss_scale,
+                                 bool backward, std::int64_t* count) {
   *count = std::count_if(targets, targets + M, [](std::int32_t t) { return t >= 0; });
   const float dscale = *count > 0 ? static_cast<float>(static_cast<double>(loss_scale) / *count) : 0.0f;
   head_cross_entropy(acts.losses, backward ? acts.d_small : nullptr, backward ? params.grad.head : nullptr,
                      acts.scratch, acts.ln_f, params.value.head, targets, dscale, M, config.n_embd,
                      config.vocab_size);
+  timer.lap(&TrainProfile::head_ms);
   double sum = 0;
   for (std::int64_t i = 0; i < M; ++i) sum += acts.losses[i];
   return *count > 0 ? sum / static_cast<double>(*count) : 0.0;
 }
 
-void TrainableGPT2::Impl::backward(const std::int32_t* inputs, std::int64_t B, std::int64_t T) {
+void TrainableGPT2::Impl::backward(ProfileTimer& timer, const std::int32_t* inputs, std::int64_t B, std::int64_t T) {
   const ModelTensors& w = params.value;
   const ModelTensors& g = params.grad;
   const std::int64_t M = B * T, C = config.n_embd, H = config.mlp_dim();
-  float* input_scratch = acts.scratch;  // w^T of matmul_backward_input
-  float* weight_scratch = acts.scratch + C * std::max(3 * C, H);
   float* d_res = acts.d_residual;
   // The gradient of a branch's output: d_res through the branch's dropout.
   const auto branch_grad = [&](std::uint64_t site) -> const float* {
@@ -161,31 +155,47 @@ void TrainableGPT2::Impl::backward(const std::int32_t* inputs, std::int64_t B, s
   std::fill(d_res, d_res + M * C, 0.0f);
   layernorm_backward(d_res, g.ln_f_weight, g.ln_f_bias, acts.d_small, acts.residual.back(), w.ln_f_weight,
                      acts.ln_f_mean, acts.ln_f_rstd, M, C);
+  timer.lap(&TrainProfile::backward_other_ms);
   for (int l = config.n_layer - 1; l >= 0; --l) {
     const LayerTensors& lw = w.layers[static_cast<std::size_t>(l)];
     const LayerTensors& lg = g.layers[static_cast<std::size_t>(l)];
     const LayerActivations& a = acts.layers[static_cast<std::size_t>(l)];
     // MLP: next = mid + dropout(gelu(ln_2(mid) @ fc) @ proj).
     const float* d_out = branch_grad(mlp_resid_site(l));
-    matmul_backward_weight(lg.mlp_proj_weight, lg.mlp_proj_bias, weight_scratch, a.gelu, d_out, M, H, C);
-    matmul_backward_input(acts.d_wide, input_scratch, d_out, lw.mlp_proj_weight, M, H, C);
+    timer.lap(&TrainProfile::backward_other_ms);
+    matmul_backward_weight(lg.mlp_proj_weight, lg.mlp_proj_bias, a.gelu, d_out, M, H, C);
+    timer.lap(&TrainProfile::backward_dw_ms);
+    matmul_backward_input(acts.d_wide, d_out, lw.mlp_proj_weight, M, H, C);
+    timer.lap(&TrainProfile::backward_dx_ms);
     gelu_backward(acts.d_wide, a.fc, acts.d_wide, M * H);
-    matmul_backward_weight(lg.fc_weight, lg.fc_bias, weight_scratch, a.ln_2, acts.d_wide, M, C, H);
-    matmul_backward_input(acts.d_small, input_scratch, acts.d_wide, lw.fc_weight, M, C, H);
+    timer.lap(&TrainProfile::backward_other_ms);
+    matmul_backward_weight(lg.fc_weight, lg.fc_bias, a.ln_2, acts.d_wide, M, C, H);
+    timer.lap(&TrainProfile::backward_dw_ms);
+    matmul_backward_input(acts.d_small, acts.d_wide, lw.fc_weight, M, C, H);
+    timer.lap(&TrainProfile::backward_dx_ms);
     layernorm_backward(d_res, lg.ln_2_weight, lg.ln_2_bias, acts.d_small, a.mid, lw.ln_2_weight, a.ln_2_mean,
                        a.ln_2_rstd, M, C);
+    timer.lap(&TrainProfile::backward_other_ms);
     // Attention: mid = x + dropout(attention(ln_1(x) @ qkv) @ proj).
     d_out = branch_grad(attn_resid_site(l));
-    matmul_backward_weight(lg.attn_proj_weight, lg.attn_proj_bias, weight_scratch, a.attn, d_out, M, C, C);
-    matmul_backward_input(acts.d_small, input_scratch, d_out, lw.attn_proj_weight, M, C, C);
+    timer.lap(&TrainProfile::backward_other_ms);
+    matmul_backward_weight(lg.attn_proj_weight, lg.attn_proj_bias, a.attn, d_out, M, C, C);
+    timer.lap(&TrainProfile::backward_dw_ms);
+    matmul_backward_input(acts.d_small, d_out, lw.attn_proj_weight, M, C, C);
+    timer.lap(&TrainProfile::backward_dx_ms);
     attention_backward(acts.d_wide, acts.d_small, a.qkv, a.probs, mask(true, attention_site(l)), B, T,
                        config.n_head, config.head_dim());
-    matmul_backward_weight(lg.qkv_weight, lg.qkv_bias, weight_scratch, a.ln_1, acts.d_wide, M, C, 3 * C);
-    matmul_backward_input(acts.d_small, input_scratch, acts.d_wide, lw.qkv_weight, M, C, 3 * C);
+    timer.lap(&TrainProfile::backward_attention_ms);
+    matmul_backward_weight(lg.qkv_weight, lg.qkv_bias, a.ln_1, acts.d_wide, M, C, 3 * C);
+    timer.lap(&TrainProfile::backward_dw_ms);
+    matmul_backward_input(acts.d_small, acts.d_wide, lw.qkv_weight, M, C, 3 * C);
+    timer.lap(&TrainProfile::backward_dx_ms);
     layernorm_backward(d_res, lg.ln_1_weight, lg.ln_1_bias, acts.d_small, acts.residual[static_cast<std::size_t>(l)],
                        lw.ln_1_weight, a.ln_1_mean, a.ln_1_rstd, M, C);
+    timer.lap(&TrainProfile::backward_other_ms);
   }
   embedding_backward(g.wte, g.wpe, branch_grad(embedding_site()), inputs, B, T, C);
+  timer.lap(&TrainProfile::backward_other_ms);
 }
 
 TrainableGPT2::TrainableGPT2(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -247,10 +257,11 @@ float TrainableGPT2::forward_backward(const std::int32_t* inputs, const std::int
   m.check_call(inputs, targets, B, T);
   m.prepare(B, T);
   const std::int64_t M = std::int64_t{B} * T;
-  m.forward(inputs, B, T, true);
+  ProfileTimer timer(m.profile);
+  m.forward(timer, inputs, B, T, true);
   std::int64_t count = 0;
-  const double loss = m.head(targets, M, loss_scale, true, &count);
-  if (count > 0) m.backward(inputs, B, T);
+  const double loss = m.head(timer, targets, M, loss_scale, true, &count);
+  if (count > 0) m.backward(timer, inputs, B, T);
   ++m.counter;
   return static_cast<float>(loss);
 }
@@ -259,9 +270,10 @@ float TrainableGPT2::evaluate(const std::int32_t* inputs, const std::int32_t* ta
   Impl& m = *impl_;
   m.check_call(inputs, targets, B, T);
   m.prepare(B, T);
-  m.forward(inputs, B, T, false);
+  ProfileTimer timer(nullptr);
+  m.forward(timer, inputs, B, T, false);
   std::int64_t count = 0;
-  return static_cast<float>(m.head(targets, std::int64_t{B} * T, 1.0f, false, &count));
+  return static_cast<float>(m.head(timer, targets, std::int64_t{B} * T, 1.0f, false, &count));
 }
 
 void TrainableGPT2::zero_grad() {
@@ -280,17 +292,21 @@ std::uint64_t TrainableGPT2::dropout_counter() const { return impl_->counter; }
 void TrainableGPT2::set_dropout_counter(std::uint64_t counter) { impl_->counter = counter; }
 
 double TrainableGPT2::grad_norm() const {
-  return std::sqrt(sum_of_squares(impl_->params.grads.data<float>(), impl_->params.total));
+  return std::sqrt(kernels::sum_of_squares(impl_->params.grads.data<float>(), impl_->params.total));
 }
 
 double TrainableGPT2::clip_grad_norm(double max_norm) {
+  ProfileTimer timer(impl_->profile);
   const double norm = grad_norm();
   if (max_norm > 0) {
     const double coefficient = max_norm / (norm + 1e-6);
     if (coefficient < 1.0)
       scale_inplace(impl_->params.grads.data<float>(), static_cast<float>(coefficient), impl_->params.total);
   }
+  timer.lap(&TrainProfile::grad_norm_ms);
   return norm;
 }
+
+void TrainableGPT2::set_profile(TrainProfile* profile) { impl_->profile = profile; }
 
 }  // namespace kael::train

@@ -6,10 +6,9 @@
 
 #include "kernels/elementwise.hpp"
 #include "kernels/gemm.hpp"
-#include "kernels/linear.hpp"
 #include "kernels/norm.hpp"
 #include "kernels/thread_pool.hpp"
-#include "train/matmul.hpp"
+#include "kernels/training.hpp"
 
 namespace kael::train {
 namespace {
@@ -33,7 +32,7 @@ constexpr std::int64_t kElementGrain = 1 << 14;
 // A per-thread buffer of at least n floats, kept between calls (so a step allocates nothing
 // once the largest size has been seen).
 float* thread_scratch(int which, std::int64_t n) {
-  thread_local std::vector<float> buffers[3];
+  thread_local std::vector<float> buffers[4];
   std::vector<float>& b = buffers[which];
   if (static_cast<std::int64_t>(b.size()) < n) b.resize(static_cast<std::size_t>(n));
   return b.data();
@@ -112,15 +111,7 @@ void gelu_forward(float* out, const float* inp, std::int64_t n) {
 }
 
 void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n) {
-  constexpr float kSqrt2OverPi = 0.7978845608028654f, kCubic = 0.044715f;
-  kernels::parallel_for(n, kElementGrain, [&](std::int64_t i0, std::int64_t i1) {
-    for (std::int64_t i = i0; i < i1; ++i) {
-      const float x = inp[i];
-      const float th = std::tanh(kSqrt2OverPi * (x + kCubic * x * x * x));
-      const float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * x * x);
-      dinp[i] = dout[i] * (0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du);
-    }
-  });
+  kernels::gelu_backward(dinp, inp, dout, n);
 }
 
 void dropout_apply(float* x, const DropoutMask& mask, std::int64_t n) {
@@ -159,7 +150,10 @@ void attention_forward(float* out, float* probs, const float* qkv, const Dropout
           dropped[i] = p[i] * dropout.factor(static_cast<std::uint64_t>(pair * T * T + i));
         weights = dropped;
       }
-      kernels::gemm_nn(out + b * T * C + h * hd, C, weights, T, v, ld, T, hd, T);
+      // v (T, hd) contiguous, as in attention_backward.
+      float* values = thread_scratch(3, T * hd);
+      for (std::int64_t t = 0; t < T; ++t) std::copy(v + t * ld, v + t * ld + hd, values + t * hd);
+      kernels::gemm_nn(out + b * T * C + h * hd, C, weights, T, values, hd, T, hd, T);
     }
   });
 }
@@ -173,16 +167,27 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
     float* dp = thread_scratch(0, T * T);          // (T, T): d(weights), then d(scores)
     float* transposed = thread_scratch(1, T * T);  // (T, T)
     float* dropped = thread_scratch(2, T * T);     // (T, T): the weights after dropout
+    // The head's q, k, v and dy, each (T, hd) contiguous: as the B operand of a product, rows
+    // 3C floats apart would touch a new page at every k.
+    float* head = thread_scratch(3, 4 * T * hd);
+    float* q = head;
+    float* k = head + T * hd;
+    float* v = head + 2 * T * hd;
+    float* dy = head + 3 * T * hd;
     for (std::int64_t pair = p0; pair < p1; ++pair) {
       const std::int64_t b = pair / NH, h = pair % NH;
       const std::int64_t offset = b * T * ld + h * hd;
-      const float* q = qkv + offset;
-      const float* k = q + C;
-      const float* v = q + 2 * C;
+      for (std::int64_t t = 0; t < T; ++t) {
+        const float* row = qkv + offset + t * ld;
+        std::copy(row, row + hd, q + t * hd);
+        std::copy(row + C, row + C + hd, k + t * hd);
+        std::copy(row + 2 * C, row + 2 * C + hd, v + t * hd);
+        const float* dy_row = dout + (b * T + t) * C + h * hd;
+        std::copy(dy_row, dy_row + hd, dy + t * hd);
+      }
       float* dq = dqkv + offset;
       float* dk = dq + C;
       float* dv = dq + 2 * C;
-      const float* dy = dout + b * T * C + h * hd;  // (T, hd; C)
       const float* p = probs + pair * T * T;
       const float* weights = p;
       if (dropout.active()) {
@@ -191,10 +196,10 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
         weights = dropped;
       }
       // out = weights @ v: d(weights) = dy @ v^T, dv = weights^T @ dy.
-      kernels::gemm_nt(dp, T, dy, C, v, ld, T, T, hd, 1.0f);
+      kernels::gemm_nt(dp, T, dy, hd, v, hd, T, T, hd, 1.0f);
       for (std::int64_t i = 0; i < T; ++i)
         for (std::int64_t j = 0; j < T; ++j) transposed[j * T + i] = weights[i * T + j];
-      kernels::gemm_nn(dv, ld, transposed, T, dy, C, T, hd, T);
+      kernels::gemm_nn(dv, ld, transposed, T, dy, hd, T, hd, T);
       if (dropout.active())
         for (std::int64_t i = 0; i < T * T; ++i)
           dp[i] *= dropout.factor(static_cast<std::uint64_t>(pair * T * T + i));
@@ -209,10 +214,10 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
         std::fill(d + t + 1, d + T, 0.0f);
       }
       // scores = q @ k^T: dq = dS @ k, dk = dS^T @ q.
-      kernels::gemm_nn(dq, ld, dp, T, k, ld, T, hd, T);
+      kernels::gemm_nn(dq, ld, dp, T, k, hd, T, hd, T);
       for (std::int64_t i = 0; i < T; ++i)
         for (std::int64_t j = 0; j < T; ++j) transposed[j * T + i] = dp[i * T + j];
-      kernels::gemm_nn(dk, ld, transposed, T, q, ld, T, hd, T);
+      kernels::gemm_nn(dk, ld, transposed, T, q, hd, T, hd, T);
     }
   });
 }
@@ -242,40 +247,20 @@ void embedding_backward(float* dwte, float* dwpe, const float* dx, const std::in
 }
 
 std::int64_t head_scratch_floats(std::int64_t M, std::int64_t C, std::int64_t V) {
-  const std::int64_t R = std::min(M, kHeadRows);
-  return R * V + std::max(matmul_weight_scratch_floats(R, C), R * (kHeadVocabBlock + C));
+  return V * C + std::min(M, kHeadRows) * V;
 }
-
-namespace {
-
-// dx (R, C) = dlogits (R, V) @ w (V, C), summed over the vocabulary in blocks (kHeadVocabBlock):
-// each block's columns are copied out contiguous, multiplied, and the product added to dx.
-void head_input_gradient(float* dx, float* scratch, const float* dlogits, const float* w, std::int64_t R,
-                         std::int64_t C, std::int64_t V) {
-  float* block = scratch;                      // (R, kb)
-  float* product = scratch + R * kHeadVocabBlock;  // (R, C)
-  std::fill(dx, dx + R * C, 0.0f);
-  for (std::int64_t v0 = 0; v0 < V; v0 += kHeadVocabBlock) {
-    const std::int64_t kb = std::min(kHeadVocabBlock, V - v0);
-    kernels::parallel_for(R, 16, [&](std::int64_t r0, std::int64_t r1) {
-      for (std::int64_t r = r0; r < r1; ++r) std::copy(dlogits + r * V + v0, dlogits + r * V + v0 + kb, block + r * kb);
-    });
-    kernels::linear(product, block, w + v0 * C, nullptr, R, kb, C);
-    add_inplace(dx, product, R * C);
-  }
-}
-
-}  // namespace
 
 void head_cross_entropy(float* losses, float* dx, float* dw, float* scratch, const float* x, const float* w,
                         const std::int32_t* targets, float dscale, std::int64_t M, std::int64_t C, std::int64_t V) {
   const bool backward = dx != nullptr;
-  float* logits = scratch;  // (R, V)
-  float* weight_scratch = scratch + std::min(M, kHeadRows) * V;
+  // w^T packed for the kernels once, for every chunk of rows: the head is the largest weight.
+  float* packed = scratch;         // (C, V) in panels
+  float* logits = scratch + V * C;  // (R, V)
+  kernels::pack_panels_transposed(packed, w, C, V);
   for (std::int64_t r0 = 0; r0 < M; r0 += kHeadRows) {
     const std::int64_t R = std::min(kHeadRows, M - r0);
     const float* xr = x + r0 * C;
-    kernels::gemm(logits, V, xr, C, false, w, C, true, R, V, C);  // (R, V) = x (R, C) @ wte^T
+    kernels::linear_packed(logits, xr, packed, nullptr, R, C, V);  // (R, V) = x (R, C) @ w^T
     kernels::parallel_for(R, 1, [&](std::int64_t i0, std::int64_t i1) {
       for (std::int64_t i = i0; i < i1; ++i) {
         float* row = logits + i * V;
@@ -298,8 +283,15 @@ void head_cross_entropy(float* losses, float* dx, float* dw, float* scratch, con
       }
     });
     if (!backward) continue;
-    head_input_gradient(dx + r0 * C, weight_scratch, logits, w, R, C, V);
-    matmul_backward_weight(dw, nullptr, weight_scratch, logits, xr, R, V, C);
+    // Per block of the vocabulary: dx (R, C) += dlogits[:, block] @ w[block], and
+    // dw[block] (kb, C) += dlogits[:, block]^T @ x.
+    float* dxr = dx + r0 * C;
+    std::fill(dxr, dxr + R * C, 0.0f);
+    for (std::int64_t v0 = 0; v0 < V; v0 += kHeadVocabBlock) {
+      const std::int64_t kb = std::min(kHeadVocabBlock, V - v0);
+      kernels::gemm(dxr, C, logits + v0, V, false, w + v0 * C, C, false, R, C, kb, /*accumulate=*/true);
+      kernels::gemm(dw + v0 * C, C, logits + v0, V, true, xr, C, false, kb, C, R, /*accumulate=*/true);
+    }
   }
 }
 

@@ -15,6 +15,7 @@ std::string record_json(const Record& record) {
     doc["grad_norm"] = record.grad_norm;
     doc["tokens_per_s"] = record.tokens_per_s;
     doc["step_s"] = record.step_s;
+    doc["cpu_s"] = record.cpu_s;
     doc["epoch"] = record.epoch;
   } else {
     doc["type"] = "eval";

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <fstream>
 
 #include "kael/core/error.hpp"
@@ -22,6 +23,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// The process's CPU seconds (every thread): a step's cost that holds on a machine shared with
+// other work, where its wall time does not.
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 
 // What a run starts from: a model directory (finetune) or a config (train), and the tokenizer.
 struct Source {
@@ -129,6 +138,38 @@ std::string last_checkpoint(const fs::path& out) {
   }
 }
 
+// A resumed run continues the saved model: refuses a --config (train) or --model (finetune)
+// other than the one the saved run started from, naming the first difference.
+void check_resume_source(const RunState& saved, const Source& source, const fs::path& out) {
+  const std::string now = source.model_dir.empty() ? "init" : fs::absolute(source.model_dir).string();
+  const auto same_place = [](const std::string& a, const std::string& b) {
+    std::error_code ec;  // either may be gone: then only the names compare
+    return a == b || (a != "init" && b != "init" && fs::equivalent(a, b, ec));
+  };
+  if (!same_place(saved.source, now))
+    throw ValueError(str("--resume: the saved run in '", out.string(), "' started from ",
+                         saved.source == "init" ? std::string("a --config (kael train)") : str("--model '", saved.source, "'"),
+                         ", not from ", now == "init" ? std::string("a --config") : str("--model '", now, "'"),
+                         "; resume it the way it was started"));
+  const model::Config kept = model::Config::from_directory(out);
+  const model::Config& given = source.config;
+  const auto differ = [&](const char* name, auto a, auto b) {
+    if (a != b)
+      throw ValueError(str("--resume: ", source.model_dir.empty() ? "--config" : "--model", " has ", name, " = ", a,
+                           " but the saved run's model has ", name, " = ", b,
+                           "; resume with the configuration the run was started with"));
+  };
+  differ("n_layer", given.n_layer, kept.n_layer);
+  differ("n_head", given.n_head, kept.n_head);
+  differ("n_embd", given.n_embd, kept.n_embd);
+  differ("n_positions", given.n_positions, kept.n_positions);
+  differ("vocab_size", given.vocab_size, kept.vocab_size);
+  differ("n_inner", given.mlp_dim(), kept.mlp_dim());
+  differ("layer_norm_epsilon", given.layer_norm_epsilon, kept.layer_norm_epsilon);
+  const auto boolean = [](bool b) { return std::string(b ? "true" : "false"); };
+  differ("tie_word_embeddings", boolean(given.tie_word_embeddings), boolean(kept.tie_word_embeddings));
+}
+
 class LogFile {
  public:
   LogFile(const fs::path& path, bool append) : path_(path) {
@@ -190,6 +231,7 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
   if (options.resume) {
     check_resume_matches(out / kStateFile, options, state.train_tokens, train_hash);
     const RunState saved = read_state(out / kStateFile);
+    check_resume_source(saved, source, out);
     if (saved.step > total_steps)
       throw ValueError(str("--resume: the saved run is at step ", saved.step, ", beyond --steps ", total_steps));
     state.step = saved.step;
@@ -257,6 +299,7 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
   bool saved_last = true, evaluated_last = true;
   while (state.step < total_steps) {
     const auto step_start = Clock::now();
+    const double cpu_start = process_cpu_seconds();
     const std::int64_t s = state.step;  // 0-based index of this step
     model.zero_grad();
     double loss = 0;
@@ -282,6 +325,7 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
     record.lr = lr;
     record.grad_norm = grad_norm;
     record.step_s = seconds_since(step_start);
+    record.cpu_s = process_cpu_seconds() - cpu_start;
     record.tokens_per_s = static_cast<double>(windows_per_step * T) / record.step_s;
     record.elapsed_s = seconds_since(started);
     record.epoch = static_cast<double>(state.step * windows_per_step) / static_cast<double>(sampler.windows());

@@ -241,3 +241,34 @@ def test_train_from_a_config(kael, text_file, tmp_path):
     message = error_of(kael("train", "--config", tmp_path / "big.json", "--tokenizer", GPT2_DIR, "--data", text_file,
                             "--out", tmp_path / "out2", *FAST, "--steps", "1", check=False))
     assert "more than the model's vocab_size 1000" in message
+
+
+def test_resume_refuses_another_config_or_model(kael, tiny_model, text_file, tmp_path):
+    """--resume continues the saved model: a --config of another shape, or a run started from a
+    --config resumed with --model (and the reverse), is refused, and the saved run is kept."""
+    from conftest import GPT2_DIR
+
+    config, other = tmp_path / "config.json", tmp_path / "other.json"
+    config.write_text(json.dumps(TINY_CONFIG))
+    other.write_text(json.dumps({**TINY_CONFIG, "n_layer": TINY_CONFIG["n_layer"] + 1}))
+    out = tmp_path / "out"
+
+    def train(config_file, *args):
+        return kael("train", "--config", config_file, "--tokenizer", GPT2_DIR, "--data", text_file, "--out", out,
+                    *FAST, *args, check=False)
+
+    assert train(config, "--steps", "2").returncode == 0
+    saved = snapshot(out)
+    message = error_of(train(other, "--steps", "4", "--resume"))
+    assert f"--config has n_layer = {TINY_CONFIG['n_layer'] + 1} but the saved run's model has n_layer = " \
+           f"{TINY_CONFIG['n_layer']}" in message
+    message = error_of(finetune(kael, tiny_model, text_file, out, *FAST, "--steps", "4", "--resume", check=False))
+    assert "started from a --config (kael train), not from --model" in message
+    assert snapshot(out) == saved
+    assert train(config, "--steps", "3", "--resume").returncode == 0
+
+    tuned = tmp_path / "tuned"
+    finetune(kael, tiny_model, text_file, tuned, *FAST, "--steps", "1")
+    message = error_of(kael("train", "--config", config, "--tokenizer", GPT2_DIR, "--data", text_file, "--out", tuned,
+                            *FAST, "--steps", "2", "--resume", check=False))
+    assert f"started from --model '{tiny_model}'" in message

@@ -50,6 +50,25 @@ struct DropoutOptions {
   std::uint64_t seed = 0;
 };
 
+// Where the CPU time of forward_backward and clip_grad_norm went, in milliseconds of the
+// process's CPU time (all threads, so the figures hold on a machine shared with other work),
+// summed over the calls made while the model points at it (set_profile). matmul: the four
+// products of each block (forward; backward dX; backward dW and bias); head: the output
+// projection fused with cross-entropy, forward and backward (dX and dW); other: layernorm,
+// GELU, embeddings, residual adds, dropout. Profiling costs two clock reads per part and layer.
+struct TrainProfile {
+  double forward_matmul_ms = 0;
+  double forward_attention_ms = 0;
+  double forward_other_ms = 0;
+  double head_ms = 0;
+  double backward_dx_ms = 0;
+  double backward_dw_ms = 0;
+  double backward_attention_ms = 0;
+  double backward_other_ms = 0;
+  double grad_norm_ms = 0;
+  double total_ms = 0;  // all of forward_backward and clip_grad_norm
+};
+
 class TrainableGPT2 {
  public:
   // A fresh GPT-2 initialized as transformers initializes GPT2LMHeadModel: every weight
@@ -107,6 +126,9 @@ class TrainableGPT2 {
   // max_norm / (norm + 1e-6) when that is below 1. Returns the norm before clipping.
   // max_norm <= 0 only returns the norm.
   double clip_grad_norm(double max_norm);
+
+  // Adds the time of later calls to *profile (null: stop). The profile must outlive its use.
+  void set_profile(TrainProfile* profile);
 
   struct Impl;
 

@@ -61,13 +61,14 @@ struct Record {
   double grad_norm = 0;     // step: the global norm before clipping
   double tokens_per_s = 0;  // step: B * T * K / the step's wall time
   double step_s = 0;        // step: its wall time
+  double cpu_s = 0;         // step: the process's CPU time during it (all threads)
   double elapsed_s = 0;     // since the run (this process) started
   double epoch = 0;         // step: windows read so far / W
   double val_loss = 0;      // eval: mean cross-entropy over every held-out window
 };
 
 // The record as one JSON object (no newline): step records carry step, loss, lr, grad_norm,
-// tokens_per_s, step_s, elapsed_s, epoch; eval records step, val_loss, elapsed_s; both "type".
+// tokens_per_s, step_s, cpu_s, elapsed_s, epoch; eval records step, val_loss, elapsed_s; both "type".
 std::string record_json(const Record& record);
 
 struct RunCallbacks {

@@ -16,5 +16,8 @@ F16GemvFn f16_gemv;
 Int8GemmFn int8_gemm_vnni;
 RowFn softmax;
 RowFn gelu_new;
+GeluBackwardFn gelu_backward;
+AdamWUpdateFn adamw_update;
+SumOfSquaresFn sum_of_squares;
 
 }  // namespace kael::kernels::avx512

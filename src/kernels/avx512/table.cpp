@@ -19,6 +19,9 @@ void fill(KernelTable& table, const CpuFeatures& cpu) {
   table.softmax = softmax;
   table.gelu_new = gelu_new;
   table.layernorm_row = layernorm_row_lanes;
+  table.gelu_backward = gelu_backward;
+  table.adamw_update = adamw_update;
+  table.sum_of_squares = sum_of_squares;
 }
 
 }  // namespace kael::kernels::avx512
