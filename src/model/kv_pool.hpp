@@ -13,7 +13,7 @@ namespace kael::model {
 // Positions per KV block: a multiple of the cache's 16-position panels. Smaller blocks waste
 // less of a short sequence's last block; larger ones mean fewer key products per attention
 // row (one per block) and fewer value copies.
-inline constexpr std::int64_t kBlockPositions = 32;
+inline constexpr std::int64_t kBlockPositions = KvPool::kBlockPositions;
 
 }  // namespace kael::model
 

@@ -4,12 +4,14 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "kael/model/gpt2.hpp"
 #include "serve/finish_reason.hpp"
 
 namespace kael::serve {
@@ -42,6 +44,9 @@ class Metrics {
   void observe_time_to_first_token(double seconds);
   void observe_request(double seconds);
 
+  // The KV pool whose blocks render() reports (gauges read at scrape time).
+  void watch_kv_pool(std::shared_ptr<const model::KvPool> pool);
+
   // The whole exposition; the gauges are read by the caller at scrape time.
   std::string render(int queue_depth, int active_sequences, int max_batch) const;
 
@@ -57,6 +62,7 @@ class Metrics {
   Histogram step_seconds_;
   Histogram ttft_seconds_;
   Histogram request_seconds_;
+  std::shared_ptr<const model::KvPool> kv_pool_;
 };
 
 }  // namespace kael::serve

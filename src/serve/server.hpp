@@ -24,6 +24,7 @@ struct ServerOptions {
   std::string dtype = "f32";
   AccessOptions access;            // API keys, metrics key, CORS origins
   double drain_timeout_seconds = 30;  // after SIGTERM/SIGINT, running requests may finish within this
+  int kv_memory_mb = 0;  // KV cache memory (MiB); 0 = --max-batch full contexts
 };
 
 // Binds, then loads the model (/health answers 503 meanwhile), serves until SIGTERM or SIGINT,

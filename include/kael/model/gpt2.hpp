@@ -76,6 +76,7 @@ class Session;
 // allocated on first use and then reused. Safe to share between threads.
 class KvPool {
  public:
+  static constexpr std::int64_t kBlockPositions = 32;  // block_positions()
   struct Impl;
   explicit KvPool(std::unique_ptr<Impl> impl);
   ~KvPool();
