@@ -109,3 +109,86 @@ TEST_F(KvPoolTest, ASharedPoolGivesTheLogitsOfPrivateOnes) {
     ASSERT_EQ(got, want) << "at length " << own.length();
   }
 }
+
+// Prefix caching: a session that attaches the cached blocks of a prompt's start and computes
+// the rest gets the logits of computing it all, bit for bit; sessions sharing blocks never
+// see each other's later positions; unheld cached blocks go oldest first, and before a pool
+// runs short.
+TEST_F(KvPoolTest, PrefixCacheHitsGiveTheSameLogits) {
+  Config c = tiny_config();
+  c.n_positions = 160;  // 5 blocks
+  GPT2 m = GPT2::from_tensors(c, tiny_checkpoint(c, 3));
+  auto pool = m.new_kv_pool(12);
+  const auto prompt = some_ids(75, c.vocab_size, 5);  // 2 full blocks + 11 tokens
+  Session fresh = m.new_session();
+  const auto whole = m.forward(fresh, prompt);
+  const std::vector<float> want(whole.begin(), whole.end());
+
+  Session first = m.new_session(pool);
+  EXPECT_EQ(first.attach_prefix(prompt), 0);  // caching is off
+  pool->set_prefix_cache_blocks(4);
+  EXPECT_EQ(first.attach_prefix(prompt), 0);  // nothing cached yet: a miss
+  m.forward(first, prompt);
+  first.publish_prefix(prompt);
+  EXPECT_EQ(pool->cached_blocks(), 2);
+
+  Session second = m.new_session(pool);
+  ASSERT_EQ(second.attach_prefix(prompt), 64);
+  EXPECT_EQ(pool->used_blocks(), 3);  // the two shared blocks are held twice, counted once
+  const auto rest = std::span(prompt).subspan(64);
+  const auto got = m.forward(second, rest);
+  ASSERT_TRUE(std::equal(got.begin(), got.end(), want.begin(), want.end()));
+
+  // Different continuations on the shared blocks: each equals its own uncached run.
+  for (std::int32_t token : {1, 2, 3}) {
+    const std::vector<std::int32_t> a = {token}, b = {static_cast<std::int32_t>(token + 10)};
+    m.forward(first, a);
+    const auto l = m.forward(second, b);
+    const std::vector<float> shared(l.begin(), l.end());
+    const auto f = m.forward(fresh, b);
+    ASSERT_TRUE(std::equal(f.begin(), f.end(), shared.begin(), shared.end()));
+  }
+
+  // A prompt that shares only the first block attaches one; one as short as a block none
+  // (its last token must be computed).
+  auto other = prompt;
+  other[40] = (other[40] + 1) % c.vocab_size;
+  Session third = m.new_session(pool);
+  EXPECT_EQ(third.attach_prefix(other), 32);
+  Session short_one = m.new_session(pool);
+  EXPECT_EQ(short_one.attach_prefix(std::span(prompt).first(32)), 0);
+  EXPECT_EQ(short_one.attach_prefix(std::span(prompt).first(33)), 32);
+
+  // Released, the cached blocks stay (up to the cap) and still hit.
+  first.reset();
+  second.reset();
+  third.reset();
+  short_one.reset();
+  EXPECT_EQ(pool->used_blocks(), 0);
+  EXPECT_EQ(pool->cached_blocks(), 2);
+  Session again = m.new_session(pool);
+  EXPECT_EQ(again.attach_prefix(prompt), 64);
+  again.reset();
+
+  // A pool that needs every block takes the cached ones nobody holds.
+  std::vector<Session> hogs;
+  for (int i = 0; i < 12; ++i) {
+    hogs.push_back(m.new_session(pool));
+    ASSERT_TRUE(hogs.back().reserve(1)) << i;
+  }
+  EXPECT_EQ(pool->cached_blocks(), 0);
+  hogs.clear();
+  Session miss = m.new_session(pool);
+  EXPECT_EQ(miss.attach_prefix(prompt), 0);
+
+  // The cap: the least recently released go first.
+  pool->set_prefix_cache_blocks(1);
+  m.forward(miss, prompt);
+  miss.publish_prefix(prompt);
+  EXPECT_EQ(pool->cached_blocks(), 2);  // held: kept whatever the cap
+  miss.reset();
+  EXPECT_EQ(pool->cached_blocks(), 1);
+  pool->set_prefix_cache_blocks(0);
+  EXPECT_EQ(pool->cached_blocks(), 0);
+  EXPECT_THROW(pool->set_prefix_cache_blocks(-1), ValueError);
+}

@@ -290,6 +290,18 @@ void Session::reset() {
   state_->shrink_to_blocks(0);
 }
 bool Session::reserve(int positions) { return state_->grow_to(positions); }
+int Session::attach_prefix(std::span<const std::int32_t> tokens) {
+  State& s = *state_;
+  if (s.length != 0 || !s.blocks.empty() || tokens.size() < 2) return 0;
+  const auto most = std::min<std::int64_t>(s.max_blocks, static_cast<std::int64_t>(tokens.size() - 1) / kBlockPositions);
+  s.length = static_cast<int>(s.pool->impl().attach_prefix(tokens, most, s.blocks) * kBlockPositions);
+  return s.length;
+}
+void Session::publish_prefix(std::span<const std::int32_t> tokens) {
+  State& s = *state_;
+  const auto n = std::min<std::int64_t>(s.length, static_cast<std::int64_t>(tokens.size())) / kBlockPositions;
+  s.pool->impl().publish_prefix(tokens, s.blocks.data(), std::min<std::int64_t>(n, static_cast<std::int64_t>(s.blocks.size())));
+}
 void Session::set_profile(ForwardProfile* profile) { state_->profile = profile; }
 
 }  // namespace kael::model

@@ -17,7 +17,7 @@ void GPT2::copy_session(Session& dst, const Session& src) const {
   if (&to == &from) return;
   const Config& c = config();
   const std::int64_t n_blocks = to.pool->blocks_for(from.length);
-  to.shrink_to_blocks(n_blocks);
+  to.shrink_to_blocks(0);  // blocks it held may be shared (prefix cache): the copy takes new ones
   if (!to.grow_to(from.length)) {
     to.shrink_to_blocks(0);
     to.length = 0;

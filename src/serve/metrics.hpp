@@ -40,6 +40,7 @@ class Metrics {
   void count_generated_tokens(std::int64_t n);
   void count_finished(FinishReason reason);
   void count_rejected();                          // 503: queue full
+  void count_prefix_lookup(std::int64_t reused_tokens);  // a request admitted with the prefix cache on
   void observe_batch(int active_sequences, double step_seconds);
   void observe_time_to_first_token(double seconds);
   void observe_request(double seconds);
@@ -57,6 +58,7 @@ class Metrics {
   std::uint64_t prompt_tokens_ = 0;
   std::uint64_t generated_tokens_ = 0;
   std::uint64_t rejected_ = 0;
+  std::uint64_t prefix_hits_ = 0, prefix_misses_ = 0, prefix_reused_tokens_ = 0;
   std::uint64_t decode_steps_ = 0;
   Histogram batch_size_;
   Histogram step_seconds_;

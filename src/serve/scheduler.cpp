@@ -47,6 +47,7 @@ Scheduler::Scheduler(const model::GPT2& model, const SchedulerOptions& options, 
   const std::int64_t full_context =
       (model_.config().n_positions + model::KvPool::kBlockPositions - 1) / model::KvPool::kBlockPositions;
   pool_ = model_.new_kv_pool(options_.kv_blocks > 0 ? options_.kv_blocks : options_.max_batch * full_context);
+  pool_->set_prefix_cache_blocks(options_.prefix_cache_blocks);
   thread_ = std::thread([this] { run(); });
 }
 
@@ -152,22 +153,27 @@ void Scheduler::admit() {
       job->finish(failure(503, "server_error", str("cannot start the request: ", e.what())));
       continue;
     }
+    const auto& prompt = job->sequence().prompt_ids();
+    const int reused = session->attach_prefix(prompt);  // positions already computed
     bool reserved = false;
     try {
       reserved = session->reserve(static_cast<int>(positions));
     } catch (const std::exception& e) {  // the system is out of memory for a new block
       pop();
+      session->reset();
       spare_sessions_.push_back(std::move(*session));
       metrics_.count_finished(FinishReason::error);
       job->finish(failure(503, "server_error", str("cannot start the request: ", e.what())));
       continue;
     }
     if (!reserved) {  // the KV memory is taken: the job waits at the head of the queue
+      session->reset();
       spare_sessions_.push_back(std::move(*session));
       return;
     }
     pop();
-    active_.push_back(Slot{std::move(job), std::move(*session)});
+    if (options_.prefix_cache_blocks > 0) metrics_.count_prefix_lookup(reused);
+    active_.push_back(Slot{std::move(job), std::move(*session), static_cast<std::size_t>(reused)});
     active_count_.store(static_cast<int>(active_.size()), std::memory_order_relaxed);
     Slot& added = active_.back();
     if (added.job->sequence().finished())  // max_tokens = 0: nothing to run
@@ -242,7 +248,10 @@ void Scheduler::prefill() {
       slot->prefilled += n;
       budget -= n;
       metrics_.count_prompt_tokens(static_cast<std::int64_t>(n));
-      if (remaining(slot) == 0) accept(*slot, logits);  // the prompt's last logits give token 1
+      if (remaining(slot) == 0) {
+        slot->session.publish_prefix(sequence.prompt_ids());  // for later prompts that start alike
+        accept(*slot, logits);  // the prompt's last logits give token 1
+      }
     } catch (const std::exception& e) {
       fail(*slot, 500, "server_error", str("prefill failed: ", e.what()));
     }

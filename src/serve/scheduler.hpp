@@ -4,6 +4,8 @@
 //      KV cache) and the KV pool has the blocks of the job's prompt + max_tokens positions,
 //      which the job takes at once (so a running sequence never finds the pool empty; the
 //      job at the head of the queue waits until enough blocks are given back),
+//      A job whose prompt starts with whole blocks of a recent prompt (the prefix cache)
+//      attaches them and prefills only the rest; its prompt's full blocks are cached in turn.
 //   2. drops jobs whose client went away or whose deadline passed,
 //   3. prefills newly admitted prompts, shortest first, at most `prefill_chunk` prompt tokens per iteration
 //      (a long prompt takes several iterations, so running sequences keep decoding meanwhile,
@@ -33,6 +35,7 @@ struct SchedulerOptions {
   int max_queue = 64;      // jobs waiting for a slot; more are refused (503)
   int prefill_chunk = 128;  // prompt tokens prefilled per loop iteration, all sequences together
   std::int64_t kv_blocks = 0;  // the KV pool's blocks (--kv-memory-mb); 0: max_batch full contexts
+  std::int64_t prefix_cache_blocks = 0;  // blocks of recent prompts kept (--prefix-cache-mb); 0: no caching
 };
 
 class Scheduler {

@@ -90,6 +90,16 @@ class KvPool {
   std::int64_t free_blocks() const { return total_blocks() - used_blocks(); }
   // Blocks a sequence of `positions` positions holds.
   std::int64_t blocks_for(std::int64_t positions) const;
+
+  // Prefix caching (off until set): full blocks of prompts that sessions publish stay in the
+  // pool after their sessions let go, up to `n` of them no session holds (the least recently
+  // used are dropped first, and before any held block is touched when the pool runs short),
+  // so that a later session whose prompt starts with the same tokens attaches them instead
+  // of computing them again. A block is shared only once full, and nothing writes a full
+  // block, so sharing never changes what a session holds. 0 turns caching off and drops
+  // every cached block no session holds. ValueError for n < 0.
+  void set_prefix_cache_blocks(std::int64_t n);
+  std::int64_t cached_blocks() const;  // blocks in the prefix cache, held or not
   Impl& impl() const { return *impl_; }
 
  private:
@@ -216,6 +226,15 @@ class Session {
   // calls up to that length never find the pool empty. False, taking nothing, when the pool
   // has too few free blocks. Positions beyond n_positions are not counted.
   bool reserve(int positions);
+  // Prefix caching (KvPool::set_prefix_cache_blocks): an empty session takes the pool's cached
+  // blocks for the longest prefix of `tokens` held in whole blocks, leaving at least the last
+  // token to compute (its logits are needed), and returns the positions it now holds (0 when
+  // none match or the session is not empty). The logits of the rest, computed after them,
+  // equal those of computing every token, bit for bit.
+  int attach_prefix(std::span<const std::int32_t> tokens);
+  // Offers the blocks of the session's first tokens.size() positions, which must be those
+  // tokens (its computed prompt), to the prefix cache; only full blocks are kept.
+  void publish_prefix(std::span<const std::int32_t> tokens);
   // Adds the time of this session's later forward passes to *profile (null: stop). A batched
   // step is added once to each distinct profile of its sessions. The profile must outlive
   // its use.
