@@ -296,15 +296,53 @@ TEST_P(IsaKernels, AttentionMatchesReferenceOnRaggedSizes) {
                          n_head, head_dim, capacity);
         ASSERT_EQ(cached, fast);
         for (std::int64_t t = 0; t < T; ++t) {
-          std::vector<float> one(C), row(C), rows_scratch(n_head * positions);
+          std::vector<float> one(C);
           cached_attention(one.data(), scratch.data(), q.data() + t * q_stride, q_stride, k_layer.data(),
                            v_layer.data(), 1, pos0 + t, n_head, head_dim, capacity);
           ASSERT_TRUE(std::equal(one.begin(), one.end(), fast.begin() + t * C)) << "row " << t;
-          const CachedRow r{row.data(), q.data() + t * q_stride, k_layer.data(), v_layer.data(), pos0 + t};
-          cached_attention_rows(&r, 1, rows_scratch.data(), positions, n_head, head_dim, capacity);
-          ASSERT_EQ(row, one) << "cached_attention_rows, row " << t;
         }
       }
+}
+
+// The same positions in blocks (kv_store_paged, in shuffled memory) give what the contiguous
+// cache gives, bit for bit, for lengths within one block, at a boundary and past several,
+// through paged_attention (a chunk of rows) and paged_attention_rows (a batch of decode rows).
+TEST_P(IsaKernels, PagedAttentionEqualsContiguousAcrossBlocks) {
+  for (std::int64_t block_positions : {16, 32})
+    for (std::int64_t head_dim : {7, 16, 64})
+      for (std::int64_t pos0 : {0, 5, 15, 31, 32, 70})
+        for (std::int64_t T : {1, 2, 17, 33}) {
+          const std::int64_t n_head = 3, C = n_head * head_dim, q_stride = 3 * C, positions = pos0 + T;
+          auto q = random_vector(T * q_stride, 36), k = random_vector(positions * C, 37, 2.0f);
+          auto v = random_vector(positions * C, 38);
+          const std::int64_t capacity = kv_capacity(positions);
+          std::vector<float> k_layer(kv_layer_floats(n_head, head_dim, positions), NAN), v_layer = k_layer;
+          // Two layers per block, the second one's keys and values used, blocks in reverse order.
+          const std::int64_t layer_floats = kv_layer_floats(n_head, head_dim, block_positions);
+          const std::int64_t n_blocks = (positions + block_positions - 1) / block_positions;
+          std::vector<float> memory(static_cast<std::size_t>(n_blocks * 4 * layer_floats), NAN);
+          std::vector<float*> blocks;
+          for (std::int64_t b = 0; b < n_blocks; ++b) blocks.push_back(memory.data() + (n_blocks - 1 - b) * 4 * layer_floats);
+          const KvBlocks cache{blocks.data(), 2 * layer_floats, 3 * layer_floats, block_positions};
+          for (std::int64_t s = 0; s < positions; ++s) {
+            kv_store(k_layer.data(), v_layer.data(), k.data() + s * C, v.data() + s * C, s, n_head, head_dim, capacity);
+            kv_store_paged(cache, k.data() + s * C, v.data() + s * C, s, n_head, head_dim);
+          }
+          std::vector<float> scratch(attention_scratch_size(T, pos0, n_head)), contiguous(T * C), paged(T * C);
+          cached_attention(contiguous.data(), scratch.data(), q.data(), q_stride, k_layer.data(), v_layer.data(), T,
+                           pos0, n_head, head_dim, capacity);
+          paged_attention(paged.data(), scratch.data(), q.data(), q_stride, cache, T, pos0, n_head, head_dim);
+          ASSERT_EQ(paged, contiguous) << "block " << block_positions << " head_dim=" << head_dim << " pos0=" << pos0
+                                       << " T=" << T;
+          // Every row at once, as a batch of decode steps of sequences of different lengths.
+          std::vector<PagedRow> rows;
+          std::vector<float> batched(T * C), rows_scratch(T * n_head * positions);
+          for (std::int64_t t = 0; t < T; ++t)
+            rows.push_back({batched.data() + t * C, q.data() + t * q_stride, cache, pos0 + t});
+          paged_attention_rows(rows.data(), T, rows_scratch.data(), positions, n_head, head_dim);
+          ASSERT_EQ(batched, contiguous) << "paged_attention_rows, block " << block_positions
+                                         << " head_dim=" << head_dim << " pos0=" << pos0 << " T=" << T;
+        }
 }
 
 TEST_P(IsaKernels, SoftmaxAndGeluMatchReference) {

@@ -25,8 +25,9 @@ class SessionCopy : public ::testing::Test {
 }  // namespace
 
 TEST_F(SessionCopy, ForkDecodesLikeItsSource) {
-  // Lengths on both sides of a 16-position panel boundary, and a destination that held more.
-  for (std::size_t length : {1u, 15u, 16u, 17u, 40u}) {
+  // Lengths on both sides of a 16-position panel and a 32-position block boundary, and a
+  // destination that held more.
+  for (std::size_t length : {1u, 15u, 16u, 17u, 31u, 32u, 33u, 40u, 70u}) {
     const auto prompt = some_ids(length, config.vocab_size);
     Session source = model.new_session(), copy = model.new_session();
     model.forward(copy, some_ids(50, config.vocab_size));  // stale positions beyond the copy

@@ -55,6 +55,14 @@ RunFn setup(CLI::App& app) {
   cmd->add_option("--drain-timeout", options->drain_timeout_seconds,
                   "Seconds running requests may take to finish after SIGTERM/SIGINT (then they end with 503)")
       ->capture_default_str();
+  cmd->add_option("--kv-memory-mb", options->kv_memory_mb,
+                  "KV cache memory in MiB; a request waits in the queue until its prompt + max_tokens fit "
+                  "(0 = --max-batch full contexts)")
+      ->capture_default_str();
+  cmd->add_option("--prefix-cache-mb", options->prefix_cache_mb,
+                  "MiB of recent prompts' KV blocks kept, within the KV memory, so a prompt sharing their start "
+                  "skips its prefill (0 = off)")
+      ->capture_default_str();
   return [options] { return serve::run_server(*options); };
 }
 

@@ -45,20 +45,22 @@ void pack_values(float* vp, const float* v, std::int64_t L, std::int64_t head_di
 // the T x T upper triangle just a chunk-wide band is computed (and thrown away).
 constexpr std::int64_t kCausalChunk = 48;
 
-// One head of T query rows against L = pos0 + T positions, with keys and values as panel
-// views (gemm.hpp); scores (T, L). Rows go in chunks; a chunk's rows t0..t1-1 use positions
-// [0, pos0 + t1), the positions past a row's own are zero in P and add exactly nothing, so
-// each row equals the same row computed alone (a decode step).
-void attend(float* out, std::int64_t out_stride, float* scores, const float* q, std::int64_t q_stride,
-            const PanelView& kt, const PanelView& v, std::int64_t T, std::int64_t pos0, std::int64_t head_dim) {
+// One head of T query rows against L = pos0 + T positions, values as a panel view (gemm.hpp);
+// scores (T, L). key_scores(scores, q, rows, columns) fills scores (rows, columns; ld L) with
+// q (rows, head_dim; q_stride) times the first `columns` keys. Rows go in chunks; a chunk's
+// rows t0..t1-1 use positions [0, pos0 + t1), the positions past a row's own are zero in P and
+// add exactly nothing, so each row equals the same row computed alone (a decode step).
+template <typename KeyScores>
+void attend_with(float* out, std::int64_t out_stride, float* scores, const float* q, std::int64_t q_stride,
+                 KeyScores&& key_scores, const PanelView& v, std::int64_t T, std::int64_t pos0, std::int64_t head_dim) {
   const std::int64_t L = pos0 + T;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   for (std::int64_t t0 = 0; t0 < T; t0 += kCausalChunk) {
     const std::int64_t t1 = std::min(T, t0 + kCausalChunk), seen = pos0 + t1;
     // Scores in whole key panels: a packed view's narrower panel is only its last one.
     const std::int64_t columns = std::min(L, (seen + kPanel - 1) / kPanel * kPanel);
-    float* chunk = scores + t0 * L;                                          // (t1 - t0, columns; L)
-    gemm_view(chunk, L, q + t0 * q_stride, q_stride, kt, t1 - t0, columns, head_dim);
+    float* chunk = scores + t0 * L;  // (t1 - t0, columns; L)
+    key_scores(chunk, q + t0 * q_stride, t1 - t0, columns);
     for (std::int64_t t = t0; t < t1; ++t) {
       float* row = scores + t * L;
       for (std::int64_t s = 0; s <= pos0 + t; ++s) row[s] *= scale;
@@ -67,6 +69,45 @@ void attend(float* out, std::int64_t out_stride, float* scores, const float* q, 
     }
     gemm_view(out + t0 * out_stride, out_stride, chunk, L, v, t1 - t0, head_dim, seen);  // (t1 - t0, head_dim)
   }
+}
+
+// attend_with for keys as one panel view.
+void attend(float* out, std::int64_t out_stride, float* scores, const float* q, std::int64_t q_stride,
+            const PanelView& kt, const PanelView& v, std::int64_t T, std::int64_t pos0, std::int64_t head_dim) {
+  const std::int64_t L = pos0 + T;
+  const auto key_scores = [&](float* s, const float* qr, std::int64_t rows, std::int64_t columns) {
+    gemm_view(s, L, qr, q_stride, kt, rows, columns, head_dim);
+  };
+  attend_with(out, out_stride, scores, q, q_stride, key_scores, v, T, pos0, head_dim);
+}
+
+// attend for head h of a block table: keys read in place, BP columns per block (each score is
+// its own dot product, so the split changes no bit); the values of several blocks copied into
+// `gathered` (the calling thread's buffer, grown as needed) as one panel view, because P V
+// sums over the positions in one ordered chain.
+void attend_paged(float* out, std::int64_t out_stride, float* scores, const float* q, std::int64_t q_stride,
+                  const KvBlocks& cache, std::int64_t h, std::int64_t T, std::int64_t pos0, std::int64_t head_dim,
+                  std::vector<float>& gathered) {
+  const std::int64_t L = pos0 + T, BP = cache.block_positions;
+  const std::int64_t head_floats = kv_head_floats(head_dim, BP), n_blocks = (L + BP - 1) / BP;
+  const auto key_scores = [&](float* s, const float* qr, std::int64_t rows, std::int64_t columns) {
+    for (std::int64_t b = 0; b * BP < columns; ++b) {
+      const PanelView kt{cache.blocks[b] + cache.key_offset + h * head_floats, kPanel, kPanel * head_dim, false};
+      gemm_view(s + b * BP, L, qr, q_stride, kt, rows, std::min(BP, columns - b * BP), head_dim);
+    }
+  };
+  PanelView v{cache.blocks[0] + cache.value_offset + h * head_floats, kPanel, kPanel * BP, false};
+  if (n_blocks > 1) {  // the values as one (L, head_dim) panel view, capacity L rounded up
+    const std::int64_t capacity = kv_capacity(L);
+    if (gathered.size() < static_cast<std::size_t>(kv_head_floats(head_dim, L)))
+      gathered.resize(static_cast<std::size_t>(kv_head_floats(head_dim, L)));
+    for (std::int64_t d0 = 0; d0 < head_dim; d0 += kPanel)
+      for (std::int64_t b = 0; b < n_blocks; ++b)
+        std::copy_n(cache.blocks[b] + cache.value_offset + h * head_floats + d0 * BP, std::min(BP, L - b * BP) * kPanel,
+                    gathered.data() + d0 * capacity + b * BP * kPanel);
+    v = {gathered.data(), kPanel, kPanel * capacity, false};
+  }
+  attend_with(out, out_stride, scores, q, q_stride, key_scores, v, T, pos0, head_dim);
 }
 
 // The head h of a cache layer as panel views.
@@ -132,20 +173,38 @@ void cached_attention(float* out, float* scratch, const float* q, std::int64_t q
   });
 }
 
-void cached_attention_rows(const CachedRow* rows, std::int64_t count, float* scratch, std::int64_t scratch_stride,
-                           std::int64_t n_head, std::int64_t head_dim, std::int64_t capacity) {
+void kv_store_paged(const KvBlocks& cache, const float* k, const float* v, std::int64_t pos, std::int64_t n_head,
+                    std::int64_t head_dim) {
+  float* block = cache.blocks[pos / cache.block_positions];
+  kv_store(block + cache.key_offset, block + cache.value_offset, k, v, pos % cache.block_positions, n_head, head_dim,
+           cache.block_positions);
+}
+
+void paged_attention(float* out, float* scratch, const float* q, std::int64_t q_stride, const KvBlocks& cache,
+                     std::int64_t T, std::int64_t pos0, std::int64_t n_head, std::int64_t head_dim) {
+  const std::int64_t L = pos0 + T, C = n_head * head_dim;
+  parallel_for(n_head, min_items(T * L * head_dim), [&](std::int64_t first, std::int64_t last) {
+    thread_local std::vector<float> gathered;
+    for (std::int64_t h = first; h < last; ++h)
+      attend_paged(out + h * head_dim, C, scratch + h * T * L, q + h * head_dim, q_stride, cache, h, T, pos0, head_dim,
+                   gathered);
+  });
+}
+
+void paged_attention_rows(const PagedRow* rows, std::int64_t count, float* scratch, std::int64_t scratch_stride,
+                          std::int64_t n_head, std::int64_t head_dim) {
   const std::int64_t C = n_head * head_dim;
   std::int64_t positions = 0;
   for (std::int64_t i = 0; i < count; ++i) positions += rows[i].pos + 1;
   // (row, head) pairs, each one query attending to its own sequence's cache.
   const std::int64_t per_pair = positions * head_dim / std::max<std::int64_t>(1, count);
   parallel_for(count * n_head, min_items(per_pair), [&](std::int64_t first, std::int64_t last) {
+    thread_local std::vector<float> gathered;
     for (std::int64_t pair = first; pair < last; ++pair) {
-      const CachedRow& r = rows[pair / n_head];
+      const PagedRow& r = rows[pair / n_head];
       const std::int64_t h = pair % n_head;
-      attend(r.out + h * head_dim, C, scratch + pair * scratch_stride, r.q + h * head_dim, C,
-             keys_of(r.k_layer, h, head_dim, capacity), values_of(r.v_layer, h, head_dim, capacity), 1, r.pos,
-             head_dim);
+      attend_paged(r.out + h * head_dim, C, scratch + pair * scratch_stride, r.q + h * head_dim, C, r.cache, h, 1,
+                   r.pos, head_dim, gathered);
     }
   });
 }

@@ -43,21 +43,42 @@ void cached_attention(float* out, float* scratch, const float* q, std::int64_t q
                       const float* v_layer, std::int64_t T, std::int64_t pos0, std::int64_t n_head,
                       std::int64_t head_dim, std::int64_t capacity);
 
-// One query row of one sequence for cached_attention_rows: q (C) at position `pos` attends to
-// positions 0..pos of its own cache layer (already holding this token). out (C).
-struct CachedRow {
+// A sequence's KV cache in blocks of block_positions (a multiple of 16) consecutive positions,
+// each block in its own memory: block b holds positions b * block_positions .. of every layer,
+// each layer laid out as above with capacity = block_positions, its keys at
+// blocks[b] + key_offset and its values at blocks[b] + value_offset.
+struct KvBlocks {
+  float* const* blocks;
+  std::int64_t key_offset;
+  std::int64_t value_offset;
+  std::int64_t block_positions;
+};
+
+// kv_store into the block that holds position `pos`.
+void kv_store_paged(const KvBlocks& cache, const float* k, const float* v, std::int64_t pos, std::int64_t n_head,
+                    std::int64_t head_dim);
+
+// cached_attention over a block table (which already holds the T new positions): the same
+// results, bit for bit, as over the contiguous layout. Keys are read in place, block by block
+// (each score is its own dot product); values are gathered per head into a per-thread buffer
+// when there are several blocks, because P V sums over positions in one ordered chain.
+void paged_attention(float* out, float* scratch, const float* q, std::int64_t q_stride, const KvBlocks& cache,
+                     std::int64_t T, std::int64_t pos0, std::int64_t n_head, std::int64_t head_dim);
+
+// One query row of one sequence for paged_attention_rows: q (C) at position `pos` attends to
+// positions 0..pos of its own cache (already holding this token). out (C).
+struct PagedRow {
   float* out;
   const float* q;
-  const float* k_layer;
-  const float* v_layer;
+  KvBlocks cache;
   std::int64_t pos;
 };
 
 // Batched decode: each row attends over its own sequence's cache, all rows and heads in one
-// threaded pass; each row equals cached_attention with T = 1 bit for bit. scratch holds
+// threaded pass; each row equals paged_attention with T = 1 bit for bit. scratch holds
 // count * n_head * scratch_stride floats, scratch_stride > every row's pos.
-void cached_attention_rows(const CachedRow* rows, std::int64_t count, float* scratch, std::int64_t scratch_stride,
-                           std::int64_t n_head, std::int64_t head_dim, std::int64_t capacity);
+void paged_attention_rows(const PagedRow* rows, std::int64_t count, float* scratch, std::int64_t scratch_stride,
+                          std::int64_t n_head, std::int64_t head_dim);
 
 namespace ref {
 void causal_attention(float* out, float* scratch, const float* q, const float* k_cache, const float* v_cache,

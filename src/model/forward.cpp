@@ -18,16 +18,12 @@ class ChunkAttention final : public CacheAttention {
 
   void attend(float* att, const float* qkv, int layer) override {
     const std::int64_t C = config_.n_embd, NH = config_.n_head, D = config_.head_dim();
-    const std::int64_t capacity = k::kv_capacity(config_.n_positions);
-    const std::int64_t layer_floats = k::kv_layer_floats(NH, D, config_.n_positions);
-    float* k_layer = state_.k_cache.get() + layer * layer_floats;
-    float* v_layer = state_.v_cache.get() + layer * layer_floats;
+    const k::KvBlocks cache = state_.layer_cache(layer);
     for (std::int64_t t = 0; t < T_; ++t) {
       const float* row = qkv + t * 3 * C;  // q, k, v
-      k::kv_store(k_layer, v_layer, row + C, row + 2 * C, pos0_ + t, NH, D, capacity);
+      k::kv_store_paged(cache, row + C, row + 2 * C, pos0_ + t, NH, D);
     }
-    k::cached_attention(att, state_.scores.get(), qkv, 3 * C, k_layer, v_layer, T_, pos0_, NH, D,
-                        capacity);  // (T, C)
+    k::paged_attention(att, state_.scores.get(), qkv, 3 * C, cache, T_, pos0_, NH, D);  // (T, C)
   }
 
  private:

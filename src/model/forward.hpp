@@ -30,7 +30,7 @@ struct BatchWorkspace {
   std::vector<float> fc;      // (B, H)
   std::vector<float> scores;  // (B, n_head, P) attention probabilities
   std::vector<float> logits;  // (B, V)
-  std::vector<kernels::CachedRow> rows;  // (B)
+  std::vector<kernels::PagedRow> rows;  // (B)
   void reserve(const Config& config, std::int64_t batch);
 };
 

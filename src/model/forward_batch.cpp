@@ -21,18 +21,14 @@ class BatchAttention final : public CacheAttention {
 
   void attend(float* att, const float* qkv, int layer) override {
     const std::int64_t C = config_.n_embd, NH = config_.n_head, D = config_.head_dim();
-    const std::int64_t capacity = k::kv_capacity(config_.n_positions);
-    const std::int64_t layer_floats = k::kv_layer_floats(NH, D, config_.n_positions);
     for (std::int64_t b = 0; b < B_; ++b) {
       Session::State& s = *states_[b];
       const float* row = qkv + b * 3 * C;  // q, k, v
-      float* k_layer = s.k_cache.get() + layer * layer_floats;
-      float* v_layer = s.v_cache.get() + layer * layer_floats;
-      k::kv_store(k_layer, v_layer, row + C, row + 2 * C, s.length, NH, D, capacity);
-      ws_.rows[static_cast<std::size_t>(b)] = {att + b * C, row, k_layer, v_layer, s.length};
+      const k::KvBlocks cache = s.layer_cache(layer);
+      k::kv_store_paged(cache, row + C, row + 2 * C, s.length, NH, D);
+      ws_.rows[static_cast<std::size_t>(b)] = {att + b * C, row, cache, s.length};
     }
-    k::cached_attention_rows(ws_.rows.data(), B_, ws_.scores.data(), config_.n_positions, NH, D,
-                             capacity);  // (B, C)
+    k::paged_attention_rows(ws_.rows.data(), B_, ws_.scores.data(), config_.n_positions, NH, D);  // (B, C)
   }
 
  private:

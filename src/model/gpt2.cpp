@@ -24,17 +24,45 @@ struct GPT2::Impl {
   BatchWorkspace batch;
 };
 
-Session::State::State(const void* owner_, const Config& c)
+Session::State::State(const void* owner_, const Config& c, std::shared_ptr<KvPool> pool_)
     : owner(owner_),
-      k_cache(c.n_layer * kernels::kv_layer_floats(c.n_head, c.head_dim(), c.n_positions)),
-      v_cache(c.n_layer * kernels::kv_layer_floats(c.n_head, c.head_dim(), c.n_positions)),
+      max_blocks(pool_->blocks_for(c.n_positions)),
+      pool(std::move(pool_)),
       x(kChunk * c.n_embd),
       ln(kChunk * c.n_embd),
       qkv(kChunk * 3 * c.n_embd),
       att(kChunk * c.n_embd),
       fc(kChunk * c.mlp_dim()),
       scores(kChunk * c.n_head * std::int64_t{c.n_positions}),
-      logits(c.vocab_size) {}
+      logits(c.vocab_size) {
+  blocks.reserve(static_cast<std::size_t>(max_blocks));  // growing never reallocates the table
+}
+
+Session::State::~State() { shrink_to_blocks(0); }
+
+bool Session::State::grow_to(std::int64_t positions) {
+  const std::int64_t want = std::min(max_blocks, pool->blocks_for(positions));
+  const std::int64_t have = static_cast<std::int64_t>(blocks.size());
+  return want <= have || pool->impl().allocate(want - have, blocks);
+}
+
+void Session::State::shrink_to_blocks(std::int64_t keep) {
+  const auto n = static_cast<std::int64_t>(blocks.size());
+  if (keep >= n) return;
+  pool->impl().release(blocks.data() + keep, n - keep);
+  blocks.resize(static_cast<std::size_t>(keep));
+}
+
+namespace {
+
+// Error for a forward call whose session needs blocks the pool does not have.
+[[noreturn]] void throw_pool_full(const Session::State& state, std::int64_t positions, std::string_view what) {
+  throw Error(str(what, ": the KV pool is full (", state.pool->used_blocks(), " of ", state.pool->total_blocks(),
+                  " blocks of ", kBlockPositions, " positions in use; this sequence needs ",
+                  state.pool->blocks_for(positions), " for ", positions, " positions)"));
+}
+
+}  // namespace
 
 std::optional<WeightDType> weight_dtype_from_name(std::string_view name) {
   if (name == "f32") return WeightDType::f32;
@@ -133,13 +161,22 @@ const Config& GPT2::config() const { return impl_->config; }
 
 std::int64_t GPT2::parameter_count() const { return impl_->weights.parameter_count; }
 
+std::shared_ptr<KvPool> GPT2::new_kv_pool(std::int64_t max_blocks) const {
+  return std::make_shared<KvPool>(std::make_unique<KvPool::Impl>(impl_.get(), impl_->config, max_blocks));
+}
+
 Session GPT2::new_session() const {
+  const Config& c = impl_->config;
+  return new_session(new_kv_pool((c.n_positions + kBlockPositions - 1) / kBlockPositions));
+}
+
+Session GPT2::new_session(std::shared_ptr<KvPool> pool) const {
+  if (!pool) throw ValueError("new_session: no KV pool given");
+  if (pool->impl().owner != impl_.get()) throw ValueError("new_session: the KV pool was made by a different model");
   try {
-    return Session(std::make_unique<Session::State>(impl_.get(), impl_->config));
+    return Session(std::make_unique<Session::State>(impl_.get(), impl_->config, std::move(pool)));
   } catch (const std::bad_alloc&) {
-    const Config& c = impl_->config;
-    throw Error(str("out of memory allocating a session: its KV cache alone is ",
-                    2 * std::int64_t{c.n_layer} * c.n_positions * c.n_embd * 4, " bytes"));
+    throw Error("out of memory allocating a session's activation buffers");
   }
 }
 
@@ -162,6 +199,8 @@ std::span<const float> GPT2::forward(Session& session, std::span<const std::int3
   check_forward(session, tokens);
   const Config& config = impl_->config;
   Session::State& state = *session.state_;
+  const std::int64_t positions = state.length + static_cast<std::int64_t>(tokens.size());
+  if (!state.grow_to(positions)) throw_pool_full(state, positions, "forward");
   for (std::size_t begin = 0; begin < tokens.size(); begin += kChunk) {
     const std::size_t count = std::min<std::size_t>(kChunk, tokens.size() - begin);
     const bool last = begin + count == tokens.size();
@@ -178,6 +217,8 @@ void GPT2::forward_all_logits(Session& session, std::span<const std::int32_t> to
     throw ValueError(str("forward_all_logits: the output holds ", out.size(), " floats, ", tokens.size(), " tokens x ",
                          V, " logits need ", tokens.size() * V));
   Session::State& state = *session.state_;
+  const std::int64_t positions = state.length + static_cast<std::int64_t>(tokens.size());
+  if (!state.grow_to(positions)) throw_pool_full(state, positions, "forward_all_logits");
   for (std::size_t begin = 0; begin < tokens.size(); begin += kChunk) {
     const std::size_t count = std::min<std::size_t>(kChunk, tokens.size() - begin);
     forward_chunk(config, impl_->weights, state, tokens.data() + begin, static_cast<std::int64_t>(count), false,
@@ -216,6 +257,16 @@ std::vector<std::span<const float>> GPT2::forward_batch(std::span<Session* const
       profiles.push_back(state->profile);
   }
 
+  // A session at a block boundary takes its next block; if one cannot, those taken go back.
+  std::vector<std::int64_t> held(states.size());
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    Session::State& state = *states[i];
+    held[i] = static_cast<std::int64_t>(state.blocks.size());
+    if (state.grow_to(state.length + 1)) continue;
+    for (std::size_t j = 0; j < i; ++j) states[j]->shrink_to_blocks(held[j]);
+    throw_pool_full(state, state.length + 1, str("forward_batch: session ", i));
+  }
+
   const auto B = static_cast<std::int64_t>(states.size());
   {
     std::lock_guard lock(impl_->batch_mutex);
@@ -234,7 +285,23 @@ Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 Session::~Session() = default;
 int Session::length() const { return state_->length; }
-void Session::reset() { state_->length = 0; }
+void Session::reset() {
+  state_->length = 0;
+  state_->shrink_to_blocks(0);
+}
+bool Session::reserve(int positions) { return state_->grow_to(positions); }
+int Session::attach_prefix(std::span<const std::int32_t> tokens) {
+  State& s = *state_;
+  if (s.length != 0 || !s.blocks.empty() || tokens.size() < 2) return 0;
+  const auto most = std::min<std::int64_t>(s.max_blocks, static_cast<std::int64_t>(tokens.size() - 1) / kBlockPositions);
+  s.length = static_cast<int>(s.pool->impl().attach_prefix(tokens, most, s.blocks) * kBlockPositions);
+  return s.length;
+}
+void Session::publish_prefix(std::span<const std::int32_t> tokens) {
+  State& s = *state_;
+  const auto n = std::min<std::int64_t>(s.length, static_cast<std::int64_t>(tokens.size())) / kBlockPositions;
+  s.pool->impl().publish_prefix(tokens, s.blocks.data(), std::min<std::int64_t>(n, static_cast<std::int64_t>(s.blocks.size())));
+}
 void Session::set_profile(ForwardProfile* profile) { state_->profile = profile; }
 
 }  // namespace kael::model

@@ -70,6 +70,11 @@ void Metrics::count_finished(FinishReason reason) {
   std::lock_guard lock(mutex_);
   ++finished_[std::string(finish_reason_name(reason))];
 }
+void Metrics::count_prefix_lookup(std::int64_t reused_tokens) {
+  std::lock_guard lock(mutex_);
+  ++(reused_tokens > 0 ? prefix_hits_ : prefix_misses_);
+  prefix_reused_tokens_ += static_cast<std::uint64_t>(reused_tokens);
+}
 void Metrics::count_rejected() {
   std::lock_guard lock(mutex_);
   ++rejected_;
@@ -88,6 +93,33 @@ void Metrics::observe_request(double seconds) {
   std::lock_guard lock(mutex_);
   request_seconds_.observe(seconds);
 }
+
+void Metrics::watch_kv_pool(std::shared_ptr<const model::KvPool> pool) {
+  std::lock_guard lock(mutex_);
+  kv_pool_ = std::move(pool);
+}
+
+namespace {
+
+// The KV memory's gauges: what a load balancer routes on, with the queue depth.
+void render_kv_pool(std::string& out, const model::KvPool& pool) {
+  const auto used = static_cast<double>(pool.used_blocks()), total = static_cast<double>(pool.total_blocks());
+  header(out, "kael_kv_blocks_total", "KV cache blocks the server may hold (--kv-memory-mb).", "gauge");
+  sample(out, "kael_kv_blocks_total", "", total);
+  header(out, "kael_kv_blocks_used", "KV cache blocks reserved by running requests.", "gauge");
+  sample(out, "kael_kv_blocks_used", "", used);
+  header(out, "kael_kv_blocks_free", "KV cache blocks free for new requests.", "gauge");
+  sample(out, "kael_kv_blocks_free", "", total - used);
+  header(out, "kael_kv_block_positions", "Token positions per KV cache block.", "gauge");
+  sample(out, "kael_kv_block_positions", "", static_cast<double>(pool.block_positions()));
+  header(out, "kael_prefix_cache_blocks", "KV blocks of recent prompts in the prefix cache (--prefix-cache-mb).",
+         "gauge");
+  sample(out, "kael_prefix_cache_blocks", "", static_cast<double>(pool.cached_blocks()));
+  header(out, "kael_kv_block_bytes", "Bytes of one KV cache block (every layer's keys and values).", "gauge");
+  sample(out, "kael_kv_block_bytes", "", static_cast<double>(pool.block_bytes()));
+}
+
+}  // namespace
 
 std::string Metrics::render(int queue_depth, int active_sequences, int max_batch) const {
   std::lock_guard lock(mutex_);
@@ -113,6 +145,15 @@ std::string Metrics::render(int queue_depth, int active_sequences, int max_batch
   sample(out, "kael_active_sequences", "", active_sequences);
   header(out, "kael_max_batch", "Batch slots (--max-batch).", "gauge");
   sample(out, "kael_max_batch", "", max_batch);
+  if (kv_pool_) render_kv_pool(out, *kv_pool_);
+  header(out, "kael_prefix_cache_hits_total", "Requests that started from cached prompt blocks.", "counter");
+  sample(out, "kael_prefix_cache_hits_total", "", static_cast<double>(prefix_hits_));
+  header(out, "kael_prefix_cache_misses_total", "Requests, with the prefix cache on, that found no cached block.",
+         "counter");
+  sample(out, "kael_prefix_cache_misses_total", "", static_cast<double>(prefix_misses_));
+  header(out, "kael_prefix_cache_reused_tokens_total", "Prompt tokens taken from the prefix cache, not prefilled.",
+         "counter");
+  sample(out, "kael_prefix_cache_reused_tokens_total", "", static_cast<double>(prefix_reused_tokens_));
   batch_size_.render(out, "kael_batch_size", "Sequences per decode step.");
   step_seconds_.render(out, "kael_decode_step_seconds", "Duration of one batched decode step.");
   ttft_seconds_.render(out, "kael_time_to_first_token_seconds", "From request arrival to its first token.");

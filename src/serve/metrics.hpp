@@ -4,12 +4,14 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "kael/model/gpt2.hpp"
 #include "serve/finish_reason.hpp"
 
 namespace kael::serve {
@@ -38,9 +40,13 @@ class Metrics {
   void count_generated_tokens(std::int64_t n);
   void count_finished(FinishReason reason);
   void count_rejected();                          // 503: queue full
+  void count_prefix_lookup(std::int64_t reused_tokens);  // a request admitted with the prefix cache on
   void observe_batch(int active_sequences, double step_seconds);
   void observe_time_to_first_token(double seconds);
   void observe_request(double seconds);
+
+  // The KV pool whose blocks render() reports (gauges read at scrape time).
+  void watch_kv_pool(std::shared_ptr<const model::KvPool> pool);
 
   // The whole exposition; the gauges are read by the caller at scrape time.
   std::string render(int queue_depth, int active_sequences, int max_batch) const;
@@ -52,11 +58,13 @@ class Metrics {
   std::uint64_t prompt_tokens_ = 0;
   std::uint64_t generated_tokens_ = 0;
   std::uint64_t rejected_ = 0;
+  std::uint64_t prefix_hits_ = 0, prefix_misses_ = 0, prefix_reused_tokens_ = 0;
   std::uint64_t decode_steps_ = 0;
   Histogram batch_size_;
   Histogram step_seconds_;
   Histogram ttft_seconds_;
   Histogram request_seconds_;
+  std::shared_ptr<const model::KvPool> kv_pool_;
 };
 
 }  // namespace kael::serve

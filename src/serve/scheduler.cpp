@@ -30,6 +30,12 @@ JobOutcome ended(generate::Sequence& sequence) {
           .completion_tokens = static_cast<int>(sequence.ids().size())};
 }
 
+// Positions a job's sequence may reach: its prompt and max_tokens, within the context.
+std::int64_t positions_needed(Job& job, int n_positions) {
+  const auto wanted = static_cast<std::int64_t>(job.sequence().prompt_ids().size()) + job.request().options.max_new_tokens;
+  return std::min<std::int64_t>(wanted, n_positions);
+}
+
 }  // namespace
 
 Scheduler::Scheduler(const model::GPT2& model, const SchedulerOptions& options, Metrics& metrics)
@@ -37,6 +43,11 @@ Scheduler::Scheduler(const model::GPT2& model, const SchedulerOptions& options, 
   if (options_.max_batch < 1) throw ValueError(str("max_batch must be >= 1, found ", options_.max_batch));
   if (options_.max_queue < 0) throw ValueError(str("max_queue must be >= 0, found ", options_.max_queue));
   if (options_.prefill_chunk < 1) throw ValueError(str("prefill_chunk must be >= 1, found ", options_.prefill_chunk));
+  if (options_.kv_blocks < 0) throw ValueError(str("kv_blocks must be >= 0, found ", options_.kv_blocks));
+  const std::int64_t full_context =
+      (model_.config().n_positions + model::KvPool::kBlockPositions - 1) / model::KvPool::kBlockPositions;
+  pool_ = model_.new_kv_pool(options_.kv_blocks > 0 ? options_.kv_blocks : options_.max_batch * full_context);
+  pool_->set_prefix_cache_blocks(options_.prefix_cache_blocks);
   thread_ = std::thread([this] { run(); });
 }
 
@@ -104,7 +115,7 @@ void Scheduler::run() {
 }
 
 model::Session Scheduler::take_session() {
-  if (spare_sessions_.empty()) return model_.new_session();
+  if (spare_sessions_.empty()) return model_.new_session(pool_);
   model::Session session = std::move(spare_sessions_.back());
   spare_sessions_.pop_back();
   session.reset();
@@ -118,18 +129,51 @@ void Scheduler::admit() {
     {
       std::lock_guard lock(mutex_);
       if (queue_.empty()) return;
-      job = std::move(queue_.front());
+      job = queue_.front();  // only this thread takes jobs off the queue
+    }
+    const auto pop = [&] {
+      std::lock_guard lock(mutex_);
       queue_.pop_front();
+    };
+    const std::int64_t positions = positions_needed(*job, model_.config().n_positions);
+    if (pool_->blocks_for(positions) > pool_->total_blocks()) {  // would wait forever
+      pop();
+      metrics_.count_finished(FinishReason::error);
+      job->finish(failure(503, "server_error",
+                          str("the request needs ", pool_->blocks_for(positions), " KV blocks (", positions,
+                              " positions: prompt + max_tokens) but the KV memory holds ", pool_->total_blocks())));
+      continue;
     }
     std::optional<model::Session> session;
     try {
       session = take_session();
-    } catch (const std::exception& e) {  // no memory for another KV cache: refuse this one
+    } catch (const std::exception& e) {  // no memory for another session: refuse this one
+      pop();
       metrics_.count_finished(FinishReason::error);
       job->finish(failure(503, "server_error", str("cannot start the request: ", e.what())));
       continue;
     }
-    active_.push_back(Slot{std::move(job), std::move(*session)});
+    const auto& prompt = job->sequence().prompt_ids();
+    const int reused = session->attach_prefix(prompt);  // positions already computed
+    bool reserved = false;
+    try {
+      reserved = session->reserve(static_cast<int>(positions));
+    } catch (const std::exception& e) {  // the system is out of memory for a new block
+      pop();
+      session->reset();
+      spare_sessions_.push_back(std::move(*session));
+      metrics_.count_finished(FinishReason::error);
+      job->finish(failure(503, "server_error", str("cannot start the request: ", e.what())));
+      continue;
+    }
+    if (!reserved) {  // the KV memory is taken: the job waits at the head of the queue
+      session->reset();
+      spare_sessions_.push_back(std::move(*session));
+      return;
+    }
+    pop();
+    if (options_.prefix_cache_blocks > 0) metrics_.count_prefix_lookup(reused);
+    active_.push_back(Slot{std::move(job), std::move(*session), static_cast<std::size_t>(reused)});
     active_count_.store(static_cast<int>(active_.size()), std::memory_order_relaxed);
     Slot& added = active_.back();
     if (added.job->sequence().finished())  // max_tokens = 0: nothing to run
@@ -204,7 +248,10 @@ void Scheduler::prefill() {
       slot->prefilled += n;
       budget -= n;
       metrics_.count_prompt_tokens(static_cast<std::int64_t>(n));
-      if (remaining(slot) == 0) accept(*slot, logits);  // the prompt's last logits give token 1
+      if (remaining(slot) == 0) {
+        slot->session.publish_prefix(sequence.prompt_ids());  // for later prompts that start alike
+        accept(*slot, logits);  // the prompt's last logits give token 1
+      }
     } catch (const std::exception& e) {
       fail(*slot, 500, "server_error", str("prefill failed: ", e.what()));
     }
@@ -277,8 +324,10 @@ void Scheduler::release_finished() {
   std::vector<Slot> kept;
   kept.reserve(active_.size());
   for (auto& slot : active_) {
-    if (slot.job->sequence().finished())
+    if (slot.job->sequence().finished()) {
+      slot.session.reset();  // its KV blocks go back to the pool now
       spare_sessions_.push_back(std::move(slot.session));
+    }
     else
       kept.push_back(std::move(slot));
   }

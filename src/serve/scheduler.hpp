@@ -1,6 +1,11 @@
 // Continuous batching. One thread owns the model and every running sequence; HTTP threads
 // only submit jobs and read their events. Each iteration of the loop:
-//   1. admits queued jobs while the batch has free slots (a slot = a sequence + its KV cache),
+//   1. admits queued jobs, in order, while the batch has free slots (a slot = a sequence + its
+//      KV cache) and the KV pool has the blocks of the job's prompt + max_tokens positions,
+//      which the job takes at once (so a running sequence never finds the pool empty; the
+//      job at the head of the queue waits until enough blocks are given back),
+//      A job whose prompt starts with whole blocks of a recent prompt (the prefix cache)
+//      attaches them and prefills only the rest; its prompt's full blocks are cached in turn.
 //   2. drops jobs whose client went away or whose deadline passed,
 //   3. prefills newly admitted prompts, shortest first, at most `prefill_chunk` prompt tokens per iteration
 //      (a long prompt takes several iterations, so running sequences keep decoding meanwhile,
@@ -29,6 +34,8 @@ struct SchedulerOptions {
   int max_batch = 16;      // sequences decoding together
   int max_queue = 64;      // jobs waiting for a slot; more are refused (503)
   int prefill_chunk = 128;  // prompt tokens prefilled per loop iteration, all sequences together
+  std::int64_t kv_blocks = 0;  // the KV pool's blocks (--kv-memory-mb); 0: max_batch full contexts
+  std::int64_t prefix_cache_blocks = 0;  // blocks of recent prompts kept (--prefix-cache-mb); 0: no caching
 };
 
 class Scheduler {
@@ -46,6 +53,7 @@ class Scheduler {
   int queue_depth() const;
   int active_count() const { return active_count_.load(std::memory_order_relaxed); }
   const SchedulerOptions& options() const { return options_; }
+  const std::shared_ptr<model::KvPool>& kv_pool() const { return pool_; }
 
  private:
   struct Slot {
@@ -70,6 +78,7 @@ class Scheduler {
   const model::GPT2& model_;
   const SchedulerOptions options_;
   Metrics& metrics_;
+  std::shared_ptr<model::KvPool> pool_;  // every slot's KV blocks
 
   mutable std::mutex mutex_;  // guards queue_ and stopping_
   std::condition_variable wake_;

@@ -42,6 +42,30 @@ void validate(const ServerOptions& o) {
     throw ValueError(str("--body-timeout must be in [0.1, 3600] seconds, found ", o.body_timeout_seconds));
   if (!(o.drain_timeout_seconds >= 0.0) || o.drain_timeout_seconds > 3600)
     throw ValueError(str("--drain-timeout must be in [0, 3600] seconds, found ", o.drain_timeout_seconds));
+  if (o.kv_memory_mb < 0 || o.kv_memory_mb > (1 << 24))
+    throw ValueError(str("--kv-memory-mb must be in [0, 16777216] (0 = --max-batch full contexts), found ",
+                         o.kv_memory_mb));
+  if (o.prefix_cache_mb < 0 || o.prefix_cache_mb > (1 << 24))
+    throw ValueError(str("--prefix-cache-mb must be in [0, 16777216] (0 = off), found ", o.prefix_cache_mb));
+}
+
+// The KV pool's blocks for --kv-memory-mb (0: the scheduler's default). ValueError when the
+// memory holds not even one block.
+std::int64_t kv_blocks(const ServerOptions& o, const model::GPT2& model) {
+  if (o.kv_memory_mb == 0) return 0;
+  const std::int64_t block_bytes = model.new_kv_pool(1)->block_bytes();
+  const std::int64_t blocks = (std::int64_t{o.kv_memory_mb} << 20) / block_bytes;
+  if (blocks < 1)
+    throw ValueError(str("--kv-memory-mb ", o.kv_memory_mb, " holds no KV block: one block (",
+                         model::KvPool::kBlockPositions, " positions) takes ", block_bytes, " bytes"));
+  return blocks;
+}
+
+// The prefix cache's blocks for --prefix-cache-mb (0: off; at least one block otherwise).
+std::int64_t prefix_cache_blocks(const ServerOptions& o, const model::GPT2& model) {
+  if (o.prefix_cache_mb == 0) return 0;
+  const std::int64_t block_bytes = model.new_kv_pool(1)->block_bytes();
+  return std::max<std::int64_t>(1, (std::int64_t{o.prefix_cache_mb} << 20) / block_bytes);
 }
 
 std::string model_name(const std::string& dir) {
@@ -148,7 +172,16 @@ int run_server(const ServerOptions& options) {
   const auto model = model::GPT2::load(options.model_dir, load_options);
   const auto& config = model.config();
 
-  Scheduler scheduler(model, SchedulerOptions{options.max_batch, options.max_queue, options.prefill_chunk}, metrics);
+  Scheduler scheduler(
+      model, SchedulerOptions{options.max_batch, options.max_queue, options.prefill_chunk, kv_blocks(options, model),
+                              prefix_cache_blocks(options, model)},
+      metrics);
+  metrics.watch_kv_pool(scheduler.kv_pool());
+  std::fprintf(stderr, "kael serve: KV memory %lld blocks of %lld positions, %.1f MiB; prefix cache %lld blocks\n",
+               static_cast<long long>(scheduler.kv_pool()->total_blocks()),
+               static_cast<long long>(scheduler.kv_pool()->block_positions()),
+               static_cast<double>(scheduler.kv_pool()->total_blocks() * scheduler.kv_pool()->block_bytes()) / (1 << 20),
+               static_cast<long long>(prefix_cache_blocks(options, model)));
   ServerContext context{model, tokenizer, scheduler, metrics, RequestLimits{}, model_name(options.model_dir),
                         unix_now(), std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.timeout_seconds)), {}};
   context.limits.n_positions = config.n_positions;

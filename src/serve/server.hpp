@@ -24,6 +24,8 @@ struct ServerOptions {
   std::string dtype = "f32";
   AccessOptions access;            // API keys, metrics key, CORS origins
   double drain_timeout_seconds = 30;  // after SIGTERM/SIGINT, running requests may finish within this
+  int kv_memory_mb = 0;  // KV cache memory (MiB); 0 = --max-batch full contexts
+  int prefix_cache_mb = 0;  // blocks of recent prompts kept (MiB, within the KV memory); 0 = off
 };
 
 // Binds, then loads the model (/health answers 503 meanwhile), serves until SIGTERM or SIGINT,

@@ -70,6 +70,42 @@ struct LoadOptions {
 
 class Session;
 
+// Memory for KV caches, in blocks that sessions take as their sequences grow and give back
+// when reset or destroyed: a block holds block_positions() consecutive positions of one
+// sequence, keys and values of every layer. At most total_blocks() blocks exist; each is
+// allocated on first use and then reused. Safe to share between threads.
+class KvPool {
+ public:
+  static constexpr std::int64_t kBlockPositions = 32;  // block_positions()
+  struct Impl;
+  explicit KvPool(std::unique_ptr<Impl> impl);
+  ~KvPool();
+  KvPool(const KvPool&) = delete;
+  KvPool& operator=(const KvPool&) = delete;
+
+  std::int64_t block_positions() const;
+  std::int64_t block_bytes() const;
+  std::int64_t total_blocks() const;
+  std::int64_t used_blocks() const;  // held by sessions
+  std::int64_t free_blocks() const { return total_blocks() - used_blocks(); }
+  // Blocks a sequence of `positions` positions holds.
+  std::int64_t blocks_for(std::int64_t positions) const;
+
+  // Prefix caching (off until set): full blocks of prompts that sessions publish stay in the
+  // pool after their sessions let go, up to `n` of them no session holds (the least recently
+  // used are dropped first, and before any held block is touched when the pool runs short),
+  // so that a later session whose prompt starts with the same tokens attaches them instead
+  // of computing them again. A block is shared only once full, and nothing writes a full
+  // block, so sharing never changes what a session holds. 0 turns caching off and drops
+  // every cached block no session holds. ValueError for n < 0.
+  void set_prefix_cache_blocks(std::int64_t n);
+  std::int64_t cached_blocks() const;  // blocks in the prefix cache, held or not
+  Impl& impl() const { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
 // Threads the forward pass computes on, the calling thread included; n <= 0 means one per
 // physical core (the default). Results do not depend on it. Call it between forward passes.
 // A request above max_threads() (4 per hardware thread) is capped to it.
@@ -123,8 +159,16 @@ class GPT2 {
   // Parameters held (the tied head counted once): 124,439,808 for GPT-2 small.
   std::int64_t parameter_count() const;
 
-  // A new sequence state (KV cache and scratch buffers for up to n_positions tokens).
+  // A new sequence state (scratch buffers, and a KV cache of up to n_positions tokens in a
+  // pool of its own that holds one full context).
   Session new_session() const;
+  // The same, taking its KV blocks from `pool` (shared with other sessions; ValueError for a
+  // pool made by another model). A forward call that needs a block when the pool has none
+  // free throws Error and changes nothing; Session::reserve takes them ahead of time.
+  Session new_session(std::shared_ptr<KvPool> pool) const;
+  // A pool of at most `max_blocks` blocks (ValueError unless >= 1). KvPool::blocks_for
+  // (n_positions) blocks hold one full context.
+  std::shared_ptr<KvPool> new_kv_pool(std::int64_t max_blocks) const;
 
   // Feeds `tokens` at the session's next positions, appending them to its KV cache, and
   // returns the logits of the last of them ([vocab_size], valid until the next call).
@@ -151,8 +195,10 @@ class GPT2 {
                                                     std::span<const std::int32_t> tokens) const;
 
   // Makes `dst` hold what `src` holds (a beam forking from another): copies the used part of
-  // each layer's KV cache, src.length() positions, and nothing beyond it. ValueError for a
-  // session made by another model. `dst` may be longer or shorter before.
+  // each layer's KV cache, src.length() positions, into blocks of dst's pool, and nothing
+  // beyond it (dst gives back blocks it no longer needs). ValueError for a session made by
+  // another model; Error when dst's pool has too few free blocks (dst is then left empty). `dst` may be longer or
+  // shorter before.
   void copy_session(Session& dst, const Session& src) const;
 
   struct Impl;
@@ -175,7 +221,20 @@ class Session {
   Session& operator=(Session&&) noexcept;
   ~Session();
   int length() const;  // positions already in the cache
-  void reset();        // forget every position
+  void reset();        // forget every position and give the KV blocks back to the pool
+  // Takes now the blocks `positions` positions need (counting those held), so that forward
+  // calls up to that length never find the pool empty. False, taking nothing, when the pool
+  // has too few free blocks. Positions beyond n_positions are not counted.
+  bool reserve(int positions);
+  // Prefix caching (KvPool::set_prefix_cache_blocks): an empty session takes the pool's cached
+  // blocks for the longest prefix of `tokens` held in whole blocks, leaving at least the last
+  // token to compute (its logits are needed), and returns the positions it now holds (0 when
+  // none match or the session is not empty). The logits of the rest, computed after them,
+  // equal those of computing every token, bit for bit.
+  int attach_prefix(std::span<const std::int32_t> tokens);
+  // Offers the blocks of the session's first tokens.size() positions, which must be those
+  // tokens (its computed prompt), to the prefix cache; only full blocks are kept.
+  void publish_prefix(std::span<const std::int32_t> tokens);
   // Adds the time of this session's later forward passes to *profile (null: stop). A batched
   // step is added once to each distinct profile of its sessions. The profile must outlive
   // its use.

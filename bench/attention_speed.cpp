@@ -1,0 +1,77 @@
+// Speed of decode attention (one query row per sequence, GPT-2 small's 12 heads of 64) over the
+// contiguous cache layout (cached_attention, the layout before KV blocks) and over a block
+// table (paged_attention, what the model runs), at several context lengths. Single-threaded,
+// timed in CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID), so the figures hold on a
+// machine shared with other work. Usage: attention_speed [isa: scalar|avx2|avx512|amx]
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/attention.hpp"
+#include "kernels/cpu_features.hpp"
+#include "kernels/thread_pool.hpp"
+
+using namespace kael::kernels;
+
+namespace {
+
+double thread_cpu_now() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// Microseconds of CPU per call of f, the best of 5 rounds of `calls` calls.
+template <typename F>
+double best_us(int calls, F&& f) {
+  double best = 1e30;
+  for (int round = 0; round < 5; ++round) {
+    const double start = thread_cpu_now();
+    for (int i = 0; i < calls; ++i) f();
+    best = std::min(best, (thread_cpu_now() - start) / calls * 1e6);
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  set_num_threads(1);
+  if (argc > 1)
+    for (Isa isa : {Isa::scalar, Isa::avx2, Isa::avx512, Isa::amx})
+      if (std::string(argv[1]) == isa_name(isa)) set_isa(isa);
+  constexpr std::int64_t n_head = 12, head_dim = 64, C = n_head * head_dim, block_positions = 32;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::printf("decode attention, 12 heads x 64, 1 thread, %s: us of thread CPU per call\n", isa_name(active_isa()));
+  std::printf("%8s %12s %12s %8s\n", "context", "contiguous", "paged", "ratio");
+  for (std::int64_t L : {32, 128, 512, 1024}) {
+    const std::int64_t capacity = kv_capacity(L), n_blocks = (L + block_positions - 1) / block_positions;
+    const std::int64_t layer_floats = kv_layer_floats(n_head, head_dim, block_positions);
+    std::vector<float> k_layer(kv_layer_floats(n_head, head_dim, L)), v_layer(k_layer.size());
+    std::vector<float> memory(static_cast<std::size_t>(n_blocks * 2 * layer_floats));
+    std::vector<float*> blocks;
+    for (std::int64_t b = 0; b < n_blocks; ++b) blocks.push_back(memory.data() + b * 2 * layer_floats);
+    const KvBlocks cache{blocks.data(), 0, layer_floats, block_positions};
+    std::vector<float> k(C), v(C), q(3 * C), out(C), scratch(static_cast<std::size_t>(n_head * L));
+    for (std::int64_t s = 0; s < L; ++s) {
+      for (std::int64_t i = 0; i < C; ++i) k[i] = normal(rng), v[i] = normal(rng);
+      kv_store(k_layer.data(), v_layer.data(), k.data(), v.data(), s, n_head, head_dim, capacity);
+      kv_store_paged(cache, k.data(), v.data(), s, n_head, head_dim);
+    }
+    for (float& x : q) x = normal(rng);
+    const int calls = static_cast<int>(std::max<std::int64_t>(20, 40000 / L));
+    const double contiguous = best_us(calls, [&] {
+      cached_attention(out.data(), scratch.data(), q.data(), 3 * C, k_layer.data(), v_layer.data(), 1, L - 1, n_head,
+                       head_dim, capacity);
+    });
+    const double paged = best_us(calls, [&] {
+      paged_attention(out.data(), scratch.data(), q.data(), 3 * C, cache, 1, L - 1, n_head, head_dim);
+    });
+    std::printf("%8lld %12.1f %12.1f %8.2f\n", static_cast<long long>(L), contiguous, paged, paged / contiguous);
+  }
+  return 0;
+}
