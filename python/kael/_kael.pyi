@@ -56,6 +56,8 @@ class GenerationStream(Iterator[str]):
     @property
     def finish_reason(self) -> str: ...
 
+def bundled_model_dir() -> str: ...
+
 class Model:
     @staticmethod
     def from_pretrained(
