@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import pathlib
 from typing import Any, Callable, Collection, Iterator, Literal, Mapping, Sequence
 
 import numpy as np
@@ -56,7 +57,7 @@ class GenerationStream(Iterator[str]):
     @property
     def finish_reason(self) -> str: ...
 
-def bundled_model_dir() -> str: ...
+def bundled_model_dir() -> pathlib.Path: ...
 
 class Model:
     @staticmethod

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import gpt2_reference
+import quant_accuracy
 from conftest import ROOT, kael_binary
 
 BUNDLE = ROOT / "models" / "kael-tiny-kjv"
@@ -26,6 +27,7 @@ GPT2_SHA256 = {
     "vocab.json": "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
     "merges.txt": "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
 }
+INT8_KL_LIMIT = 0.05  # nats; measured: KL_MEASURED
 VERSE = "For God so loved the world, that he gave his only begotten Son"
 
 
@@ -77,6 +79,15 @@ def test_the_bundled_model_has_learned():
     with torch.no_grad():
         out = gpt2_reference.load_hf(BUNDLE)(torch.tensor([ids]), labels=torch.tensor([ids]))
     assert float(out.loss) < 4.0
+
+
+def test_quant_accuracy_measures_int8_on_the_bundled_model():
+    """The int8 accuracy check on a trained model (a random one's top tokens are near-ties)."""
+    table = quant_accuracy.measure(kael_binary(), BUNDLE, ["f32", "int8"], prompts=2, length=8, stride=4,
+                                   greedy_tokens=4, threads=2, source=quant_accuracy.prompt_source("kael-tiny-kjv"))
+    assert {row["prompts"] for row in table.values()} == {"heldout"}
+    assert table["f32"]["max_err"] < 1e-3 and table["f32"]["top1"] == 1.0
+    assert 0 < table["int8"]["max_err"] and table["int8"]["kl"] < INT8_KL_LIMIT and table["int8"]["top1"] >= 0.75
 
 
 @pytest.mark.parametrize("command", [
@@ -147,12 +158,11 @@ def _installed_python_package():
 def test_python_loads_the_bundle_by_name(kael):
     package = _installed_python_package()
     model = package.Model.from_pretrained("bundled", threads=1)
-    ids = json.loads(kael("generate", "--model", BUNDLE, "--ids", "818,262,3726", "--greedy", "--max-tokens", 8,
-                          "--json", "--threads", 1).stdout)["ids"]
-    assert model.generate([818, 262, 3726], max_tokens=8, temperature=0) == package.BpeTokenizer(
-        BUNDLE / "vocab.json", BUNDLE / "merges.txt").decode(ids)
+    cli = json.loads(kael("generate", "--model", BUNDLE, "--ids", "818,262,3726", "--greedy", "--max-tokens", 8,
+                          "--json", "--threads", 1).stdout)
+    assert model.generate([818, 262, 3726], max_tokens=8, temperature=0) == cli["text"]
     assert sorted(p.name for p in pathlib.Path(package.bundled_model_dir()).iterdir()) == sorted(
-        [*FILES, "SHA256SUMS", "README.md"])
+        [*FILES, "SHA256SUMS", "README.md", "LICENSE"])
 
 
 def test_python_refuses_a_damaged_bundle_naming_the_file(tmp_path):
