@@ -1,4 +1,4 @@
-// The default model rule of kael generate, logits, bench, serve, tokenize and detokenize.
+// The default model rule of kael generate, logits, bench and serve (docs/behaviour.md, "The bundled model").
 #include "cli/default_model.hpp"
 
 #include <cstdio>
