@@ -3,7 +3,7 @@
 
 The text comes from Debian's bible-kjv package (the `bible` program and its bible-kjv-text data,
 version 4.38): the King James Version of 1611, whose copyright has expired (see
-models/kael-tiny-kjv/README.md). Each book becomes DIR/NN-name.txt: its name on the first line, then
+models/kael-tiny-kjv/LICENSE). Each book becomes DIR/NN-name.txt: its name on the first line, then
 one verse a line without its number, and a blank line between chapters. The output is the same
 bytes on every run; its SHA-256 over all files is checked against EXPECTED_SHA256 so that a rebuild
 trains on exactly the text the bundled model was trained on.
