@@ -45,6 +45,7 @@ add_library(kael::kael ALIAS kael_shared)  # what examples/ links, in the tree a
 install(TARGETS kael_static kael_shared EXPORT kaelTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS kael_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY ${KAEL_BUNDLED_MODEL_SOURCE_DIR} DESTINATION ${KAEL_BUNDLED_MODEL_INSTALL_DIR})  # kael finds it there
 # The public headers: include/kael only (src/ holds the private ones), and the generated version.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/kael DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${PROJECT_BINARY_DIR}/include/kael/version.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kael)

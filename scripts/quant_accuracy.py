@@ -4,6 +4,10 @@ transformers computing in F32 on the checkpoints of gpt2_reference.py: the seede
 PARITY_CHECKPOINTS and the TRAINED_CHECKPOINTS (a small GPT-2 trained on ../shared/corpus by
 train_checkpoint, a few minutes on 2 cores; training.json in its directory holds its held-out loss).
 
+BUNDLED_CHECKPOINTS are the models that ship in the repository (models/), trained already:
+kael-tiny-kjv (7M parameters, trained by kael on the King James Bible) needs no training step,
+so it is the quickest trained model to measure (prompts: held-out corpus text, as for the others).
+
 The random checkpoints are chaotic (their top tokens are often near-ties), so the trained one is
 the figure to judge a trained model by. Prompts are --prompts windows of --length token ids:
 seeded random ids for the random checkpoints (as in earlier figures), seeded windows of held-out
@@ -68,9 +72,14 @@ def prompts_for(vocab_size, count, length, seed, source="random"):
     return [rng.integers(0, vocab_size, size=length).tolist() for _ in range(count)]
 
 
+# The checkpoints that ship in the repository: name -> directory.
+BUNDLED_CHECKPOINTS = {"kael-tiny-kjv": gpt2_reference.ROOT / "models" / "kael-tiny-kjv"}
+
+
 def prompt_source(name):
     """Held-out text for a trained checkpoint, random ids for a seeded random one."""
-    return "heldout" if name in gpt2_reference.TRAINED_CHECKPOINTS else "random"
+    trained = name in gpt2_reference.TRAINED_CHECKPOINTS or name in BUNDLED_CHECKPOINTS
+    return "heldout" if trained else "random"
 
 
 # Pseudo-dtypes: (the --dtype passed to kael, the environment it runs with).
@@ -94,7 +103,10 @@ def kael_dtype(dtype):
 
 
 def ensure_checkpoint(workdir, name):
-    """workdir/name, built by make_checkpoint or train_checkpoint unless it is already there."""
+    """workdir/name, built by make_checkpoint or train_checkpoint unless it is already there (a
+    bundled checkpoint is used where it is)."""
+    if name in BUNDLED_CHECKPOINTS:
+        return BUNDLED_CHECKPOINTS[name]
     model_dir = pathlib.Path(workdir) / name
     if not (model_dir / "model.safetensors").exists():
         if name in gpt2_reference.TRAINED_CHECKPOINTS:
@@ -158,7 +170,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kael", required=True, help="path to the kael binary")
     parser.add_argument("--workdir", help="where the checkpoints are built (reused when present)")
-    names = [*gpt2_reference.PARITY_CHECKPOINTS, *gpt2_reference.TRAINED_CHECKPOINTS]
+    names = [*gpt2_reference.PARITY_CHECKPOINTS, *gpt2_reference.TRAINED_CHECKPOINTS, *BUNDLED_CHECKPOINTS]
     parser.add_argument("--checkpoints", default=",".join(names), help="a comma-separated subset of " + ",".join(names))
     parser.add_argument("--dtypes", default="f32,f16,int8")
     parser.add_argument("--prompts", type=int, default=4, help="seeded prompts per checkpoint")

@@ -3,7 +3,7 @@
 The everyday API::
 
     import kael
-    model = kael.Model.from_pretrained("data/gpt2")
+    model = kael.Model.from_pretrained("data/gpt2")      # or "bundled": the small model that ships with kael
     print(model.generate("Hello, my name is", max_tokens=20, temperature=0))
     for piece in model.stream("The meaning of life is", max_tokens=40, seed=1):
         print(piece, end="", flush=True)
@@ -28,6 +28,7 @@ from ._kael import (  # noqa: F401  (re-exported)
     Tensor,
     TypeError,
     ValueError,
+    bundled_model_dir,
     finetune,
     load_safetensors,
     read_safetensors_metadata,

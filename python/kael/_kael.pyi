@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import pathlib
 from typing import Any, Callable, Collection, Iterator, Literal, Mapping, Sequence
 
 import numpy as np
@@ -55,6 +56,8 @@ class GenerationStream(Iterator[str]):
     def ids(self) -> list[int]: ...
     @property
     def finish_reason(self) -> str: ...
+
+def bundled_model_dir() -> pathlib.Path: ...
 
 class Model:
     @staticmethod

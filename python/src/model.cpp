@@ -11,6 +11,7 @@
 #include "convert.hpp"
 #include "kael/generate/beam_search.hpp"
 #include "kael/generate/generator.hpp"
+#include "kael/io/checksums.hpp"
 #include "kael/model/gpt2.hpp"
 #include "kael/text/tokenizer.hpp"
 
@@ -35,6 +36,15 @@ std::vector<std::int32_t> prompt_ids(const Model& m, const py::object& prompt) {
   auto ids = prompt.cast<std::vector<std::int32_t>>();
   if (ids.empty()) throw kael::ValueError("the prompt has no token ids");
   return ids;
+}
+
+// The model that ships inside the package: kael/models/NAME (installed by python/CMakeLists.txt).
+std::filesystem::path bundled_model_dir() {
+  const std::filesystem::path init = py::module_::import("kael").attr("__file__").cast<std::string>();
+  const auto dir = init.parent_path() / "models" / KAEL_BUNDLED_MODEL_NAME;
+  if (!std::filesystem::is_directory(dir))
+    throw kael::Error(str("the bundled model is missing from this installation: no directory '", dir.string(), "'"));
+  return dir;
 }
 
 // Keyword arguments shared by generate() and stream(), with the CLI's defaults.
@@ -138,6 +148,8 @@ py::dict config_dict(const model::Config& c) {
 }
 
 void init_model(py::module_& m) {
+  m.def("bundled_model_dir", &bundled_model_dir,
+        "Directory of the small GPT-2 that ships with kael (Model.from_pretrained('bundled') loads it).");
   py::class_<Stream>(m, "GenerationStream", "Iterator over the text pieces of one generation.")
       .def("__iter__", [](py::object self) { return self; })
       .def("__next__", &Stream::next)
@@ -147,7 +159,8 @@ void init_model(py::module_& m) {
   py::class_<Model>(m, "Model", "A GPT-2-family model with its tokenizer, ready to generate.")
       .def_static(
           "from_pretrained",
-          [](const std::filesystem::path& dir, const std::string& dtype, std::optional<int> threads) {
+          [](std::filesystem::path dir, const std::string& dtype, std::optional<int> threads) {
+            if (dir == "bundled") dir = bundled_model_dir();
             model::LoadOptions options;
             options.dtype = model::parse_weight_dtype(dtype);  // ValueError listing the choices
             if (threads) {
@@ -155,6 +168,8 @@ void init_model(py::module_& m) {
               model::set_num_threads(*threads);
             }
             py::gil_scoped_release release;
+            // The bundled model holds SHA256SUMS: a damaged file is an error naming it, never garbage text.
+            if (std::filesystem::exists(dir / "SHA256SUMS")) io::verify_sha256sums(dir);
             Model model;
             model.tokenizer = std::make_shared<text::Tokenizer>(text::Tokenizer::from_directory(dir));
             model.gpt2 = std::make_shared<const model::GPT2>(model::GPT2::load(dir, options));
@@ -162,6 +177,8 @@ void init_model(py::module_& m) {
           },
           "dir"_a, "dtype"_a = "f32", "threads"_a = py::none(),
           "Loads DIR/model.safetensors, DIR/config.json (optional), DIR/vocab.json and DIR/merges.txt.\n"
+          "DIR 'bundled' is the small model that ships with kael (kael.bundled_model_dir()). A DIR holding\n"
+          "SHA256SUMS is checked against it first (kael.ValueError naming a damaged file).\n"
           "dtype: weight storage, converted at load: 'f32', 'f16' (half the bytes), 'int8' (int8 matrix "
           "products; a scale per 32 weights, or per output column on AMX) or 'bf16' (AVX512-BF16 / AMX; "
           "kael.ValueError on a CPU without AVX512-BF16).")

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/default_model.hpp"
 #include "kael/core/error.hpp"
 #include "kael/model/gpt2.hpp"
 
@@ -23,7 +24,7 @@ namespace kael::cli {
 namespace {
 
 struct BenchArgs {
-  std::string model_dir = kDefaultModelDir;
+  std::string model_dir;  // empty: resolve_model_dir() picks data/gpt2 or the bundled model
   int prompt_tokens = 16;
   int max_tokens = 128;
   int batch = 1;
@@ -79,8 +80,9 @@ int run_bench(const BenchArgs& args) {
   load_options.dtype = model::parse_weight_dtype(args.dtype);
   set_threads_option(args.threads);
 
+  const std::string model_dir = resolve_model_dir(args.model_dir);
   const auto load_start = Clock::now();
-  const auto model = model::GPT2::load(args.model_dir, load_options);
+  const auto model = model::GPT2::load(model_dir, load_options);
   const double load_ms = ms_since(load_start);
   const model::Config& config = model.config();
   if (args.prompt_tokens + args.max_tokens > config.n_positions)
@@ -160,7 +162,7 @@ int run_bench(const BenchArgs& args) {
     return 0;
   }
   const auto& b = out["breakdown_ms"];
-  std::printf("model        %s (%.1f MB as F32, stored as %s, loaded in %.0f ms)\n", args.model_dir.c_str(),
+  std::printf("model        %s (%.1f MB as F32, stored as %s, loaded in %.0f ms)\n", model_dir.c_str(),
               weights_mb, args.dtype.c_str(), load_ms);
   const std::string int8_dot = args.dtype == "int8" ? str(", ", model::int8_dot(), " int8 dot") : "";
   std::printf("threads      %d (%s kernels%s)\n", model::num_threads(), model::kernel_isa(), int8_dot.c_str());
@@ -180,8 +182,7 @@ int run_bench(const BenchArgs& args) {
 RunFn setup(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand("bench", "Time prefill and greedy decode on seeded random prompts");
-  cmd->add_option("--model", args->model_dir, "Directory with model.safetensors (any weights: speed only)")
-      ->capture_default_str();
+  cmd->add_option("--model", args->model_dir, kModelHelp);
   cmd->add_option("--prompt-tokens", args->prompt_tokens, "Prompt length per sequence")->capture_default_str();
   cmd->add_option("--max-tokens", args->max_tokens, "Tokens generated per sequence")->capture_default_str();
   cmd->add_option("--batch", args->batch, "Sequences decoded together in one forward pass")->capture_default_str();

@@ -26,7 +26,8 @@ struct RegisteredCommand {
 };
 std::vector<RegisteredCommand>& registry();
 
-// Default model directory of every subcommand that takes --model.
+// --model's default for tokenize, detokenize and finetune; generate, logits, bench and serve try it
+// first and fall back to the bundled model (cli/default_model.hpp).
 inline constexpr const char* kDefaultModelDir = "data/gpt2";
 // Help of --dtype, on every subcommand that loads a model.
 inline constexpr const char* kDtypeHelp =

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/default_model.hpp"
 #include "cli/token_ids.hpp"
 #include "kael/core/error.hpp"
 #include "kael/generate/beam_search.hpp"
@@ -27,7 +28,7 @@ namespace {
 constexpr int kMaxChoices = 16;
 
 struct GenerateArgs {
-  std::string model_dir = kDefaultModelDir;
+  std::string model_dir;  // empty: resolve_model_dir() picks data/gpt2 or the bundled model
   std::string prompt;
   std::string ids;
   generate::GenerateOptions options;
@@ -174,10 +175,11 @@ int run_generate(const GenerateArgs& args) {
   // could not be reported before the output; read weights never depend on the file again.
   load_options.mmap = false;
 
-  const auto tokenizer = text::Tokenizer::from_directory(args.model_dir);
+  const std::string model_dir = resolve_model_dir(args.model_dir);
+  const auto tokenizer = text::Tokenizer::from_directory(model_dir);
   const auto prompt_ids = args.ids_option->count() > 0 ? parse_ids(args.ids) : tokenizer.encode(args.prompt);
   if (prompt_ids.empty()) throw ValueError("the prompt is empty: generation needs at least one prompt token");
-  const auto model = model::GPT2::load(args.model_dir, load_options);
+  const auto model = model::GPT2::load(model_dir, load_options);
   options.sampling.validate(model.config().vocab_size);  // logit_bias ids against the vocabulary
   if (beams) return run_beams(beam_options, options, args.json, model, tokenizer, prompt_ids);
   if (args.n > 1) return run_samples(args, options, model, tokenizer, prompt_ids);
@@ -213,8 +215,7 @@ RunFn setup(CLI::App& app) {
   s.top_k = 40;
   s.seed = 42;
   CLI::App* cmd = app.add_subcommand("generate", "Continue a prompt with the model; text to stdout, timings to stderr");
-  cmd->add_option("--model", args->model_dir, "Directory with model.safetensors, vocab.json, merges.txt")
-      ->capture_default_str();
+  cmd->add_option("--model", args->model_dir, kModelHelp);
   args->prompt_option = cmd->add_option("prompt", args->prompt, "Prompt text");
   args->ids_option = cmd->add_option("--ids", args->ids, "Prompt as comma-separated token ids (1,2,3)");
   cmd->add_option("--max-tokens", args->options.max_new_tokens, "Most new tokens")->capture_default_str()

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/default_model.hpp"
 #include "cli/token_ids.hpp"
 #include "kael/core/error.hpp"
 #include "kael/io/safetensors.hpp"
@@ -22,7 +23,7 @@ namespace kael::cli {
 namespace {
 
 struct LogitsArgs {
-  std::string model_dir = kDefaultModelDir;
+  std::string model_dir;  // empty: resolve_model_dir() picks data/gpt2 or the bundled model
   std::string prompt;
   std::string ids;
   int top = 5;
@@ -58,7 +59,8 @@ int run_logits(const LogitsArgs& args) {
   set_threads_option(args.threads);
   const model::WeightDType dtype = model::parse_weight_dtype(args.dtype);  // before the slow parts
 
-  const auto tokenizer = text::Tokenizer::from_directory(args.model_dir);
+  const std::string model_dir = resolve_model_dir(args.model_dir);
+  const auto tokenizer = text::Tokenizer::from_directory(model_dir);
   const auto ids = args.ids_option->count() > 0 ? parse_ids(args.ids) : tokenizer.encode(args.prompt);
   if (ids.empty()) throw ValueError("the prompt is empty: logits need at least one token");
 
@@ -66,13 +68,13 @@ int run_logits(const LogitsArgs& args) {
   model::LoadOptions options;
   options.mmap = !args.no_mmap;
   options.dtype = dtype;
-  const auto model = model::GPT2::load(args.model_dir, options);
+  const auto model = model::GPT2::load(model_dir, options);
   const double load_ms = ms_since(start);
   auto session = model.new_session();
   const auto forward_start = std::chrono::steady_clock::now();
   const auto logits = model.forward(session, ids);
   const double forward_ms = ms_since(forward_start);
-  io::check_mappings_intact(str("'", args.model_dir, "/model.safetensors'"));
+  io::check_mappings_intact(str("'", model_dir, "/model.safetensors'"));
   const auto order = ranked(logits, args.top);
 
   // The decoded token may end inside a UTF-8 character; JSON shows that as U+FFFD.
@@ -103,8 +105,7 @@ int run_logits(const LogitsArgs& args) {
 RunFn setup(CLI::App& app) {
   auto args = std::make_shared<LogitsArgs>();
   CLI::App* cmd = app.add_subcommand("logits", "Next-token logits at the last position of a prompt, highest first");
-  cmd->add_option("--model", args->model_dir, "Directory with model.safetensors, vocab.json, merges.txt")
-      ->capture_default_str();
+  cmd->add_option("--model", args->model_dir, kModelHelp);
   args->prompt_option = cmd->add_option("prompt", args->prompt, "Prompt text");
   args->ids_option = cmd->add_option("--ids", args->ids, "Prompt as comma-separated token ids (1,2,3)");
   cmd->add_option("--top", args->top, "How many logits to list; 0 lists the whole vocabulary")

@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "cli/command.hpp"
+#include "cli/default_model.hpp"
 #include "serve/server.hpp"
 
 namespace kael::cli {
@@ -9,11 +10,9 @@ namespace {
 
 RunFn setup(CLI::App& app) {
   auto options = std::make_shared<serve::ServerOptions>();
-  options->model_dir = kDefaultModelDir;
   CLI::App* cmd = app.add_subcommand(
       "serve", "Serve the model over HTTP: OpenAI /v1/completions (streaming), /tokenize, /metrics, a page at /");
-  cmd->add_option("--model", options->model_dir, "Directory with model.safetensors, vocab.json, merges.txt")
-      ->capture_default_str();
+  cmd->add_option("--model", options->model_dir, kModelHelp);
   cmd->add_option("--host", options->host, "Address to listen on (loopback by default; see --api-key before opening it)")
       ->capture_default_str();
   cmd->add_option("--port", options->port, "TCP port")->capture_default_str();
@@ -63,7 +62,10 @@ RunFn setup(CLI::App& app) {
                   "MiB of recent prompts' KV blocks kept, within the KV memory, so a prompt sharing their start "
                   "skips its prefill (0 = off)")
       ->capture_default_str();
-  return [options] { return serve::run_server(*options); };
+  return [options] {
+    options->model_dir = resolve_model_dir(options->model_dir);
+    return serve::run_server(*options);
+  };
 }
 
 const Registration registration("serve", setup);

@@ -1,26 +1,32 @@
 // API keys and CORS origins (access.hpp).
 #include "serve/access.hpp"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <span>
 #include <sstream>
 
 #include "kael/core/error.hpp"
+#include "kael/io/checksums.hpp"
 
 namespace kael::serve {
 namespace {
 
-std::array<unsigned char, 32> sha256(std::string_view bytes) {
-  std::array<unsigned char, 32> digest{};
-  unsigned int length = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), digest.data(), &length, EVP_sha256(), nullptr) != 1 || length != 32)
-    throw Error("SHA-256 failed (OpenSSL)");
-  return digest;
+// Keys are kept and compared as SHA-256 digests: every digest has the same length, so comparing
+// them says nothing about a key's length.
+std::string key_digest(std::string_view key) {
+  return io::sha256_hex(std::as_bytes(std::span(key.data(), key.size())));
+}
+
+// Equal strings of equal length, in time that does not depend on where they differ.
+bool equal_in_constant_time(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;  // digests: the length is public
+  unsigned char difference = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    difference |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return difference == 0;
 }
 
 bool printable_token(std::string_view key) {
@@ -58,15 +64,15 @@ KeySet::KeySet(const std::vector<std::string>& keys, std::string_view option) {
     if (!printable_token(keys[i]))
       throw ValueError(str(option, " key ", i + 1, " of ", keys.size(),
                            " is empty or holds a character outside printable ASCII (spaces included)"));
-    digests_.push_back(sha256(keys[i]));
+    digests_.push_back(key_digest(keys[i]));
   }
 }
 
 bool KeySet::matches(std::string_view token) const {
-  const auto presented = sha256(token);
+  const std::string presented = key_digest(token);
   unsigned int found = 0;
   for (const auto& digest : digests_)  // every key, whatever matched before
-    found |= static_cast<unsigned int>(CRYPTO_memcmp(digest.data(), presented.data(), digest.size()) == 0);
+    found |= static_cast<unsigned int>(equal_in_constant_time(digest, presented));
   return found != 0;
 }
 

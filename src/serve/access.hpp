@@ -3,7 +3,6 @@
 // applies them to every request.
 #pragma once
 
-#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,7 +11,7 @@
 namespace kael::serve {
 
 // A set of secrets compared in constant time: each is kept only as its SHA-256 digest, and a
-// presented token is hashed and compared with every digest, all 32 bytes each, without an
+// presented token is hashed and compared with every digest, all 64 hex digits each, without an
 // early exit, so neither the time nor the branch taken tells how much of a key matched or
 // which key it was, nor a key's length.
 class KeySet {
@@ -27,7 +26,7 @@ class KeySet {
   bool matches(std::string_view token) const;
 
  private:
-  std::vector<std::array<unsigned char, 32>> digests_;
+  std::vector<std::string> digests_;  // SHA-256 of each key, hex
 };
 
 // The keys of an --api-key-file: one a line; surrounding spaces and tabs are trimmed, and

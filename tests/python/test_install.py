@@ -85,3 +85,26 @@ def test_python_versions_agree():
 
     assert kael.__version__ == project_version()
     assert importlib.metadata.version("kael") == project_version()  # pyproject.toml reads CMakeLists.txt
+
+
+def test_installed_kael_finds_and_checks_the_bundled_model(installed_prefix, tmp_path):
+    """Without --model and without data/gpt2, the installed kael uses <prefix>/share/kael/models/kael-tiny-kjv
+    (found from its own place, whatever the working directory), and refuses a damaged copy there."""
+    source = ROOT / "models" / "kael-tiny-kjv"
+    bundle = installed_prefix / "share" / "kael" / "models" / "kael-tiny-kjv"
+    assert sorted(p.name for p in bundle.iterdir()) == sorted(p.name for p in source.iterdir())
+    args = ["generate", "In the beginning", "--greedy", "--max-tokens", "8", "--threads", "1"]
+    result = run([installed_prefix / "bin" / "kael", *args], cwd=tmp_path)
+    assert f"model: {bundle} (the bundled kael-tiny-kjv" in result.stderr, result.stderr
+    assert result.stdout.strip()
+
+    moved = tmp_path / "moved-prefix"  # a prefix moved elsewhere still finds its model
+    shutil.copytree(installed_prefix / "bin", moved / "bin")
+    shutil.copytree(installed_prefix / "share", moved / "share")
+    weights = moved / "share" / "kael" / "models" / "kael-tiny-kjv" / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0x01  # one bit of the last weight
+    weights.write_bytes(data)
+    damaged = subprocess.run([moved / "bin" / "kael", *args], cwd=tmp_path, capture_output=True, text=True)
+    assert damaged.returncode != 0 and damaged.stdout == ""
+    assert f"'{weights}' is damaged" in damaged.stderr, damaged.stderr

@@ -1,0 +1,46 @@
+// DIR/SHA256SUMS checked file by file (kael/io/checksums.hpp).
+#include <fstream>
+#include <string>
+
+#include "kael/core/error.hpp"
+#include "kael/io/checksums.hpp"
+
+namespace kael::io {
+namespace {
+
+bool is_lower_hex(const std::string& text) {
+  return text.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+}  // namespace
+
+void verify_sha256sums(const std::filesystem::path& dir) {
+  const auto sums_path = dir / "SHA256SUMS";
+  std::ifstream sums(sums_path);
+  if (!sums) throw Error(str("cannot open '", sums_path.string(), "'"));
+  std::string line;
+  int line_number = 0;
+  int files = 0;
+  while (std::getline(sums, line)) {
+    ++line_number;
+    if (line.empty()) continue;
+    // sha256sum's text mode writes "<hex>  <name>", its binary mode "<hex> *<name>".
+    const std::string hex = line.substr(0, 64);
+    const std::string name = line.size() > 66 ? line.substr(66) : "";
+    const bool separated = line.size() > 66 && line[64] == ' ' && (line[65] == ' ' || line[65] == '*');
+    if (!separated || !is_lower_hex(hex) || name.find('/') != std::string::npos || name == "." || name == "..")
+      throw ValueError(str("'", sums_path.string(), "' line ", line_number,
+                           ": expected '<64 lowercase hex digits>  <file name>', found '", line, "'"));
+    const auto file = dir / name;
+    if (!std::filesystem::is_regular_file(file))
+      throw Error(str("'", file.string(), "' is missing (listed in '", sums_path.string(), "')"));
+    const std::string actual = sha256_file_hex(file);
+    if (actual != hex)
+      throw ValueError(str("'", file.string(), "' is damaged: its SHA-256 is ", actual, ", '",
+                           sums_path.string(), "' lists ", hex));
+    ++files;
+  }
+  if (files == 0) throw ValueError(str("'", sums_path.string(), "' lists no files"));
+}
+
+}  // namespace kael::io
