@@ -94,7 +94,9 @@ def test_ctrl_c_saves_then_raises_keyboard_interrupt(tiny_model, text_file, tmp_
     import time
 
     out = tmp_path / "out"
-    script = (f"import kael\ntry:\n    kael.finetune({str(tiny_model)!r}, {str(text_file)!r}, {str(out)!r}, steps=100000, "
+    # A process started in the background by a non-interactive shell inherits SIGINT ignored, and
+    # Python then installs no handler for it: set Python's own, as an interactive run has it.
+    script = (f"import kael, signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\ntry:\n    kael.finetune({str(tiny_model)!r}, {str(text_file)!r}, {str(out)!r}, steps=100000, "
               f"batch=2, seq=16, threads=2, callback=lambda r: print(r['step'], flush=True))\n"
               f"except KeyboardInterrupt:\n    print('interrupted', flush=True)\n")
     process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=os.environ.copy())
