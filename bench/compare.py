@@ -25,7 +25,8 @@ Measures (every figure printed, with what it is compared against):
               logits match transformers', then batch-1 greedy decode per type (the t(N) - t(1)
               rule, one eval() per token) and the 512-token prefill (one eval() of the prompt) for
               F32 and Q8_0. Batch 16 is not measured: llama-cpp-python's Llama runs one sequence.
-              Skipped, saying so, when llama_cpp or gguf is not importable (nothing is installed).
+              Skipped, saying so, when llama_cpp or gguf is not importable (nothing is installed), and
+              run in a child process, so a llama.cpp that dies (SIGILL) is a skip with its signal.
   narrow weights  `kael bench --dtype D` for each of --dtypes (f16, int8, bf16): batch 1 and
               batch 16 decode and the 512-token prefill, against kael f32 and CTranslate2
               compute_type="int8" (same converted model, the same three measurements).
@@ -232,6 +233,38 @@ def measure_llama_cpp(model: pathlib.Path, workdir: pathlib.Path, threads: int, 
     return result
 
 
+def _llama_cpp_child(queue, *args) -> None:
+    try:
+        queue.put(measure_llama_cpp(*args))
+    except Exception as e:  # reported by the parent as a skip with the reason
+        queue.put({"why": f"llama.cpp failed: {type(e).__name__}: {e}"})
+
+
+def measure_llama_cpp_in_child(model: pathlib.Path, workdir: pathlib.Path, threads: int, tokens: int,
+                               prefill: int) -> dict:
+    """measure_llama_cpp in a child process, so that a llama.cpp build that dies (an instruction this
+    CPU or VM does not run: SIGILL) is reported as a skip with its signal instead of ending the run."""
+    import multiprocessing
+    import queue as queues
+    import signal
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    child = context.Process(target=_llama_cpp_child, args=(results, model, workdir, threads, tokens, prefill))
+    child.start()
+    while True:
+        try:
+            result = results.get(timeout=1)
+            child.join()
+            return result
+        except queues.Empty:
+            if not child.is_alive():
+                break
+    child.join()
+    code = child.exitcode
+    died = f"signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
+    return {"why": f"llama.cpp's process died ({died}) before it gave its figures"}
+
+
 def llama_cpp_missing() -> str | None:
     """Why llama.cpp cannot be measured here, or None."""
     import importlib.util
@@ -319,7 +352,8 @@ def main(argv=None) -> int:
         if missing:
             figures["llama_cpp_skipped"] = missing
         else:
-            figures["llama_cpp"] = measure_llama_cpp(model, args.workdir, t, args.tokens, args.prefill)
+            outcome = measure_llama_cpp_in_child(model, args.workdir, t, args.tokens, args.prefill)
+            figures["llama_cpp" if "f32_b1_tok_s" in outcome else "llama_cpp_skipped"] = outcome.get("why", outcome)
     dtypes = [d for d in args.dtypes.split(",") if d and d != "f32"]
     figures["kael_dtypes"] = {}
     for d in dtypes:
