@@ -47,7 +47,9 @@ Scheduler::Scheduler(const model::GPT2& model, const SchedulerOptions& options, 
   const std::int64_t full_context =
       (model_.config().n_positions + model::KvPool::kBlockPositions - 1) / model::KvPool::kBlockPositions;
   pool_ = model_.new_kv_pool(options_.kv_blocks > 0 ? options_.kv_blocks : options_.max_batch * full_context);
-  pool_->set_prefix_cache_blocks(options_.prefix_cache_blocks);
+  // Cached blocks are pool blocks kept after their request ended: never more than the pool has.
+  prefix_cache_blocks_ = std::min(options_.prefix_cache_blocks, pool_->total_blocks());
+  pool_->set_prefix_cache_blocks(prefix_cache_blocks_);
   thread_ = std::thread([this] { run(); });
 }
 

@@ -54,6 +54,8 @@ class Scheduler {
   int active_count() const { return active_count_.load(std::memory_order_relaxed); }
   const SchedulerOptions& options() const { return options_; }
   const std::shared_ptr<model::KvPool>& kv_pool() const { return pool_; }
+  // The prefix cache's cap in blocks: the requested one, at most the pool's blocks.
+  std::int64_t prefix_cache_blocks() const { return prefix_cache_blocks_; }
 
  private:
   struct Slot {
@@ -77,6 +79,7 @@ class Scheduler {
 
   const model::GPT2& model_;
   const SchedulerOptions options_;
+  std::int64_t prefix_cache_blocks_ = 0;
   Metrics& metrics_;
   std::shared_ptr<model::KvPool> pool_;  // every slot's KV blocks
 

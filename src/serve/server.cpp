@@ -181,7 +181,7 @@ int run_server(const ServerOptions& options) {
                static_cast<long long>(scheduler.kv_pool()->total_blocks()),
                static_cast<long long>(scheduler.kv_pool()->block_positions()),
                static_cast<double>(scheduler.kv_pool()->total_blocks() * scheduler.kv_pool()->block_bytes()) / (1 << 20),
-               static_cast<long long>(prefix_cache_blocks(options, model)));
+               static_cast<long long>(scheduler.prefix_cache_blocks()));
   ServerContext context{model, tokenizer, scheduler, metrics, RequestLimits{}, model_name(options.model_dir),
                         unix_now(), std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.timeout_seconds)), {}};
   context.limits.n_positions = config.n_positions;

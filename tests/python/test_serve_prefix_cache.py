@@ -55,3 +55,15 @@ def test_results_are_identical_with_and_without_the_prefix_cache(serve_model_dir
 def test_bad_prefix_cache_size_is_an_error(kael, serve_model_dir):
     result = kael("serve", "--model", serve_model_dir, "--port", 0, "--prefix-cache-mb", -1, check=False)
     assert result.returncode != 0 and b"prefix-cache-mb" in result.stderr
+
+
+def test_prefix_cache_never_claims_more_blocks_than_the_kv_memory(serve_model_dir, tmp_path):
+    """Cached blocks are KV blocks kept after their request: a cap above the pool is the pool."""
+    import re
+    with Server(serve_model_dir, "--kv-memory-mb", 1, "--prefix-cache-mb", 64, "--threads", 1, log_dir=tmp_path) as s:
+        s.complete(prompt=PREAMBLE, max_tokens=2)
+        line = re.search(r"KV memory (\d+) blocks .*; prefix cache (\d+) blocks", s.log())
+        assert line, s.log()
+        kv_blocks, cache_blocks = int(line.group(1)), int(line.group(2))
+        assert 0 < cache_blocks <= kv_blocks, line.group(0)
+        assert s.metric("kael_prefix_cache_blocks") <= kv_blocks
