@@ -24,21 +24,30 @@ fs::path bundled_model_dir() {
                   "'); pass --model DIR"));
 }
 
-std::string resolve_model_dir(const std::string& given) {
-  fs::path dir = given;
-  if (given.empty()) {
-    if (fs::is_regular_file(fs::path(kDefaultModelDir) / "model.safetensors")) {
-      dir = kDefaultModelDir;
-      std::fprintf(stderr, "model: %s\n", kDefaultModelDir);
-    } else {
-      dir = bundled_model_dir();
-      std::fprintf(stderr,
-                   "model: %s (the bundled %s: %s has no model.safetensors; scripts/download_gpt2.sh fetches GPT-2)\n",
-                   dir.c_str(), KAEL_BUNDLED_MODEL_NAME, kDefaultModelDir);
-    }
+namespace {
+
+// `given`, or data/gpt2 when it holds `needed`, else the bundled model; one stderr line names the
+// default chosen.
+fs::path default_dir(const std::string& given, const char* needed) {
+  if (!given.empty()) return given;
+  if (fs::is_regular_file(fs::path(kDefaultModelDir) / needed)) {
+    std::fprintf(stderr, "model: %s\n", kDefaultModelDir);
+    return kDefaultModelDir;
   }
+  const fs::path dir = bundled_model_dir();
+  std::fprintf(stderr, "model: %s (the bundled %s: %s has no %s; scripts/download_gpt2.sh fetches GPT-2)\n",
+               dir.c_str(), KAEL_BUNDLED_MODEL_NAME, kDefaultModelDir, needed);
+  return dir;
+}
+
+}  // namespace
+
+std::string resolve_model_dir(const std::string& given) {
+  const fs::path dir = default_dir(given, "model.safetensors");
   if (fs::exists(dir / "SHA256SUMS")) io::verify_sha256sums(dir);
   return dir.string();
 }
+
+std::string resolve_tokenizer_dir(const std::string& given) { return default_dir(given, "vocab.json").string(); }
 
 }  // namespace kael::cli

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/default_model.hpp"
 #include "cli/loss_plot.hpp"
 #include "kael/core/error.hpp"
 #include "kael/train/run.hpp"
@@ -27,9 +28,9 @@ namespace kael::cli {
 namespace {
 
 struct TrainArgs {
-  std::string model_dir = kDefaultModelDir;  // finetune
-  std::string config;                        // train
-  std::string tokenizer_dir = kDefaultModelDir;
+  std::string model_dir;      // finetune; empty: resolve_model_dir() picks data/gpt2 or the bundled model
+  std::string config;         // train
+  std::string tokenizer_dir;  // train; empty: resolve_tokenizer_dir()
   std::vector<std::string> data;
   std::string out;
   std::string schedule = "constant";
@@ -136,9 +137,9 @@ int run_training(TrainArgs& args, bool fresh) {
 
   train::RunResult result;
   try {
-    result = fresh ? train::train(model::Config::from_json_file(args.config), args.tokenizer_dir, data, args.out, options,
-                                  callbacks)
-                   : train::finetune(args.model_dir, data, args.out, options, callbacks);
+    result = fresh ? train::train(model::Config::from_json_file(args.config), resolve_tokenizer_dir(args.tokenizer_dir),
+                                  data, args.out, options, callbacks)
+                   : train::finetune(resolve_model_dir(args.model_dir), data, args.out, options, callbacks);
   } catch (...) {
     progress.finish_line();
     throw;
@@ -196,8 +197,7 @@ void add_training_options(CLI::App* cmd, TrainArgs& args) {
 RunFn setup_finetune(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand("finetune", "Fine-tune a GPT-2 on text");
-  cmd->add_option("--model", args->model_dir, "Model directory to start from (weights, config, tokenizer)")
-      ->capture_default_str();
+  cmd->add_option("--model", args->model_dir, kModelHelp);
   add_training_options(cmd, *args);
   return [args] { return run_training(*args, false); };
 }
@@ -206,7 +206,7 @@ RunFn setup_train(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand("train", "Train a fresh GPT-2 (transformers' initialization) on text");
   cmd->add_option("--config", args->config, "config.json of the model (GPT2Config fields)")->required();
-  cmd->add_option("--tokenizer", args->tokenizer_dir, "Directory with vocab.json and merges.txt")->capture_default_str();
+  cmd->add_option("--tokenizer", args->tokenizer_dir, kTokenizerHelp);
   add_training_options(cmd, *args);
   return [args] { return run_training(*args, true); };
 }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
+#include "cli/default_model.hpp"
 #include "kael/core/error.hpp"
 #include "kael/core/file.hpp"
 #include "kael/text/tokenizer.hpp"
@@ -60,7 +61,7 @@ void append_ids(std::string& out, const std::vector<std::int32_t>& ids, bool jso
 // ---- tokenize
 
 struct TokenizeArgs {
-  std::string model_dir = kDefaultModelDir;
+  std::string model_dir;  // empty: resolve_tokenizer_dir() picks data/gpt2 or the bundled model
   std::string text;
   std::string file;
   bool jsonl = false;
@@ -93,7 +94,7 @@ int run_jsonl_tokenize(const text::Tokenizer& tokenizer, bool allow_special) {
 int run_tokenize(const TokenizeArgs& args) {
   const int sources = (args.text_option->count() > 0) + (args.file_option->count() > 0) + args.jsonl;
   if (sources > 1) throw ValueError("give at most one of TEXT, --file and --jsonl");
-  const auto tokenizer = text::Tokenizer::from_directory(args.model_dir);
+  const auto tokenizer = text::Tokenizer::from_directory(resolve_tokenizer_dir(args.model_dir));
   if (args.jsonl) return run_jsonl_tokenize(tokenizer, args.allow_special);
 
   const std::string input = args.text_option->count() > 0 ? args.text
@@ -109,7 +110,7 @@ int run_tokenize(const TokenizeArgs& args) {
 RunFn setup_tokenize(CLI::App& app) {
   auto args = std::make_shared<TokenizeArgs>();
   CLI::App* cmd = app.add_subcommand("tokenize", "Print the GPT-2 token ids of text");
-  cmd->add_option("--model", args->model_dir, "Directory with vocab.json and merges.txt")->capture_default_str();
+  cmd->add_option("--model", args->model_dir, kTokenizerHelp);
   args->text_option = cmd->add_option("text", args->text, "Text to tokenize (default: all of stdin)");
   args->file_option = cmd->add_option("--file", args->file, "Tokenize this file's bytes (- for stdin)");
   cmd->add_flag("--jsonl", args->jsonl, "Read one JSON string a line on stdin, write one JSON array of ids a line");
@@ -121,7 +122,7 @@ RunFn setup_tokenize(CLI::App& app) {
 // ---- detokenize
 
 struct DetokenizeArgs {
-  std::string model_dir = kDefaultModelDir;
+  std::string model_dir;  // empty: resolve_tokenizer_dir() picks data/gpt2 or the bundled model
   std::vector<std::string> ids;
   bool jsonl = false;
 };
@@ -174,7 +175,7 @@ int run_jsonl_detokenize(const text::Tokenizer& tokenizer) {
 
 int run_detokenize(const DetokenizeArgs& args) {
   if (args.jsonl && !args.ids.empty()) throw ValueError("give either IDS or --jsonl, not both");
-  const auto tokenizer = text::Tokenizer::from_directory(args.model_dir);
+  const auto tokenizer = text::Tokenizer::from_directory(resolve_tokenizer_dir(args.model_dir));
   if (args.jsonl) return run_jsonl_detokenize(tokenizer);
 
   std::vector<std::int32_t> ids;
@@ -193,7 +194,7 @@ int run_detokenize(const DetokenizeArgs& args) {
 RunFn setup_detokenize(CLI::App& app) {
   auto args = std::make_shared<DetokenizeArgs>();
   CLI::App* cmd = app.add_subcommand("detokenize", "Write the bytes of GPT-2 token ids");
-  cmd->add_option("--model", args->model_dir, "Directory with vocab.json and merges.txt")->capture_default_str();
+  cmd->add_option("--model", args->model_dir, kTokenizerHelp);
   cmd->add_option("ids", args->ids, "Token ids: 1,2,3 or 1 2 3 (default: read from stdin)");
   cmd->add_flag("--jsonl", args->jsonl, "Read one JSON array of ids a line on stdin, write one JSON string a line");
   return [args] { return run_detokenize(*args); };

@@ -107,6 +107,23 @@ def test_without_model_uses_the_bundle_when_data_gpt2_has_none(tmp_path, command
         assert json.loads(result.stdout)["text"].strip()
 
 
+def test_tokenize_detokenize_and_finetune_without_model_use_the_bundle(tmp_path, tiktoken_gpt2):
+    """The commands that need only the tokenizer files, and finetune, follow the same rule: with no
+    data/gpt2 they use the bundled model, whose vocab.json and merges.txt are GPT-2's (tiktoken's ids)."""
+    text = "In the beginning God created the heaven and the earth. Ünïcode too!"
+    ids = run_kael("tokenize", text, "--json", cwd=tmp_path)
+    assert "bundled" in ids.stderr
+    assert json.loads(ids.stdout) == tiktoken_gpt2.encode_ordinary(text)
+    back = run_kael("detokenize", *map(str, json.loads(ids.stdout)), cwd=tmp_path)
+    assert back.stdout.rstrip("\n") == text
+    (tmp_path / "verses.txt").write_text(VERSE * 20, encoding="utf-8")
+    out = tmp_path / "tuned"
+    tuned = run_kael("finetune", "--data", tmp_path / "verses.txt", "--out", out, "--steps", 1, "--batch", 1,
+                     "--seq", 16, "--threads", 1, cwd=tmp_path)
+    assert "bundled" in tuned.stderr
+    assert json.loads((out / "config.json").read_text())["n_embd"] == json.loads((BUNDLE / "config.json").read_text())["n_embd"]
+
+
 def test_without_model_prefers_data_gpt2(tmp_path, gpt2_f16_dir):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "gpt2").symlink_to(gpt2_f16_dir)
