@@ -1,0 +1,182 @@
+"""kael's bf16 mixed-precision training (precision="bf16": the matrix products with BF16
+operands and F32 sums; weights, gradients, AdamW and the loss F32) against PyTorch's CPU
+autocast (torch.autocast("cpu", dtype=torch.bfloat16) around transformers' GPT2LMHeadModel).
+
+The two are not the same arithmetic, so the bounds come from BF16's precision, not from bits:
+BF16 keeps 8 significant bits, so one rounding moves a value by up to u = 2^-9 of itself (half an
+ulp; 2^-8 between neighbours). autocast rounds the operands of every product, as kael does, but
+also its outputs (the logits, each projection's result, the backward products' results), and it
+runs attention's products in BF16 too, where kael keeps them F32. Each side is therefore some
+tens of u away from F32 PyTorch in its own direction, and the bounds below are that budget:
+  - loss: within 16 u = 2^-5 ~ 3% relative... of the loss, that would be loose; a mean over
+    B * T targets of per-token errors that do not share a sign averages down, so the loss is
+    held to 2 u ~ 0.4% relative of torch's autocast loss (measured: about 1e-3 of that budget
+    used, see the printed figures);
+  - each gradient: within 2^-4 (~6%) of that tensor's largest |value|, a dozen u each side:
+    the backward pass rounds dY and X per product and chains L blocks of them (measured: a
+    few 2^-7 at worst);
+  - training: five AdamW steps on one batch, each step's loss within 2 u relative of
+    autocast's, and falling by as much as autocast's does (within a tenth of the fall).
+The same bounds hold between F32 PyTorch and its own autocast, which the test also checks, so
+they measure BF16, not a kael error: a wrong transpose, an unrounded or mis-rounded operand, a
+missing bias or a dropped block would each be far outside them.
+"""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+THREADS = 2
+U = 2.0 ** -9  # BF16's unit roundoff: 8 significant bits
+LOSS_BOUND = 2 * U
+GRAD_BOUND = 2.0 ** -4
+# Two blocks; n_embd 80 (not a multiple of 32, the BF16 K chunk) and a vocabulary over one head
+# block (2048) exercise the ragged edges; GPT-2's weight scale (0.02), as fine-tuning starts from.
+CONFIG = dict(n_layer=2, n_head=4, n_embd=80, n_positions=64, vocab_size=3000, dtype="float32", seed=11,
+              init_std=0.02)
+B, T = 4, 48
+
+
+def _kael():
+    import kael
+
+    return kael._kael
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    import gpt2_reference
+
+    return gpt2_reference.make_checkpoint(tmp_path_factory.mktemp("bf16") / "small", **CONFIG)
+
+
+def _bf16_model(directory):
+    """kael's TrainModel at precision bf16, or a skip naming what this CPU lacks (after checking
+    that asking for it is a clear error)."""
+    k = _kael()
+    model = k.TrainModel.load(str(directory), threads=THREADS)
+    try:
+        model.precision = "bf16"
+    except k.ValueError as error:
+        assert "AMX-BF16 or AVX512-BF16" in str(error)
+        pytest.skip(f"bf16 training not available here: {error}")
+    assert model.precision == "bf16"
+    return model
+
+
+def _batch(seed):
+    ids = np.random.default_rng(seed).integers(0, CONFIG["vocab_size"], size=(B, T + 1), dtype=np.int64)
+    return ids[:, :-1].astype(np.int32), ids[:, 1:].astype(np.int32)
+
+
+def _torch_loss(model, inputs, targets, autocast):
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        logits = model(torch.from_numpy(inputs.astype(np.int64))).logits
+    return F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]),
+                           torch.from_numpy(targets.astype(np.int64)).reshape(-1))
+
+
+def _torch_grads(directory, inputs, targets, autocast):
+    import gpt2_reference
+
+    torch.set_num_threads(THREADS)
+    model = gpt2_reference.load_hf(directory)
+    loss = _torch_loss(model, inputs, targets, autocast)
+    loss.backward()
+    return loss.item(), {n: p.grad.numpy().copy() for n, p in model.named_parameters()}
+
+
+def _worst_gradient(grads, reference):
+    """max over tensors of max |g - ref| / max |ref|, and the tensor it is in."""
+    worst = (0.0, "")
+    for name, ref in reference.items():
+        scale = float(np.abs(ref).max())
+        error = float(np.abs(grads[name] - ref).max())
+        worst = max(worst, (error / scale if scale else error, name))
+    return worst
+
+
+def test_loss_and_gradients_match_torch_autocast(checkpoint):
+    kmodel = _bf16_model(checkpoint)
+    inputs, targets = _batch(0)
+    kloss = kmodel.forward_backward(inputs, targets)
+    kgrads = {name: kmodel.grad(name) for name in kmodel.names}
+    aloss, agrads = _torch_grads(checkpoint, inputs, targets, autocast=True)
+    floss, fgrads = _torch_grads(checkpoint, inputs, targets, autocast=False)
+    assert sorted(kgrads) == sorted(agrads)
+
+    loss_error = abs(kloss - aloss) / abs(aloss)
+    grad_error, grad_name = _worst_gradient(kgrads, agrads)
+    # Autocast against F32 torch: the bounds are BF16's, met by torch itself.
+    torch_loss_error = abs(aloss - floss) / abs(floss)
+    torch_grad_error, _ = _worst_gradient(agrads, fgrads)
+    kael_f32_error, _ = _worst_gradient(kgrads, fgrads)
+    print(f"\nbf16 B={B} T={T}: loss kael {kloss:.6f}, torch autocast {aloss:.6f}, torch f32 {floss:.6f}; "
+          f"|kael - autocast| / autocast = {loss_error:.2e} (bound {LOSS_BOUND:.2e}), "
+          f"|autocast - f32| / f32 = {torch_loss_error:.2e}; largest gradient error / its largest |value|: "
+          f"kael vs autocast {grad_error:.2e} in {grad_name} (bound {GRAD_BOUND:.2e}), "
+          f"kael vs f32 {kael_f32_error:.2e}, autocast vs f32 {torch_grad_error:.2e}")
+    assert torch_loss_error <= LOSS_BOUND and torch_grad_error <= GRAD_BOUND, "the bounds must hold for torch itself"
+    assert loss_error <= LOSS_BOUND, (kloss, aloss)
+    assert grad_error <= GRAD_BOUND, f"{grad_name}: {grad_error:.3g} of its largest |value|"
+    # Not F32 in disguise: BF16 rounding shows (F32 kael matches F32 torch to 1e-5).
+    assert kael_f32_error > 1e-4
+
+
+def test_five_adamw_steps_lower_the_loss_like_autocast(checkpoint):
+    import gpt2_reference
+
+    k = _kael()
+    steps, lr = 5, 3e-3
+    kmodel = _bf16_model(checkpoint)
+    kopt = k.AdamW(kmodel, beta1=0.9, beta2=0.95, eps=1e-8, weight_decay=0.0)
+    torch.set_num_threads(THREADS)
+    tmodel = gpt2_reference.load_hf(checkpoint)
+    opt = torch.optim.AdamW(tmodel.parameters(), lr=lr, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.0)
+    inputs, targets = _batch(1)
+    klosses, tlosses = [], []
+    for _ in range(steps):
+        kmodel.zero_grad()
+        klosses.append(kmodel.forward_backward(inputs, targets))
+        kopt.step(kmodel, lr)
+        opt.zero_grad()
+        loss = _torch_loss(tmodel, inputs, targets, autocast=True)
+        loss.backward()
+        opt.step()
+        tlosses.append(loss.item())
+    print(f"\nbf16 AdamW steps: kael {np.round(klosses, 5).tolist()}, torch autocast {np.round(tlosses, 5).tolist()}")
+    for s, (kl, tl) in enumerate(zip(klosses, tlosses)):
+        assert abs(kl - tl) <= LOSS_BOUND * tl, (s, kl, tl)
+    kfall, tfall = klosses[0] - klosses[-1], tlosses[0] - tlosses[-1]
+    assert tfall > 0.05, "the test means a falling loss"
+    assert abs(kfall - tfall) <= 0.1 * tfall, (kfall, tfall)
+
+
+def test_bf16_checkpoint_is_f32_and_loads_in_transformers(checkpoint, tmp_path):
+    """kael.finetune(precision="bf16") saves F32 weights that transformers loads."""
+    import kael
+    from safetensors.numpy import load_file
+
+    k = _kael()
+    probe = k.TrainModel.load(str(checkpoint), threads=THREADS)
+    try:
+        probe.precision = "bf16"
+    except k.ValueError as error:
+        with pytest.raises(kael.ValueError, match="AMX-BF16 or AVX512-BF16"):
+            kael.finetune(checkpoint, [tmp_path / "none.txt"], tmp_path / "out", steps=1, precision="bf16")
+        pytest.skip(f"bf16 training not available here: {error}")
+    text = tmp_path / "text.txt"
+    text.write_text("The quick brown fox jumps over the lazy dog. " * 200)
+    out = tmp_path / "out"
+    history = kael.finetune(checkpoint, [text], out, steps=3, batch=2, seq=32, lr=1e-3, precision="bf16",
+                            threads=THREADS)
+    assert len([r for r in history if r["type"] == "step"]) == 3
+    tensors = load_file(str(out / "model.safetensors"))
+    assert all(t.dtype == np.float32 for t in tensors.values())
+    from transformers import GPT2LMHeadModel
+
+    model = GPT2LMHeadModel.from_pretrained(str(out))
+    assert torch.isfinite(model(torch.tensor([[1, 2, 3]])).logits).all()
+    with pytest.raises(kael.ValueError, match="precision"):
+        kael.finetune(checkpoint, [text], tmp_path / "out2", steps=1, precision="fp8")
