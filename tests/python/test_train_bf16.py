@@ -2,27 +2,30 @@
 operands and F32 sums; weights, gradients, AdamW and the loss F32) against PyTorch's CPU
 autocast (torch.autocast("cpu", dtype=torch.bfloat16) around transformers' GPT2LMHeadModel).
 
-The two are not the same arithmetic, so the bounds come from BF16's precision, not from bits:
-BF16 keeps 8 significant bits, so one rounding moves a value by up to u = 2^-9 of itself (half an
-ulp; 2^-8 between neighbours). autocast rounds the operands of every product, as kael does, but
-also its outputs (the logits, each projection's result, the backward products' results), and it
-runs attention's products in BF16 too, where kael keeps them F32. Each side is therefore some
-tens of u away from F32 PyTorch in its own direction, and the bounds below are that budget:
-  - loss: within 16 u = 2^-5 ~ 3% relative... of the loss, that would be loose; a mean over
-    B * T targets of per-token errors that do not share a sign averages down, so the loss is
-    held to 2 u ~ 0.4% relative of torch's autocast loss (measured: about 1e-3 of that budget
-    used, see the printed figures);
-  - each gradient: within 2^-4 (~6%) of that tensor's largest |value|, a dozen u each side:
-    the backward pass rounds dY and X per product and chains L blocks of them (measured: a
-    few 2^-7 at worst);
-  - training: five AdamW steps on one batch, each step's loss within 2 u relative of
-    autocast's, and falling by as much as autocast's does (within a tenth of the fall).
-The same bounds hold between F32 PyTorch and its own autocast, which the test also checks, so
-they measure BF16, not a kael error: a wrong transpose, an unrounded or mis-rounded operand, a
-missing bias or a dropped block would each be far outside them.
+The two are not the same arithmetic, so the bounds come from BF16's precision, not from bits.
+BF16 keeps 8 significant bits: one rounding moves a value by at most u = 2^-9 of itself.
+autocast rounds the operands of every product, as kael does, but also each product's result
+(logits, projections, the backward products), and it runs attention's products in BF16 where
+kael keeps them F32; so each side sits a few u from F32 PyTorch in its own direction.
+  - loss: within 2 u (0.4%) relative of autocast's. A logit z computed from operands each off by
+    at most u is off by about 2u |z| at worst, and the loss (logsumexp(z) - z_target) by at
+    most twice the largest logit error; a mean over B * T tokens of errors of both signs stays
+    below that. Measured here: 8e-6 relative (autocast against F32 torch: 3e-6).
+  - each gradient: within 16 u (2^-5, ~3%) of that tensor's largest |value|. Autocast itself is
+    5u from F32 torch (measured 9.7e-3 of the largest value, in a layernorm weight, whose
+    gradient sums many rounded terms); kael, rounding independently, may be as far the other
+    way, so 10u is the expected gap and 16u the bound. Measured: 7.6e-3 (about 4u).
+  - training: five AdamW steps (lr 3e-3) on one batch: each step's loss within 2 u relative of
+    autocast's (measured: 5e-4 at worst), and the loss falling by the same amount within 5%
+    (measured: 1.460 against 1.463).
+The first test also checks that the bounds hold between autocast and F32 torch (so they measure
+BF16, not a kael error) and that kael's bf16 gradients are not F32's (more than 1e-4 away from
+F32 torch, where kael's F32 gradients are within 1e-5): the BF16 path really ran.
 """
 import numpy as np
 import pytest
+
+from train_support import FAST, text_file, tiny_model  # noqa: F401
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -30,7 +33,7 @@ F = torch.nn.functional
 THREADS = 2
 U = 2.0 ** -9  # BF16's unit roundoff: 8 significant bits
 LOSS_BOUND = 2 * U
-GRAD_BOUND = 2.0 ** -4
+GRAD_BOUND = 16 * U
 # Two blocks; n_embd 80 (not a multiple of 32, the BF16 K chunk) and a vocabulary over one head
 # block (2048) exercise the ragged edges; GPT-2's weight scale (0.02), as fine-tuning starts from.
 CONFIG = dict(n_layer=2, n_head=4, n_embd=80, n_positions=64, vocab_size=3000, dtype="float32", seed=11,
@@ -150,33 +153,33 @@ def test_five_adamw_steps_lower_the_loss_like_autocast(checkpoint):
         assert abs(kl - tl) <= LOSS_BOUND * tl, (s, kl, tl)
     kfall, tfall = klosses[0] - klosses[-1], tlosses[0] - tlosses[-1]
     assert tfall > 0.05, "the test means a falling loss"
-    assert abs(kfall - tfall) <= 0.1 * tfall, (kfall, tfall)
+    assert abs(kfall - tfall) <= 0.05 * tfall, (kfall, tfall)
 
 
-def test_bf16_checkpoint_is_f32_and_loads_in_transformers(checkpoint, tmp_path):
-    """kael.finetune(precision="bf16") saves F32 weights that transformers loads."""
-    import kael
+def test_bf16_run_saves_f32_weights_that_transformers_loads(kael, tiny_model, text_file, tmp_path):
+    """`kael finetune --precision bf16` trains and saves F32 weights that transformers loads; an
+    unknown precision is an error, and on a CPU without BF16 products so is bf16, saying why."""
+    import kael as kael_package
     from safetensors.numpy import load_file
 
-    k = _kael()
-    probe = k.TrainModel.load(str(checkpoint), threads=THREADS)
-    try:
-        probe.precision = "bf16"
-    except k.ValueError as error:
-        with pytest.raises(kael.ValueError, match="AMX-BF16 or AVX512-BF16"):
-            kael.finetune(checkpoint, [tmp_path / "none.txt"], tmp_path / "out", steps=1, precision="bf16")
-        pytest.skip(f"bf16 training not available here: {error}")
-    text = tmp_path / "text.txt"
-    text.write_text("The quick brown fox jumps over the lazy dog. " * 200)
     out = tmp_path / "out"
-    history = kael.finetune(checkpoint, [text], out, steps=3, batch=2, seq=32, lr=1e-3, precision="bf16",
-                            threads=THREADS)
-    assert len([r for r in history if r["type"] == "step"]) == 3
-    tensors = load_file(str(out / "model.safetensors"))
-    assert all(t.dtype == np.float32 for t in tensors.values())
+    command = ["finetune", "--model", str(tiny_model), "--data", str(text_file), "--out", str(out), "--steps", "3",
+               "--lr", "1e-3", "--precision", "bf16", *FAST]
+    result = kael(*command, check=False)
+    if result.returncode != 0:
+        stderr = result.stderr.decode(errors="replace")
+        assert "AMX-BF16 or AVX512-BF16" in stderr, stderr
+        assert not out.exists(), "a refused run writes nothing"
+        pytest.skip(f"bf16 training not available here: {stderr.strip()}")
+    def weights(path):  # names without transformers' optional "transformer." prefix
+        return {name.removeprefix("transformer."): t for name, t in load_file(str(path)).items()}
+
+    before, after = weights(tiny_model / "model.safetensors"), weights(out / "model.safetensors")
+    assert all(t.dtype == np.float32 for t in after.values())
+    assert not np.array_equal(before["wte.weight"], after["wte.weight"]), "it trained"
     from transformers import GPT2LMHeadModel
 
     model = GPT2LMHeadModel.from_pretrained(str(out))
     assert torch.isfinite(model(torch.tensor([[1, 2, 3]])).logits).all()
-    with pytest.raises(kael.ValueError, match="precision"):
-        kael.finetune(checkpoint, [text], tmp_path / "out2", steps=1, precision="fp8")
+    with pytest.raises(kael_package.ValueError, match="expected f32 or bf16"):
+        kael_package.finetune(tiny_model, [text_file], tmp_path / "out2", steps=1, precision="fp8")
