@@ -164,8 +164,8 @@ def test_bf16_run_saves_f32_weights_that_transformers_loads(kael, tiny_model, te
 
     out = tmp_path / "out"
     command = ["finetune", "--model", str(tiny_model), "--data", str(text_file), "--out", str(out), "--steps", "3",
-               "--lr", "1e-3", "--precision", "bf16", *FAST]
-    result = kael(*command, check=False)
+               "--lr", "1e-3", *FAST]
+    result = kael(*command, "--precision", "bf16", check=False)
     if result.returncode != 0:
         stderr = result.stderr.decode(errors="replace")
         assert "AMX-BF16 or AVX512-BF16" in stderr, stderr
@@ -181,5 +181,8 @@ def test_bf16_run_saves_f32_weights_that_transformers_loads(kael, tiny_model, te
 
     model = GPT2LMHeadModel.from_pretrained(str(out))
     assert torch.isfinite(model(torch.tensor([[1, 2, 3]])).logits).all()
+    # A bf16 run resumes at bf16 only (the default, f32, is refused, naming the option).
+    resumed = kael(*command, "--resume", check=False)
+    assert resumed.returncode != 0 and b"--precision" in resumed.stderr, resumed.stderr
     with pytest.raises(kael_package.ValueError, match="expected f32 or bf16"):
         kael_package.finetune(tiny_model, [text_file], tmp_path / "out2", steps=1, precision="fp8")
