@@ -30,14 +30,14 @@ double thread_cpu_seconds() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
+using GemmFn = void(float*, std::int64_t, const float*, std::int64_t, bool, const float*, std::int64_t, bool,
+                    std::int64_t, std::int64_t, std::int64_t, bool);
+
 struct Case {
   const char* what;
   std::int64_t M, N, K;
   bool trans_a, trans_b, accumulate;
 };
-
-using GemmFn = void(float*, std::int64_t, const float*, std::int64_t, bool, const float*, std::int64_t, bool,
-                    std::int64_t, std::int64_t, std::int64_t, bool);
 
 // Median CPU seconds of `repeats` calls of fn on the case's operands.
 double median_seconds(GemmFn* fn, const Case& c, const std::vector<float>& a, const std::vector<float>& b,
