@@ -2,7 +2,7 @@
 // products, attention, the fused head, the rest) plus zero_grad and AdamW, in CPU seconds per
 // optimizer step (all threads), so the figures hold on a machine shared with other work. The
 // matrix products are also given in GFLOP per CPU second. Random token ids, dropout 0.
-// Usage: train_profile MODEL_DIR [B=4] [T=64] [steps=3] [threads=2]
+// Usage: train_profile MODEL_DIR [B=4] [T=64] [steps=3] [threads=2] [precision=f32|bf16]
 // (the first step is a warm-up and is not counted).
 #include <cstdio>
 #include <cstdlib>
@@ -27,7 +27,7 @@ double cpu_ms() {
 
 int main(int argc, char** argv) try {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: train_profile MODEL_DIR [B=4] [T=64] [steps=3] [threads=2]\n");
+    std::fprintf(stderr, "usage: train_profile MODEL_DIR [B=4] [T=64] [steps=3] [threads=2] [precision=f32|bf16]\n");
     return 2;
   }
   const int B = argc > 2 ? std::atoi(argv[2]) : 4, T = argc > 3 ? std::atoi(argv[3]) : 64;
@@ -35,6 +35,7 @@ int main(int argc, char** argv) try {
   kael::model::set_num_threads(threads);
   kael::train::TrainableGPT2 model = kael::train::TrainableGPT2::load(argv[1]);
   const kael::model::Config& config = model.config();
+  if (argc > 6) model.set_precision(kael::train::parse_precision(argv[6]));
   model.reserve(B, T);
   kael::train::AdamW adamw(model.parameters(), {});
   std::mt19937 rng(1);

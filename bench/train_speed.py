@@ -18,7 +18,12 @@ kael's log field cpu_s, time.process_time() for PyTorch), whose ratio holds on a
 other work, where the wall-clock one does not. Prints the CPU, the load average, both engines' figures
 and the ratios, as a Markdown table.
 
-Usage: bench/train_speed.py [--kael build/kael] [--threads 2] [--steps 4] [--shapes 4x64,8x256]
+With --precision bf16, three runs per shape instead: kael --precision bf16 (the matrix products with
+BF16 operands and F32 sums), PyTorch under torch.autocast("cpu", dtype=torch.bfloat16) (the same
+mixed precision: F32 weights, AdamW and loss), and PyTorch F32 as above; the table names each
+row's precision and gives kael bf16's speed-up over both.
+
+Usage: bench/train_speed.py [--kael build/kael] [--threads 2] [--steps 4] [--shapes 4x64,8x256] [--precision f32|bf16]
 (--steps 2 is the least: the first step is a warm-up. With --steps 2 both shapes took 7 minutes on
 2 cores shared with other work.)
 Without --model a seeded GPT-2-small-shape F32 checkpoint is built (scripts/gpt2_reference.py)
@@ -61,13 +66,14 @@ def corpus_file(workdir: pathlib.Path) -> pathlib.Path:
     return path
 
 
-def kael_run(kael: str, model: pathlib.Path, data: pathlib.Path, B: int, T: int, steps: int, threads: int) -> dict:
+def kael_run(kael: str, model: pathlib.Path, data: pathlib.Path, B: int, T: int, steps: int, threads: int,
+             precision: str = "f32") -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         out, log = pathlib.Path(scratch) / "out", pathlib.Path(scratch) / "log.jsonl"
         command = [kael, "finetune", "--model", str(model), "--data", str(data), "--out", str(out),
                    "--steps", str(steps), "--batch", str(B), "--seq", str(T), "--threads", str(threads),
                    "--order", "sequential", "--dropout", "0", "--lr", str(LR), "--weight-decay", str(WEIGHT_DECAY),
-                   "--grad-clip", str(GRAD_CLIP), "--log-json", str(log)]
+                   "--grad-clip", str(GRAD_CLIP), "--log-json", str(log), "--precision", precision]
         result = subprocess.run(command, stderr=subprocess.PIPE, text=True)
         stderr = result.stderr
         if result.returncode != 0:
@@ -83,7 +89,7 @@ def kael_run(kael: str, model: pathlib.Path, data: pathlib.Path, B: int, T: int,
                 losses=[r["loss"] for r in records if r["type"] == "step"])
 
 
-def torch_run(model_dir: pathlib.Path, tokens, B: int, T: int, steps: int, threads: int) -> dict:
+def torch_run(model_dir: pathlib.Path, tokens, B: int, T: int, steps: int, threads: int, autocast: bool = False) -> dict:
     import torch
     from transformers import GPT2LMHeadModel
 
@@ -101,8 +107,9 @@ def torch_run(model_dir: pathlib.Path, tokens, B: int, T: int, steps: int, threa
         rows = [data[((s * B + b) % ((len(tokens) - 1) // T)) * T:][: T + 1] for b in range(B)]
         batch = torch.stack(rows)
         start, cpu_start = time.perf_counter(), time.process_time()
-        logits = model(batch[:, :-1]).logits
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), batch[:, 1:].reshape(-1))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            logits = model(batch[:, :-1]).logits
+        loss = torch.nn.functional.cross_entropy(logits.float().reshape(-1, logits.size(-1)), batch[:, 1:].reshape(-1))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), GRAD_CLIP)
         optimizer.step()
@@ -122,6 +129,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", type=int, default=4, help="optimizer steps per engine and shape (>= 2)")
     parser.add_argument("--shapes", default="4x64,8x256")
+    parser.add_argument("--precision", choices=("f32", "bf16"), default="f32",
+                        help="bf16: kael bf16 against PyTorch autocast bf16 and PyTorch f32")
     args = parser.parse_args()
 
     import gpt2_reference
@@ -144,6 +153,9 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.2f} at the start")
     print(f"settings: AdamW lr {LR}, betas {BETAS}, eps {EPS}, weight decay {WEIGHT_DECAY} (2-D only), "
           f"grad clip {GRAD_CLIP}, dropout 0, {args.steps} steps (median after the first)")
+    if args.precision == "bf16":
+        bf16_comparison(args, model, data, tokens)
+        return
     rows = []
     for shape in args.shapes.split(","):
         B, T = map(int, shape.split("x"))
@@ -163,6 +175,30 @@ def main() -> None:
     print()
     print(f"estimate = 16 bytes x {k['parameters']:,} parameters (weights, gradients, AdamW's m and v) + what kael "
           f"holds for one micro-batch (activations and scratch); load average {os.getloadavg()[0]:.2f} at the end")
+
+
+def bf16_comparison(args, model: pathlib.Path, data: pathlib.Path, tokens) -> None:
+    """--precision bf16: per shape kael bf16, PyTorch autocast bf16 and PyTorch f32, one table."""
+    rows = []
+    for shape in args.shapes.split(","):
+        B, T = map(int, shape.split("x"))
+        k = kael_run(args.kael, model, data, B, T, args.steps, args.threads, precision="bf16")
+        a = torch_run(model, tokens, B, T, args.steps, args.threads, autocast=True)
+        f = torch_run(model, tokens, B, T, args.steps, args.threads)
+        rows.append((shape, k, a, f))
+        print(f"{shape}: first losses kael bf16 {', '.join(f'{x:.4f}' for x in k['losses'][:3])}; torch autocast bf16 "
+              f"{', '.join(f'{x:.4f}' for x in a['losses'][:3])}; torch f32 {', '.join(f'{x:.4f}' for x in f['losses'][:3])}",
+              flush=True)
+    print()
+    print("| B x T | engine (precision) | s/step | tokens/s | CPU-s/step | kael bf16 speed-up (wall) "
+          "| kael bf16 speed-up (CPU time) |")
+    print("|---|---|---|---|---|---|---|")
+    for shape, k, a, f in rows:
+        for name, r in (("kael (bf16)", k), ("PyTorch autocast (bf16)", a), ("PyTorch (f32)", f)):
+            print(f"| {shape} | {name} | {r['step_s']:.3f} | {r['tokens_per_s']:.0f} | {r['cpu_s']:.2f} "
+                  f"| {r['step_s'] / k['step_s']:.2f}x | {r['cpu_s'] / k['cpu_s']:.2f}x |")
+    print()
+    print(f"kael peak RSS {k['peak_rss'] / 1e6:.0f} MB at {rows[-1][0]}; load average {os.getloadavg()[0]:.2f} at the end")
 
 
 if __name__ == "__main__":

@@ -142,6 +142,7 @@ class TrainModel:
     def clip_grad_norm(self, max_norm: float) -> float: ...
     def set_dropout(self, probability: float, seed: int = 0) -> None: ...
     dropout_counter: int
+    precision: str  # "f32" | "bf16"
     @property
     def parameter_count(self) -> int: ...
     @property
@@ -160,7 +161,7 @@ class AdamW:
 # Training (kael/train/run.hpp). Options are those of `kael finetune`, dashes as underscores:
 # steps, epochs, batch, seq, accum, lr, schedule ("constant" | "cosine"), warmup, min_lr,
 # weight_decay, beta1, beta2, eps, grad_clip, dropout, seed, order ("sequential" | "shuffled"),
-# val_fraction, eval_every, save_every, resume, overwrite, threads, log_json. The callback gets
+# precision ("f32" | "bf16"), val_fraction, eval_every, save_every, resume, overwrite, threads, log_json. The callback gets
 # each record (the --log-json object) and may return False to save and stop. Returns the records.
 TrainRecord = dict[str, Any]
 

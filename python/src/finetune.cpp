@@ -52,6 +52,7 @@ train::RunOptions run_options(const py::kwargs& kwargs) {
     else if (name == "dropout") o.dropout = value.cast<float>();
     else if (name == "seed") o.seed = value.cast<std::uint64_t>();
     else if (name == "order") o.order = train::parse_order(value.cast<std::string>());
+    else if (name == "precision") o.precision = train::parse_precision(value.cast<std::string>());
     else if (name == "val_fraction") o.val_fraction = value.cast<double>();
     else if (name == "eval_every") o.eval_every = value.cast<std::int64_t>();
     else if (name == "save_every") o.save_every = value.cast<std::int64_t>();

@@ -103,6 +103,10 @@ void init_train(py::module_& m) {
           "set_dropout",
           [](TrainableGPT2& self, float probability, std::uint64_t seed) { self.set_dropout({probability, seed}); },
           "probability"_a, "seed"_a = 0)
+      .def_property(
+          "precision", [](const TrainableGPT2& self) { return std::string(train::precision_name(self.precision())); },
+          [](TrainableGPT2& self, const std::string& name) { self.set_precision(train::parse_precision(name)); },
+          "\"f32\" or \"bf16\" (the matrix products with BF16 operands and F32 sums, as torch's CPU autocast).")
       .def_property("dropout_counter", &TrainableGPT2::dropout_counter, &TrainableGPT2::set_dropout_counter)
       .def_property_readonly("parameter_count", &TrainableGPT2::parameter_count)
       .def_property_readonly("names",

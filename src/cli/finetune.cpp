@@ -35,6 +35,7 @@ struct TrainArgs {
   std::string out;
   std::string schedule = "constant";
   std::string order = "shuffled";
+  std::string precision = "f32";
   std::string log_json;
   train::RunOptions options;
 };
@@ -126,6 +127,7 @@ int run_training(TrainArgs& args, bool fresh) {
   auto& options = args.options;
   options.schedule.kind = train::parse_schedule(args.schedule);
   options.order = train::parse_order(args.order);
+  options.precision = train::parse_precision(args.precision);
   options.log_json = args.log_json;
   const std::vector<std::filesystem::path> data(args.data.begin(), args.data.end());
 
@@ -184,6 +186,10 @@ void add_training_options(CLI::App* cmd, TrainArgs& args) {
   cmd->add_option("--dropout", o.dropout, "GPT-2's dropout probability (0: off)")->capture_default_str();
   cmd->add_option("--seed", o.seed, "Seed of the window order, dropout and (train) the initialization")->capture_default_str();
   cmd->add_option("--order", args.order, "sequential or shuffled (a seeded permutation per epoch)")->capture_default_str();
+  cmd->add_option("--precision", args.precision,
+                  "f32, or bf16: the matrix products with BF16 operands and F32 sums, as torch's CPU autocast "
+                  "(needs AMX-BF16 or AVX512-BF16; weights, gradients and AdamW stay F32)")
+      ->capture_default_str();
   cmd->add_option("--val-fraction", o.val_fraction, "Hold out this last fraction of the tokens for a validation loss")
       ->capture_default_str();
   cmd->add_option("--eval-every", o.eval_every, "Steps between validation losses (0: at the end only)")->capture_default_str();

@@ -53,6 +53,7 @@ KernelTable build(Isa isa) {
 #endif
 #if KAEL_AMX_KERNELS
   if (isa >= Isa::amx) amx::fill(table, cpu_features());
+  if (isa >= Isa::avx512 && isa <= Isa::amx) amx::fill_gemm_bf16(table, cpu_features(), isa == Isa::amx);
 #endif
 #if KAEL_NEON_KERNELS
   if (isa == Isa::neon) neon::fill(table, cpu_features());

@@ -59,6 +59,17 @@ using GeluBackwardFn = void(float* dinp, const float* inp, const float* dout, st
 using AdamWUpdateFn = void(float* param, float* m, float* v, const float* grad, std::int64_t n,
                            const AdamWScalars& scalars);
 using SumOfSquaresFn = double(const float* x, std::int64_t n);  // one block, lanes as described there
+// The BF16 general product (gemm_bf16.hpp), in its layouts. Row groups [g0, g1) of 16 rows of
+// the converted op(a) (Kp = round_up(K, 32) BF16 a row; rows past M zero), `tiled` or row major;
+// panels [p0, p1) of the converted op(b) (columns past N zero). trans as in kernels::gemm.
+using Bf16PackRowsFn = void(std::uint16_t* dst, const float* a, std::int64_t lda, bool trans, std::int64_t M,
+                            std::int64_t K, std::int64_t g0, std::int64_t g1, bool tiled);
+using Bf16PackPanelsFn = void(std::uint16_t* dst, const float* b, std::int64_t ldb, bool trans, std::int64_t N,
+                              std::int64_t K, std::int64_t p0, std::int64_t p1);
+// c (M, `blocks` 32-column blocks, at most n_valid columns; ldc) = or += a @ b, a converted
+// rows from row 0 (M of them), b the blocks' panels.
+using Bf16GemmFn = void(float* c, std::int64_t ldc, const std::uint16_t* a, std::int64_t M, std::int64_t Kp,
+                        const std::uint16_t* b, std::int64_t blocks, std::int64_t n_valid, bool accumulate);
 
 struct KernelTable {
   Isa isa = Isa::scalar;
@@ -77,6 +88,12 @@ struct KernelTable {
   GeluBackwardFn* gelu_backward = nullptr;
   AdamWUpdateFn* adamw_update = nullptr;
   SumOfSquaresFn* sum_of_squares = nullptr;
+  // BF16 general product: null where the set or CPU has no BF16 dot product.
+  const char* gemm_bf16_kind = "none";
+  Bf16PackRowsFn* bf16_pack_rows = nullptr;
+  Bf16PackPanelsFn* bf16_pack_panels = nullptr;
+  Bf16GemmFn* gemm_bf16 = nullptr;
+  bool gemm_bf16_tiled = false;  // the layout of a that gemm_bf16 reads
 };
 
 // The table of the active set (active_isa()).
@@ -104,6 +121,9 @@ void fill(KernelTable& table, const CpuFeatures& cpu);
 namespace amx {
 bool available(const CpuFeatures& cpu, std::string* why);
 void fill(KernelTable& table, const CpuFeatures& cpu);
+// The BF16 general product's entries (kernels/amx/gemm_bf16.cpp), for the avx512 set (the
+// vdpbf16ps GEMV) and the amx set (`tiles`: the AMX-BF16 tiles); nothing without AVX512-BF16.
+void fill_gemm_bf16(KernelTable& table, const CpuFeatures& cpu, bool tiles);
 }  // namespace amx
 #endif
 #if KAEL_NEON_KERNELS

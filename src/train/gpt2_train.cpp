@@ -14,6 +14,7 @@
 #include "train/matmul.hpp"
 #include "train/ops.hpp"
 #include "train/parameters.hpp"
+#include "train/precision.hpp"
 #include "train/profile.hpp"
 
 namespace kael::train {
@@ -44,6 +45,7 @@ struct TrainableGPT2::Impl {
   DropoutOptions dropout;
   std::uint64_t counter = 0;
   TrainProfile* profile = nullptr;
+  Precision precision = Precision::f32;
 
   DropoutMask mask(bool train, std::uint64_t site) const {
     if (!train || dropout.probability <= 0.0f) return {};
@@ -258,6 +260,7 @@ float TrainableGPT2::forward_backward(const std::int32_t* inputs, const std::int
   m.prepare(B, T);
   const std::int64_t M = std::int64_t{B} * T;
   ProfileTimer timer(m.profile);
+  const PrecisionScope precision(m.precision);
   m.forward(timer, inputs, B, T, true);
   std::int64_t count = 0;
   const double loss = m.head(timer, targets, M, loss_scale, true, &count);
@@ -271,6 +274,7 @@ float TrainableGPT2::evaluate(const std::int32_t* inputs, const std::int32_t* ta
   m.check_call(inputs, targets, B, T);
   m.prepare(B, T);
   ProfileTimer timer(nullptr);
+  const PrecisionScope precision(m.precision);
   m.forward(timer, inputs, B, T, false);
   std::int64_t count = 0;
   return static_cast<float>(m.head(timer, targets, std::int64_t{B} * T, 1.0f, false, &count));
@@ -306,6 +310,12 @@ double TrainableGPT2::clip_grad_norm(double max_norm) {
   timer.lap(&TrainProfile::grad_norm_ms);
   return norm;
 }
+
+void TrainableGPT2::set_precision(Precision precision) {
+  require_precision(precision);
+  impl_->precision = precision;
+}
+Precision TrainableGPT2::precision() const { return impl_->precision; }
 
 void TrainableGPT2::set_profile(TrainProfile* profile) { impl_->profile = profile; }
 

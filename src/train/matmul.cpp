@@ -2,6 +2,7 @@
 
 #include "kernels/gemm.hpp"
 #include "kernels/thread_pool.hpp"
+#include "train/precision.hpp"
 
 namespace kael::train {
 namespace {
@@ -20,18 +21,27 @@ void add_column_sums(float* dbias, const float* dout, std::int64_t M, std::int64
 
 void matmul_forward(float* out, float* scratch, const float* inp, const float* w, const float* bias, std::int64_t M,
                     std::int64_t K, std::int64_t N) {
+  if (current_precision() == Precision::bf16) {
+    // out = bias, then += the product: the bias stays F32 (and is added after the sum).
+    kernels::parallel_for(M, 64, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; ++r)
+        for (std::int64_t c = 0; c < N; ++c) out[r * N + c] = bias ? bias[c] : 0.0f;
+    });
+    product(out, N, inp, K, false, w, N, false, M, N, K, /*accumulate=*/true);
+    return;
+  }
   kernels::pack_panels(scratch, w, K, N);
   kernels::linear_packed(out, inp, scratch, bias, M, K, N);
 }
 
 void matmul_backward_input(float* dinp, const float* dout, const float* w, std::int64_t M, std::int64_t K,
                            std::int64_t N) {
-  kernels::gemm(dinp, K, dout, N, false, w, N, true, M, K, N);
+  product(dinp, K, dout, N, false, w, N, true, M, K, N);
 }
 
 void matmul_backward_weight(float* dw, float* dbias, const float* inp, const float* dout, std::int64_t M,
                             std::int64_t K, std::int64_t N) {
-  kernels::gemm(dw, N, inp, K, true, dout, N, false, K, N, M, /*accumulate=*/true);
+  product(dw, N, inp, K, true, dout, N, false, K, N, M, /*accumulate=*/true);
   if (dbias != nullptr) add_column_sums(dbias, dout, M, N);
 }
 

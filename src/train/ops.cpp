@@ -9,6 +9,7 @@
 #include "kernels/norm.hpp"
 #include "kernels/thread_pool.hpp"
 #include "kernels/training.hpp"
+#include "train/precision.hpp"
 
 namespace kael::train {
 namespace {
@@ -256,11 +257,15 @@ void head_cross_entropy(float* losses, float* dx, float* dw, float* scratch, con
   // w^T packed for the kernels once, for every chunk of rows: the head is the largest weight.
   float* packed = scratch;         // (C, V) in panels
   float* logits = scratch + V * C;  // (R, V)
-  kernels::pack_panels_transposed(packed, w, C, V);
+  const bool bf16 = current_precision() == Precision::bf16;
+  if (!bf16) kernels::pack_panels_transposed(packed, w, C, V);
   for (std::int64_t r0 = 0; r0 < M; r0 += kHeadRows) {
     const std::int64_t R = std::min(kHeadRows, M - r0);
     const float* xr = x + r0 * C;
-    kernels::linear_packed(logits, xr, packed, nullptr, R, C, V);  // (R, V) = x (R, C) @ w^T
+    if (bf16)
+      product(logits, V, xr, C, false, w, C, true, R, V, C);  // (R, V) = x (R, C) @ w^T
+    else
+      kernels::linear_packed(logits, xr, packed, nullptr, R, C, V);
     kernels::parallel_for(R, 1, [&](std::int64_t i0, std::int64_t i1) {
       for (std::int64_t i = i0; i < i1; ++i) {
         float* row = logits + i * V;
@@ -289,8 +294,8 @@ void head_cross_entropy(float* losses, float* dx, float* dw, float* scratch, con
     std::fill(dxr, dxr + R * C, 0.0f);
     for (std::int64_t v0 = 0; v0 < V; v0 += kHeadVocabBlock) {
       const std::int64_t kb = std::min(kHeadVocabBlock, V - v0);
-      kernels::gemm(dxr, C, logits + v0, V, false, w + v0 * C, C, false, R, C, kb, /*accumulate=*/true);
-      kernels::gemm(dw + v0 * C, C, logits + v0, V, true, xr, C, false, kb, C, R, /*accumulate=*/true);
+      product(dxr, C, logits + v0, V, false, w + v0 * C, C, false, R, C, kb, /*accumulate=*/true);
+      product(dw + v0 * C, C, logits + v0, V, true, xr, C, false, kb, C, R, /*accumulate=*/true);
     }
   }
 }

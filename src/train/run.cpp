@@ -57,6 +57,7 @@ void validate(const RunOptions& o) {
   if (!(o.grad_clip >= 0) || !std::isfinite(o.grad_clip))
     throw ValueError(str("--grad-clip must not be negative (0 turns it off), got ", o.grad_clip));
   if (!(o.dropout >= 0 && o.dropout < 1)) throw ValueError(str("--dropout must be in [0, 1), got ", o.dropout));
+  require_precision(o.precision);
   if (o.eval_every < 0) throw ValueError(str("--eval-every must not be negative, got ", o.eval_every));
   if (o.save_every < 0) throw ValueError(str("--save-every must not be negative, got ", o.save_every));
   if (o.resume && o.overwrite) throw ValueError("give either --resume or --overwrite, not both");
@@ -244,6 +245,7 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
                         : source.model_dir.empty() ? TrainableGPT2::init(config, options.seed)
                                                    : TrainableGPT2::load(source.model_dir);
   model.set_dropout({options.dropout, options.seed});
+  model.set_precision(options.precision);
   AdamW adamw(model.parameters(), options.adamw);
   if (options.resume) {
     load_optimizer(out, model, adamw);

@@ -28,8 +28,12 @@ json trajectory_options(const RunOptions& options) {
               {"dropout", options.dropout},
               {"seed", options.seed},
               {"order", order_name(options.order)},
-              {"val-fraction", options.val_fraction}};
+              {"val-fraction", options.val_fraction},
+              {"precision", precision_name(options.precision)}};
 }
+
+// What a state written before an option existed implies for it.
+json implied_option(const std::string& name) { return name == "precision" ? json("f32") : json(); }
 
 json parse_state(const std::filesystem::path& file) {
   try {
@@ -82,9 +86,10 @@ void check_resume_matches(const std::filesystem::path& file, const RunOptions& o
   const json now = trajectory_options(options);
   for (const auto& [name, value] : now.items()) {
     const auto found = saved.find(name);
-    if (found == saved.end() || *found != value)
+    const json then = found != saved.end() ? *found : implied_option(name);
+    if (then != value)
       throw ValueError(str("--resume: --", name, " is ", value.dump(), " but the saved run used ",
-                           found == saved.end() ? "none" : found->dump(), "; resume with the same value"));
+                           then.is_null() ? "none" : then.dump(), "; resume with the same value"));
   }
   const RunState state = read_state(file);
   if (state.train_tokens != train_tokens || state.train_hash != train_hash)

@@ -25,6 +25,18 @@
 
 namespace kael::train {
 
+// The arithmetic of the matrix products: the four of each block and the output head's, forward
+// and backward (attention's small per-head products stay F32). bf16 is mixed precision as
+// torch.autocast("cpu", dtype=torch.bfloat16) runs a product: operands rounded to BF16, sums
+// in F32. The parameters, gradients, optimizer, loss and every other operation are F32 in both.
+enum class Precision { f32, bf16 };
+// "f32" or "bf16"; ValueError otherwise.
+Precision parse_precision(std::string_view name);
+const char* precision_name(Precision precision);
+// ValueError, saying what is missing, unless `precision` can run on this CPU and kernel set (bf16
+// needs AMX-BF16 or AVX512-BF16).
+void require_precision(Precision precision);
+
 // A target equal to this is skipped, like torch's cross_entropy(ignore_index=-100) with -1:
 // it adds nothing to the loss and does not count in its mean.
 inline constexpr std::int32_t kIgnoreTarget = -1;
@@ -126,6 +138,10 @@ class TrainableGPT2 {
   // max_norm / (norm + 1e-6) when that is below 1. Returns the norm before clipping.
   // max_norm <= 0 only returns the norm.
   double clip_grad_norm(double max_norm);
+
+  // The precision of later calls (default f32). ValueError as require_precision().
+  void set_precision(Precision precision);
+  Precision precision() const;
 
   // Adds the time of later calls to *profile (null: stop). The profile must outlive its use.
   void set_profile(TrainProfile* profile);

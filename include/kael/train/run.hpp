@@ -25,6 +25,7 @@
 #include "kael/model/gpt2.hpp"
 #include "kael/train/adamw.hpp"
 #include "kael/train/data.hpp"
+#include "kael/train/gpt2_train.hpp"
 #include "kael/train/schedule.hpp"
 
 namespace kael::train {
@@ -47,6 +48,7 @@ struct RunOptions {
   bool resume = false;           // continue the run saved in OUT
   bool overwrite = false;        // replace the model or run in OUT
   int threads = 0;               // 0: one per physical core
+  Precision precision = Precision::f32;  // of the matrix products (gpt2_train.hpp)
   std::filesystem::path log_json;  // when set, one JSON record a line (appended on --resume)
 };
 

@@ -1,0 +1,104 @@
+// Speed of kernels::gemm_bf16 (BF16 operands, F32 sums: AMX-BF16 tiles on the amx set, vdpbf16ps
+// on avx512) beside the F32 kernels::gemm, on the products of one GPT-2-small training step at
+// B x T = 2048 tokens (8 x 256): each block's four matrices forward (X W), backward dX (dY W^T)
+// and dW (X^T dY), and the output head's three, in its chunks of 256 rows and 2048-token vocabulary
+// blocks. One thread, timed in that thread's CPU time (so the figures hold on a loaded machine);
+// each figure is the median of `repeats` calls, conversions included. KAEL_ISA=avx512 times the
+// vdpbf16ps kernel.
+// Usage: gemm_bf16_speed [repeats (default 3)]
+#include <time.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu_features.hpp"
+#include "kernels/gemm.hpp"
+#include "kernels/gemm_bf16.hpp"
+#include "kernels/thread_pool.hpp"
+
+using namespace kael::kernels;
+
+namespace {
+
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+using GemmFn = void(float*, std::int64_t, const float*, std::int64_t, bool, const float*, std::int64_t, bool,
+                    std::int64_t, std::int64_t, std::int64_t, bool);
+
+struct Case {
+  const char* what;
+  std::int64_t M, N, K;
+  bool trans_a, trans_b, accumulate;
+};
+
+// Median CPU seconds of `repeats` calls of fn on the case's operands.
+double median_seconds(GemmFn* fn, const Case& c, const std::vector<float>& a, const std::vector<float>& b,
+                      std::vector<float>& out, int repeats) {
+  const std::int64_t lda = c.trans_a ? c.M : c.K, ldb = c.trans_b ? c.K : c.N;
+  std::vector<double> times;
+  for (int r = 0; r < repeats; ++r) {
+    const double start = thread_cpu_seconds();
+    fn(out.data(), c.N, a.data(), lda, c.trans_a, b.data(), ldb, c.trans_b, c.M, c.N, c.K, c.accumulate);
+    times.push_back(thread_cpu_seconds() - start);
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int repeats = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
+  set_num_threads(1);
+  std::string why;
+  if (!gemm_bf16_available(&why)) {
+    std::printf("gemm_bf16 cannot run here: %s\n", why.c_str());
+    return 1;
+  }
+  std::printf("isa %s, BF16 product %s; 1 thread, CPU time, median of %d; GFLOP/s = 2 M N K / time\n",
+              isa_name(active_isa()), gemm_bf16_kind(), repeats);
+  const std::int64_t tokens = 2048, C = 768, V = 50257;
+  const Case cases[] = {
+      {"qkv forward X W", tokens, 3 * C, C, false, false, false},
+      {"attn proj forward", tokens, C, C, false, false, false},
+      {"fc forward", tokens, 4 * C, C, false, false, false},
+      {"mlp proj forward", tokens, C, 4 * C, false, false, false},
+      {"qkv dX = dY W^T", tokens, C, 3 * C, false, true, false},
+      {"fc dX", tokens, C, 4 * C, false, true, false},
+      {"mlp proj dX", tokens, 4 * C, C, false, true, false},
+      {"qkv dW += X^T dY", C, 3 * C, tokens, true, false, true},
+      {"fc dW", C, 4 * C, tokens, true, false, true},
+      {"mlp proj dW", 4 * C, C, tokens, true, false, true},
+      {"head logits (256 rows)", 256, V, C, false, true, false},
+      {"head dX (256 x 2048 block)", 256, C, 2048, false, false, true},
+      {"head dW (2048 block x 256)", 2048, C, 256, true, false, true},
+  };
+  std::printf("%-28s %6s %6s %6s %10s %10s %6s\n", "product", "M", "N", "K", "f32 GF/s", "bf16 GF/s", "x");
+  double f32_total = 0, bf16_total = 0, flops_total = 0;
+  for (const Case& c : cases) {
+    std::vector<float> a(static_cast<std::size_t>(c.M * c.K), 0.01f), b(static_cast<std::size_t>(c.K * c.N), 0.02f);
+    std::vector<float> out(static_cast<std::size_t>(c.M * c.N));
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 97) * 0.01f - 0.4f;
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 89) * 0.01f - 0.4f;
+    const double f32 = median_seconds(gemm, c, a, b, out, repeats);
+    const double bf16 = median_seconds(gemm_bf16, c, a, b, out, repeats);
+    const double flops = 2.0 * static_cast<double>(c.M) * static_cast<double>(c.N) * static_cast<double>(c.K);
+    f32_total += f32;
+    bf16_total += bf16;
+    flops_total += flops;
+    std::printf("%-28s %6lld %6lld %6lld %10.1f %10.1f %6.2f\n", c.what, static_cast<long long>(c.M),
+                static_cast<long long>(c.N), static_cast<long long>(c.K), flops / f32 * 1e-9, flops / bf16 * 1e-9,
+                f32 / bf16);
+  }
+  std::printf("%-28s %6s %6s %6s %10.1f %10.1f %6.2f\n", "all of the above", "", "", "", flops_total / f32_total * 1e-9,
+              flops_total / bf16_total * 1e-9, f32_total / bf16_total);
+  return 0;
+}

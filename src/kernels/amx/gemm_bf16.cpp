@@ -1,0 +1,136 @@
+// The BF16 general product's kernels (gemm_bf16.hpp): the conversions of op(a) and op(b) into
+// amx.hpp's BF16 layouts with AVX-512, and the product on them, by the AMX-BF16 tiles
+// (amx::bf16_tile_gemm) or by the vdpbf16ps GEMV (amx::bf16_gemv) on a CPU without tiles.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/amx.hpp"
+#include "kernels/kernel_table.hpp"
+
+namespace kael::kernels::amx {
+namespace {
+
+// Rows of a done per pass over the thread's blocks of b: 256 rows of K = 3072 BF16 are 1.5 MiB,
+// which stays in L2 while the blocks of b stream past it.
+constexpr std::int64_t kRowsPerPass = 256;
+
+__mmask16 lanes(std::int64_t count) {
+  return count >= 16 ? static_cast<__mmask16>(0xffff) : count <= 0 ? 0 : static_cast<__mmask16>((1u << count) - 1u);
+}
+
+// Per 32-bit lane, the BF16 of the F32 in it, in the low 16 bits (the high 16 zero): core's
+// f32_to_bf16 lane by lane (round to nearest even on the bits, so subnormals are kept, unlike
+// vcvtneps2bf16; a NaN keeps its top bits and becomes quiet).
+__m512i bf16_lanes(__m512 v) {
+  const __m512i bits = _mm512_castps_si512(v);
+  const __m512i high = _mm512_srli_epi32(bits, 16);
+  const __m512i lsb = _mm512_and_si512(high, _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), lsb)), 16);
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(bits, _mm512_set1_epi32(0x7FFFFFFF)),
+                                                _mm512_set1_epi32(0x7F800000));
+  return _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(high, _mm512_set1_epi32(0x40)));
+}
+
+// 16 BF16 (one per lane of v, rounded as above) stored at dst.
+void store_bf16(std::uint16_t* dst, __m512 v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm512_cvtepi32_epi16(bf16_lanes(v)));
+}
+
+void pack_rows(std::uint16_t* dst, const float* a, std::int64_t lda, bool trans, std::int64_t M, std::int64_t K,
+               std::int64_t g0, std::int64_t g1, bool tiled) {
+  const std::int64_t Kp = bf16_padded_k(K), chunks = Kp / 32;
+  const auto out = [&](std::int64_t row, std::int64_t chunk) { return dst + chunk_byte(row, chunk, Kp * 2, tiled) / 2; };
+  for (std::int64_t g = g0; g < g1; ++g) {
+    const std::int64_t r0 = g * 16, rows = std::clamp<std::int64_t>(M - r0, 0, 16);
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      const std::int64_t k0 = c * 32;
+      if (!trans) {
+        for (std::int64_t r = 0; r < 16; ++r) {
+          const float* row = a + (r0 + r) * lda + k0;
+          const bool live = r < rows;
+          store_bf16(out(r0 + r, c), _mm512_maskz_loadu_ps(live ? lanes(K - k0) : 0, live ? row : a));
+          store_bf16(out(r0 + r, c) + 16, _mm512_maskz_loadu_ps(live ? lanes(K - k0 - 16) : 0, live ? row + 16 : a));
+        }
+        continue;
+      }
+      // op(a)[r][k] = a[k][r]: lanes over r, one load per k, then a 32 x 16 transpose.
+      alignas(64) std::uint16_t by_k[32][16];
+      const __mmask16 mask = lanes(rows);
+      for (std::int64_t k = 0; k < 32; ++k) {
+        const bool live = k0 + k < K;
+        store_bf16(by_k[k], _mm512_maskz_loadu_ps(live ? mask : 0, live ? a + (k0 + k) * lda + r0 : a));
+      }
+      for (std::int64_t r = 0; r < 16; ++r) {
+        std::uint16_t* o = out(r0 + r, c);
+        for (std::int64_t k = 0; k < 32; ++k) o[k] = by_k[k][r];
+      }
+    }
+  }
+}
+
+void pack_panels(std::uint16_t* dst, const float* b, std::int64_t ldb, bool trans, std::int64_t N, std::int64_t K,
+                 std::int64_t p0, std::int64_t p1) {
+  const std::int64_t Kp = bf16_padded_k(K);
+  for (std::int64_t p = p0; p < p1; ++p) {
+    const std::int64_t n0 = p * kPanel, width = std::clamp<std::int64_t>(N - n0, 0, kPanel);
+    std::uint16_t* panel = dst + p * kPanel * Kp;  // k-pair r at 32 r: column j's (k, k + 1) at 2 j
+    if (!trans) {
+      // op(b)[k][n] = b[k][n]: rows k and k + 1 of the panel, interleaved as 16 pairs.
+      const __mmask16 mask = lanes(width);
+      for (std::int64_t k = 0; k < Kp; k += 2) {
+        const auto row = [&](std::int64_t kk) {
+          const bool live = kk < K && width > 0;
+          return bf16_lanes(_mm512_maskz_loadu_ps(live ? mask : 0, live ? b + kk * ldb + n0 : b));
+        };
+        const __m512i pairs = _mm512_or_si512(row(k), _mm512_slli_epi32(row(k + 1), 16));
+        _mm512_storeu_si512(panel + k * 16, pairs);
+      }
+      continue;
+    }
+    // op(b)[k][n] = b[n][k]: a column's pairs are adjacent in b, so 32 k of column j make 16
+    // pairs (dwords), then a 16 x 16 dword transpose puts them at pair-row r, column j.
+    for (std::int64_t k0 = 0; k0 < Kp; k0 += 32) {
+      alignas(64) std::uint32_t by_column[16][16] = {};
+      for (std::int64_t j = 0; j < width; ++j) {
+        const float* col = b + (n0 + j) * ldb + k0;
+        std::uint16_t* pairs = reinterpret_cast<std::uint16_t*>(by_column[j]);
+        store_bf16(pairs, _mm512_maskz_loadu_ps(lanes(K - k0), col));
+        store_bf16(pairs + 16, _mm512_maskz_loadu_ps(lanes(K - k0 - 16), K - k0 > 16 ? col + 16 : col));
+      }
+      auto* out = reinterpret_cast<std::uint32_t*>(panel + k0 * 16);
+      for (std::int64_t r = 0; r < 16; ++r)
+        for (std::int64_t j = 0; j < 16; ++j) out[r * 16 + j] = by_column[j][r];
+    }
+  }
+}
+
+// The product in passes of kRowsPerPass rows (each over all the blocks), on either kernel.
+template <bool kTiles>
+void product(float* c, std::int64_t ldc, const std::uint16_t* a, std::int64_t M, std::int64_t Kp,
+             const std::uint16_t* b, std::int64_t blocks, std::int64_t n_valid, bool accumulate) {
+  const Epilogue epilogue = accumulate ? Epilogue::residual : Epilogue::store;
+  for (std::int64_t m0 = 0; m0 < M; m0 += kRowsPerPass) {
+    const std::int64_t rows = std::min(kRowsPerPass, M - m0);
+    if constexpr (kTiles) {
+      const AmxTiles hold;
+      bf16_tile_gemm(c + m0 * ldc, ldc, a + m0 * Kp, rows, Kp, b, blocks, n_valid, nullptr, epilogue);
+    } else {
+      bf16_gemv(c + m0 * ldc, ldc, a + m0 * Kp, rows, Kp, b, blocks, n_valid, nullptr, epilogue);
+    }
+  }
+}
+
+}  // namespace
+
+void fill_gemm_bf16(KernelTable& table, const CpuFeatures& cpu, bool tiles) {
+  if (!cpu.avx512_bf16) return;
+  table.bf16_pack_rows = pack_rows;
+  table.bf16_pack_panels = pack_panels;
+  const bool amx = tiles && cpu.amx_bf16;
+  table.gemm_bf16 = amx ? product<true> : product<false>;
+  table.gemm_bf16_tiled = amx;
+  table.gemm_bf16_kind = amx ? "amx-bf16" : "avx512-bf16";
+}
+
+}  // namespace kael::kernels::amx

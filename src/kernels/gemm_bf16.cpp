@@ -1,0 +1,95 @@
+// gemm_bf16.hpp: the conversions and the product split across threads, in baseline code, each
+// piece on the active kernel table (kernel_table.hpp); and the plain reference.
+#include "kernels/gemm_bf16.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "kael/core/dtype.hpp"
+#include "kael/core/error.hpp"
+#include "kernels/amx.hpp"
+#include "kernels/kernel_table.hpp"
+#include "kernels/thread_pool.hpp"
+
+namespace kael::kernels {
+
+bool gemm_bf16_available(std::string* why) {
+  if (active_kernels().gemm_bf16 != nullptr) return true;
+  if (why != nullptr) {
+    const CpuFeatures& cpu = cpu_features();
+    if (!cpu.avx512_bf16 && !cpu.amx_bf16)
+      *why = "this CPU has neither AMX-BF16 nor AVX512-BF16";
+    else if (active_isa() < Isa::avx512 || active_isa() > Isa::amx)
+      *why = str("the ", isa_name(active_isa()), " kernel set is in use (KAEL_ISA), which has no BF16 product");
+    else
+      *why = "this build has no BF16 kernels (src/kernels/amx/ is not built)";
+  }
+  return false;
+}
+
+void require_gemm_bf16() {
+  std::string why;
+  if (!gemm_bf16_available(&why)) throw ValueError(str("BF16 matrix products need AMX-BF16 or AVX512-BF16: ", why));
+}
+
+const char* gemm_bf16_kind() { return active_kernels().gemm_bf16_kind; }
+
+void gemm_bf16(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,
+               std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate) {
+  require_gemm_bf16();
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {
+    if (!accumulate)
+      for (std::int64_t i = 0; i < M; ++i) std::fill_n(c + i * ldc, N, 0.0f);
+    return;
+  }
+  const KernelTable& kt = active_kernels();
+  const std::int64_t Kp = bf16_padded_k(K), Mp = round_up(M, 32), Np = bf16_padded_n(N);
+  // The calling thread's buffers, filled and read by the workers through these pointers.
+  thread_local std::vector<std::uint16_t> a_buffer, b_buffer;
+  a_buffer.resize(static_cast<std::size_t>(Mp * Kp));
+  b_buffer.resize(static_cast<std::size_t>(Np * Kp));
+  std::uint16_t* a16 = a_buffer.data();
+  std::uint16_t* b16 = b_buffer.data();
+  parallel_for(Mp / 16, min_items_per_thread(16 * Kp), [&](std::int64_t g0, std::int64_t g1) {
+    kt.bf16_pack_rows(a16, a, lda, trans_a, M, K, g0, g1, kt.gemm_bf16_tiled);
+  });
+  parallel_for(Np / kPanel, min_items_per_thread(kPanel * Kp), [&](std::int64_t p0, std::int64_t p1) {
+    kt.bf16_pack_panels(b16, b, ldb, trans_b, N, K, p0, p1);
+  });
+  const std::int64_t blocks = Np / 32;
+  if (blocks >= 2 * num_threads() || M < 64) {
+    parallel_for(blocks, min_items_per_thread(M * Kp * 32), [&](std::int64_t first, std::int64_t last) {
+      const std::int64_t col = first * 32;
+      kt.gemm_bf16(c + col, ldc, a16, M, Kp, b16 + col * Kp, last - first, N - col, accumulate);
+    });
+  } else {
+    // Few columns, many rows: threads take groups of 32 rows (whole tiles) instead.
+    parallel_for(Mp / 32, min_items_per_thread(32 * Kp * Np), [&](std::int64_t first, std::int64_t last) {
+      const std::int64_t r0 = first * 32, rows = std::min(M, last * 32) - r0;
+      kt.gemm_bf16(c + r0 * ldc, ldc, a16 + r0 * Kp, rows, Kp, b16, blocks, N, accumulate);
+    });
+  }
+}
+
+namespace ref {
+
+void gemm_bf16(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,
+               std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate) {
+  const auto rounded = [](float x) { return static_cast<double>(bf16_to_f32(f32_to_bf16(x))); };
+  for (std::int64_t i = 0; i < M; ++i)
+    for (std::int64_t j = 0; j < N; ++j) {
+      double sum = 0.0;
+      for (std::int64_t k = 0; k < K; ++k) {
+        const float x = trans_a ? a[k * lda + i] : a[i * lda + k];
+        const float y = trans_b ? b[j * ldb + k] : b[k * ldb + j];
+        sum += rounded(x) * rounded(y);
+      }
+      float& out = c[i * ldc + j];
+      out = accumulate ? out + static_cast<float>(sum) : static_cast<float>(sum);
+    }
+}
+
+}  // namespace ref
+
+}  // namespace kael::kernels

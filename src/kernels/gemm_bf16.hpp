@@ -1,0 +1,42 @@
+// The general product of gemm.hpp with BF16 operands: what PyTorch's CPU autocast does to a
+// matrix product in mixed-precision training. Each operand is rounded to BF16 (round to
+// nearest even, core's f32_to_bf16), the products are summed in F32 (in the AMX tiles, or by
+// AVX512-BF16's vdpbf16ps, both of which read a subnormal BF16 as zero), and c is F32.
+//
+// Each call converts op(a) and op(b) once (O(M K + K N) against the O(M N K) product), into
+// the layouts of amx.hpp: op(a) as rows of 32-element (64-byte) K chunks, padded with zeros to
+// round_up(M, 32) rows and round_up(K, 32) columns, tiled in groups of 16 rows for the tiles
+// (amx::chunk_byte); op(b) as BF16 panels of 16 columns in the VNNI pair order, padded to
+// round_up(N, 32) columns (amx.hpp's BF16 weight format, read from any stride or transposed).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace kael::kernels {
+
+// Whether gemm_bf16 can run on the active set: AVX512-BF16 (and the avx512 or amx set), with
+// the AMX-BF16 tiles on the amx set. When not, *why (if given) says what is missing.
+bool gemm_bf16_available(std::string* why = nullptr);
+// ValueError naming what is missing unless gemm_bf16_available().
+void require_gemm_bf16();
+// What runs the product on the active set: "amx-bf16", "avx512-bf16" or "none".
+const char* gemm_bf16_kind();
+
+// c (M, N; ldc) = op(a) @ op(b), or c += with `accumulate`, with the arguments of
+// kernels::gemm; F32 in and out, BF16 products summed in F32. Threaded (over 32-column blocks,
+// or over rows when the columns are few); each output is one sum over k in order whatever the
+// thread count, so results do not depend on it. ValueError as require_gemm_bf16().
+void gemm_bf16(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,
+               std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K,
+               bool accumulate = false);
+
+namespace ref {
+// The same operands rounded with core's f32_to_bf16, their products summed in double, then
+// rounded once to F32 (and added to c with `accumulate`). Runs on any CPU.
+void gemm_bf16(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,
+               std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K,
+               bool accumulate = false);
+}  // namespace ref
+
+}  // namespace kael::kernels

@@ -1,0 +1,129 @@
+// kernels::gemm_bf16 against its plain reference (BF16-rounded operands, sums in double) on
+// ragged sizes, all four transposes, strided operands, with and without accumulation, on one
+// and two threads, on every set: where a set has the BF16 product it must match; where it has
+// none (scalar, avx2, or a CPU without AVX512-BF16) the call must be a ValueError that says why.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kael/core/dtype.hpp"
+#include "kael/core/error.hpp"
+#include "kernels/gemm_bf16.hpp"
+#include "kernels/kernel_table.hpp"
+#include "kernels_testing.hpp"
+
+using namespace kael::kernels;
+using test_util::random_vector;
+
+namespace {
+
+struct Case {
+  std::int64_t M, N, K;
+};
+// Below and above a tile (16 rows), a block (32 columns) and a K chunk (32), and sizes that
+// take the row-split path (few columns, many rows).
+const Case kCases[] = {{1, 1, 1},   {3, 5, 7},     {16, 32, 32},  {17, 33, 31},  {31, 47, 65},
+                       {33, 16, 100}, {70, 61, 129}, {130, 20, 40}, {257, 40, 33}, {64, 300, 70}};
+
+// Operand (rows, cols) stored with a row stride of cols + 3, so every stride is ragged.
+struct Strided {
+  std::int64_t ld;
+  std::vector<float> data;
+};
+Strided operand(std::int64_t rows, std::int64_t cols, unsigned seed) {
+  const std::int64_t ld = cols + 3;
+  return {ld, random_vector(rows * ld, seed)};
+}
+
+class GemmBf16 : public test_util::OnEveryIsa {};
+
+TEST_P(GemmBf16, MatchesReferenceOnRaggedSizesOrRefusesByName) {
+  std::string why;
+  if (!gemm_bf16_available(&why)) {
+    std::vector<float> c(4);
+    const std::vector<float> a(4), b(4);
+    try {
+      gemm_bf16(c.data(), 2, a.data(), 2, false, b.data(), 2, false, 2, 2, 2);
+      FAIL() << "gemm_bf16 ran on " << isa_name(isa()) << " although it reports itself unavailable";
+    } catch (const kael::ValueError& e) {
+      EXPECT_NE(std::string(e.what()).find("AMX-BF16 or AVX512-BF16"), std::string::npos) << e.what();
+    }
+    GTEST_SKIP() << isa_name(isa()) << " has no BF16 product: " << why;
+  }
+  for (const Case& s : kCases)
+    for (int transposes = 0; transposes < 4; ++transposes)
+      for (bool accumulate : {false, true}) {
+        const bool ta = (transposes & 1) != 0, tb = (transposes & 2) != 0;
+        const Strided a = ta ? operand(s.K, s.M, 1) : operand(s.M, s.K, 1);
+        const Strided b = tb ? operand(s.N, s.K, 2) : operand(s.K, s.N, 2);
+        const std::int64_t ldc = s.N + 5;
+        std::vector<float> got = random_vector(s.M * ldc, 3), want = got;
+        gemm_bf16(got.data(), ldc, a.data.data(), a.ld, ta, b.data.data(), b.ld, tb, s.M, s.N, s.K, accumulate);
+        ref::gemm_bf16(want.data(), ldc, a.data.data(), a.ld, ta, b.data.data(), b.ld, tb, s.M, s.N, s.K,
+                       accumulate);
+        // F32 sums of K products of unit-variance BF16 values: a few ulps of sqrt(K); the
+        // padding between rows (ldc > N) must be untouched.
+        const double tolerance = 1e-5 * std::sqrt(static_cast<double>(s.K)) + 1e-6;
+        for (std::int64_t i = 0; i < s.M; ++i)
+          for (std::int64_t j = 0; j < ldc; ++j) {
+            const std::size_t at = static_cast<std::size_t>(i * ldc + j);
+            if (j >= s.N) {
+              ASSERT_EQ(got[at], want[at]) << "wrote past N at (" << i << ", " << j << ")";
+              continue;
+            }
+            ASSERT_NEAR(got[at], want[at], tolerance * (1.0 + std::fabs(want[at])))
+                << s.M << "x" << s.N << "x" << s.K << " trans " << ta << tb << " accumulate " << accumulate
+                << " at (" << i << ", " << j << ")";
+          }
+      }
+}
+
+// With K = 1 and the other operand 1, each output is one rounded operand, exactly: the
+// conversions round to nearest even as core's f32_to_bf16, in every layout (ties included).
+TEST_P(GemmBf16, RoundsEachOperandToNearestEven) {
+  if (!gemm_bf16_available()) GTEST_SKIP() << isa_name(isa()) << " has no BF16 product";
+  const std::int64_t n = 70;
+  std::vector<float> values = random_vector(n, 9);
+  values[0] = 1.0f + 0x1p-8f;          // a tie: down to 1 (even)
+  values[1] = 1.0f + 3 * 0x1p-8f;      // a tie: up to 1 + 2^-6 (even)
+  values[2] = -(1.0f + 0x1p-8f + 0x1p-20f);  // just above a tie: away from zero
+  values[3] = 3.0e38f;                 // near the top of the range
+  const std::vector<float> ones(n, 1.0f);
+  for (bool transposed : {false, true}) {
+    std::vector<float> column(n), row(n);
+    // c (n, 1) = op(a) (n, 1) @ ones (1, 1): values as a column of a.
+    gemm_bf16(column.data(), 1, values.data(), transposed ? n : 1, transposed, ones.data(), 1, transposed, n, 1, 1);
+    // c (1, n) = ones (1, 1) @ op(b) (1, n): values as a row of b.
+    gemm_bf16(row.data(), n, ones.data(), 1, transposed, values.data(), transposed ? 1 : n, transposed, 1, n, 1);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float expected = kael::bf16_to_f32(kael::f32_to_bf16(values[static_cast<std::size_t>(i)]));
+      ASSERT_EQ(column[static_cast<std::size_t>(i)], expected) << "a, transposed " << transposed << ", " << i;
+      ASSERT_EQ(row[static_cast<std::size_t>(i)], expected) << "b, transposed " << transposed << ", " << i;
+    }
+  }
+}
+
+// The bits of each output do not depend on the thread count.
+TEST_P(GemmBf16, ThreadCountDoesNotChangeTheBits) {
+  if (!gemm_bf16_available()) GTEST_SKIP() << isa_name(isa()) << " has no BF16 product";
+  const std::int64_t M = 200, N = 90, K = 150;
+  const auto a = random_vector(M * K, 4), b = random_vector(K * N, 5);
+  std::vector<float> mine(M * N), single(M * N);
+  gemm_bf16(mine.data(), N, a.data(), K, false, b.data(), K, true, M, N, K);
+  set_num_threads(1);
+  gemm_bf16(single.data(), N, a.data(), K, false, b.data(), K, true, M, N, K);
+  EXPECT_EQ(mine, single);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sets, GemmBf16,
+                         ::testing::Combine(::testing::ValuesIn(kAllIsas), ::testing::Values(1, 2)),
+                         [](const auto& info) {
+                           return std::string(isa_name(std::get<0>(info.param))) + "_" +
+                                  std::to_string(std::get<1>(info.param)) + "threads";
+                         });
+
+}  // namespace
