@@ -121,54 +121,90 @@ def decode_rate(decoder: Decoder, prompts: list, tokens: int) -> float:
     return len(prompts) * (tokens - 1) / (times[tokens] - times[1])
 
 
+class Model:
+    """A GGUF file loaded by llama.cpp (a context manager that frees it)."""
+
+    def __init__(self, path: pathlib.Path):
+        import llama_cpp as lib
+
+        # llama-cpp-python prints llama.cpp's log lines whose level reaches its logger's (NOTSET: all).
+        logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
+        lib.llama_backend_init()
+        self.lib = lib
+        self.model = lib.llama_model_load_from_file(str(path).encode(), lib.llama_model_default_params())
+        if not self.model:
+            raise RuntimeError(f"llama.cpp could not load {path}")
+        self.n_vocab = lib.llama_vocab_n_tokens(lib.llama_model_get_vocab(self.model))
+
+    def decoder(self, n_seq: int, positions: int, threads: int, max_tokens: int) -> Decoder:
+        return Decoder(self.model, self.n_vocab, n_seq, positions, threads, max_tokens)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.lib.llama_model_free(self.model)
+
+
+def _scripts():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import gpt2_reference
+    return gpt2_reference
+
+
+def check_f32(model_dir: pathlib.Path, path: pathlib.Path, threads: int) -> dict:
+    """llama.cpp on the F32 file against transformers on the checkpoint: whether 8 greedy tokens
+    after a 16-token prompt are equal, and the largest difference of the prompt's last logits."""
+    import numpy as np
+    gpt2_reference = _scripts()
+
+    with Model(path) as model:
+        decoder = model.decoder(1, PROMPT + 8, threads, PROMPT)
+        try:
+            ids = gpt2_reference.prompt_ids(PROMPT, model.n_vocab)
+            mine = decoder.greedy([ids], 8)[0]
+            decoder.reset()
+            logits = decoder.feed([ids])[0].astype(np.float64)
+        finally:
+            decoder.close()
+    hf = gpt2_reference.load_hf(model_dir)
+    expected = gpt2_reference.hf_last_logits(hf, ids).astype(np.float64)
+    return {"greedy_equal": mine == gpt2_reference.hf_greedy(hf, ids, 8),
+            "max_logit_diff": float(np.abs(logits - expected).max())}
+
+
 def measure(model_dir: pathlib.Path, workdir: pathlib.Path, threads: int, tokens: int, prefill: int) -> dict:
     """The llama.cpp figures of every KIND; see the module docstring."""
-    import llama_cpp as lib
-    import numpy as np
-    sys.path.insert(0, str(ROOT / "scripts"))
+    gpt2_reference = _scripts()
     sys.path.insert(0, str(ROOT / "bench"))
-    import gpt2_reference
     import write_gguf
 
-    # llama-cpp-python prints llama.cpp's log lines whose level reaches its logger's (NOTSET: all).
-    logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
-    lib.llama_backend_init()
     result = {}
     for kind in KINDS:
         path = workdir / f"{model_dir.name}-{kind}.gguf"
-        if not path.exists():
-            write_gguf.main([str(model_dir), str(path), "--type", kind])
-        model = lib.llama_model_load_from_file(str(path).encode(), lib.llama_model_default_params())
-        if not model:
-            raise RuntimeError(f"llama.cpp could not load {path}")
-        n_vocab = lib.llama_vocab_n_tokens(lib.llama_model_get_vocab(model))
-        one = Decoder(model, n_vocab, 1, max(prefill, PROMPT + tokens) + 8, threads, max(prefill, PROMPT))
-        many = Decoder(model, n_vocab, BATCH, PROMPT + tokens + 8, threads, BATCH * PROMPT)
-        try:
-            ids = gpt2_reference.prompt_ids(PROMPT, n_vocab)
-            if kind == "f32":  # agreement with transformers before any figure
-                hf = gpt2_reference.load_hf(model_dir)
-                mine = one.greedy([ids], 8)[0]
-                one.reset()
-                logits = one.feed([ids])[0].astype(np.float64)
-                expected = gpt2_reference.hf_last_logits(hf, ids).astype(np.float64)
-                result["check"] = {"greedy_equal": mine == gpt2_reference.hf_greedy(hf, ids, 8),
-                                   "max_logit_diff": float(np.abs(logits - expected).max())}
-            result[f"{kind}_b1_tok_s"] = decode_rate(one, [ids], tokens)
-            prompts = [gpt2_reference.prompt_ids(PROMPT, n_vocab, seed=s) for s in range(BATCH)]
-            result[f"{kind}_b16_tok_s"] = decode_rate(many, prompts, tokens)
-            if prefill:
-                prompt = gpt2_reference.prompt_ids(prefill, n_vocab)
-                one.reset()
-                one.feed([prompt])  # warm-up
-                one.reset()
-                start = time.perf_counter()
-                one.feed([prompt])
-                result[f"{kind}_prefill_ms"] = 1e3 * (time.perf_counter() - start)
-        finally:
-            one.close()
-            many.close()
-            lib.llama_model_free(model)
+        if not path.exists() and write_gguf.main([str(model_dir), str(path), "--type", kind]) != 0:
+            raise RuntimeError(f"bench/write_gguf.py could not write {path}")
+        if kind == "f32":  # agreement with transformers before any figure
+            result["check"] = check_f32(model_dir, path, threads)
+        with Model(path) as model:
+            one = model.decoder(1, max(prefill, PROMPT + tokens) + 8, threads, max(prefill, PROMPT))
+            many = model.decoder(BATCH, PROMPT + tokens + 8, threads, BATCH * PROMPT)
+            try:
+                ids = gpt2_reference.prompt_ids(PROMPT, model.n_vocab)
+                result[f"{kind}_b1_tok_s"] = decode_rate(one, [ids], tokens)
+                prompts = [gpt2_reference.prompt_ids(PROMPT, model.n_vocab, seed=s) for s in range(BATCH)]
+                result[f"{kind}_b16_tok_s"] = decode_rate(many, prompts, tokens)
+                if prefill:
+                    prompt = gpt2_reference.prompt_ids(prefill, model.n_vocab)
+                    one.reset()
+                    one.feed([prompt])  # warm-up
+                    one.reset()
+                    start = time.perf_counter()
+                    one.feed([prompt])
+                    result[f"{kind}_prefill_ms"] = 1e3 * (time.perf_counter() - start)
+            finally:
+                one.close()
+                many.close()
     return result
 
 
