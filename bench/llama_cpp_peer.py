@@ -47,8 +47,11 @@ def build_info() -> dict:
     for lib in sorted((pathlib.Path(llama_cpp.__file__).parent / "lib").glob("libggml-cpu*.so*")):
         data = lib.read_bytes()
         clang = re.search(rb"clang version [0-9.]+", data)
-        gcc = re.search(rb"GCC: \([^)]*\) [0-9.]+", data)
-        compiler = (clang or gcc).group().decode() if (clang or gcc) else compiler
+        gcc = re.search(rb"GCC: \(([^)]*)\) ([0-9.]+)", data)
+        if clang:
+            compiler = clang.group().decode()
+        elif gcc:
+            compiler = f"GCC {gcc.group(2).decode()} ({gcc.group(1).decode()})"
         break
     return {"version": llama_cpp.__version__, "features": on, "compiler": compiler}
 
