@@ -37,14 +37,16 @@ def missing() -> str | None:
 
 
 def build_info() -> dict:
-    """llama-cpp-python's version, ggml's compiled-in CPU features and the compiler of libggml-cpu
-    (from its .comment section: clang leaves "clang version X"; a GCC build only "GCC: ...")."""
+    """llama-cpp-python's version, ggml's compiled-in CPU features and the compiler of libggml-cpu:
+    from its .comment section when the install kept it (clang leaves "clang version X", GCC only
+    "GCC: ..."), else from the OpenMP runtime it links (clang's libomp, GCC's libgomp)."""
     import llama_cpp
 
     features = llama_cpp.llama_print_system_info().decode(errors="replace")
     on = [name for name, value in re.findall(r"(\w+) = (\d+)", features) if value != "0"]
-    compiler = "unknown compiler"
-    for lib in sorted((pathlib.Path(llama_cpp.__file__).parent / "lib").glob("libggml-cpu*.so*")):
+    compiler = "compiler not recorded"
+    lib = pathlib.Path(llama_cpp.__file__).parent / "lib" / "libggml-cpu.so"
+    if lib.exists():
         data = lib.read_bytes()
         clang = re.search(rb"clang version [0-9.]+", data)
         gcc = re.search(rb"GCC: \(([^)]*)\) ([0-9.]+)", data)
@@ -52,7 +54,10 @@ def build_info() -> dict:
             compiler = clang.group().decode()
         elif gcc:
             compiler = f"GCC {gcc.group(2).decode()} ({gcc.group(1).decode()})"
-        break
+        elif b"libomp.so" in data:
+            compiler = "clang (it links libomp)"
+        elif b"libgomp.so" in data:
+            compiler = "GCC (it links libgomp)"
     return {"version": llama_cpp.__version__, "features": on, "compiler": compiler}
 
 
