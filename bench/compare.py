@@ -19,14 +19,15 @@ Measures (every figure printed, with what it is compared against):
               generate_batch(sampling_topk=1, min_length = max_length), the same t(N) - t(1) rule.
   per ISA     the kael rows again with KAEL_ISA=I for each of --isas (default avx2,avx512), each
               set kael cannot run here reported as skipped.
-  llama.cpp   llama-cpp-python (PyPI; it builds llama.cpp from source, CMAKE_ARGS="-DGGML_NATIVE=ON"),
-              on GGUF files written from the same checkpoint by bench/write_gguf.py (F32, F16, Q8_0),
-              Llama(n_threads=THREADS): first a check that the F32 file's greedy tokens and last
-              logits match transformers', then batch-1 greedy decode per type (the t(N) - t(1)
-              rule, one eval() per token) and the 512-token prefill (one eval() of the prompt) for
-              F32 and Q8_0. Batch 16 is not measured: llama-cpp-python's Llama runs one sequence.
-              Skipped, saying so, when llama_cpp or gguf is not importable (nothing is installed), and
-              run in a child process, so a llama.cpp that dies (SIGILL) is a skip with its signal.
+  llama.cpp   bench/llama_cpp_peer.py: llama-cpp-python (PyPI; it builds llama.cpp from source, see
+              the README for the build this machine needs) through its C API, on GGUF files written
+              from the same checkpoint by bench/write_gguf.py (F32, F16, Q8_0), THREADS threads:
+              first a check that the F32 file's greedy tokens and last logits match transformers',
+              then per file batch 1 and batch 16 greedy decode (16 sequences in one context, one
+              llama_decode per step; the t(N) - t(1) rule) and the 512-token prefill (one
+              llama_decode). Prints how llama.cpp was built (compiler, ggml's CPU features). Skipped,
+              saying so, when llama_cpp or gguf is not importable (nothing is installed); run in a
+              child process, so a llama.cpp that dies (SIGILL) is a skip with its signal.
   narrow weights  `kael bench --dtype D` for each of --dtypes (f16, int8, bf16): batch 1 and
               batch 16 decode and the 512-token prefill, against kael f32 and CTranslate2
               compute_type="int8" (same converted model, the same three measurements).
@@ -34,7 +35,8 @@ Measures (every figure printed, with what it is compared against):
               f32 prefill >= 0.6 of the FMA peak and >= 1.3x CTranslate2 float32; f32 batch 16
               >= 1.3x CTranslate2 and >= 8x kael batch 1; int8 prefill and batch 16 >= 1.3x
               CTranslate2 int8; int8 and bf16 prefill >= 3x kael's f32 prefill on KAEL_ISA=avx512
-              (the AMX goal; the default kernel set's f32 when avx512 is not in --isas).
+              (the AMX goal; the default kernel set's f32 when avx512 is not in --isas); batch 1
+              f32, f16 and int8 at least level with llama.cpp's F32, F16 and Q8_0.
 
 Prefill FLOPs (512 tokens): 2 x matrix parameters of the blocks x T, plus the causal attention
 2 x 2 x head_dim x n_head x n_layer x T(T+1)/2, plus the head for the last position.
@@ -56,6 +58,8 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "bench"))
+import llama_cpp_peer  # noqa: E402  (bench/, beside this file)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -172,126 +176,6 @@ def measure_ctranslate2(model: pathlib.Path, workdir: pathlib.Path, threads: int
     return result
 
 
-def measure_llama_cpp(model: pathlib.Path, workdir: pathlib.Path, threads: int, tokens: int, prefill: int) -> dict:
-    """llama.cpp through llama-cpp-python on GGUF files of the same checkpoint; see the docstring."""
-    import numpy as np
-    from llama_cpp import Llama
-    import gpt2_reference
-    sys.path.insert(0, str(ROOT / "bench"))
-    import write_gguf
-
-    vocab = model_shape(model)["vocab_size"]
-    files = {}
-    for kind in ("f32", "f16", "q8_0"):
-        files[kind] = workdir / f"{model.name}-{kind}.gguf"
-        if not files[kind].exists():
-            write_gguf.main([str(model), str(files[kind]), "--type", kind])
-
-    def open_model(kind: str):
-        return Llama(model_path=str(files[kind]), n_ctx=max(1024, prefill + 8), n_batch=max(512, prefill),
-                     n_threads=threads, n_threads_batch=threads, verbose=False)
-
-    def greedy(llm, ids: list, n: int) -> list:
-        llm.reset()
-        llm.eval(ids)
-        out = []
-        for _ in range(n):
-            out.append(int(np.argmax(llm.scores[llm.n_tokens - 1])))
-            if len(out) < n:
-                llm.eval([out[-1]])
-        return out
-
-    result = {}
-    # Agreement with transformers on the F32 file: greedy tokens and the last position's logits.
-    hf = gpt2_reference.load_hf(model)
-    ids = gpt2_reference.prompt_ids(16, vocab)
-    llm = open_model("f32")
-    mine = greedy(llm, ids, 8)
-    llm.reset()
-    llm.eval(ids)
-    logits = np.array(llm.scores[llm.n_tokens - 1], dtype=np.float64)
-    expected = gpt2_reference.hf_last_logits(hf, ids).astype(np.float64)
-    result["check"] = {"greedy_equal": mine == gpt2_reference.hf_greedy(hf, ids, 8),
-                       "max_logit_diff": float(np.abs(logits - expected).max())}
-    for kind in files:
-        llm = open_model(kind)
-        greedy(llm, ids, 2)  # warm-up
-        times = {}
-        for n in (1, tokens):
-            start = time.perf_counter()
-            greedy(llm, ids, n)
-            times[n] = time.perf_counter() - start
-        result[f"{kind}_b1_tok_s"] = (tokens - 1) / (times[tokens] - times[1])
-        if kind != "f16" and prefill:
-            prompt = gpt2_reference.prompt_ids(prefill, vocab)
-            llm.reset()
-            llm.eval(prompt[:16])
-            llm.reset()
-            start = time.perf_counter()
-            llm.eval(prompt)
-            result[f"{kind}_prefill_ms"] = 1e3 * (time.perf_counter() - start)
-    return result
-
-
-def _llama_cpp_child(queue, *args) -> None:
-    try:
-        queue.put(measure_llama_cpp(*args))
-    except Exception as e:  # reported by the parent as a skip with the reason
-        queue.put({"why": f"llama.cpp failed: {type(e).__name__}: {e}"})
-
-
-def measure_llama_cpp_in_child(model: pathlib.Path, workdir: pathlib.Path, threads: int, tokens: int,
-                               prefill: int) -> dict:
-    """measure_llama_cpp in a child process, so that a llama.cpp build that dies (an instruction this
-    CPU or VM does not run: SIGILL) is reported as a skip with its signal instead of ending the run."""
-    import multiprocessing
-    import queue as queues
-    import signal
-    context = multiprocessing.get_context("spawn")
-    results = context.Queue()
-    child = context.Process(target=_llama_cpp_child, args=(results, model, workdir, threads, tokens, prefill))
-    child.start()
-    while True:
-        try:
-            result = results.get(timeout=1)
-            child.join()
-            return result
-        except queues.Empty:
-            if not child.is_alive():
-                break
-    child.join()
-    code = child.exitcode
-    died = f"signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
-    return {"why": f"llama.cpp's process died ({died}) before it gave its figures"}
-
-
-def llama_cpp_missing() -> str | None:
-    """Why llama.cpp cannot be measured here, or None."""
-    import importlib.util
-
-    for module, package in (("llama_cpp", "llama-cpp-python"), ("gguf", "gguf")):
-        if importlib.util.find_spec(module) is None:
-            return f"{module} is not importable (PyPI: {package}; this script installs nothing)"
-    return None
-
-
-def print_llama_cpp(figures: dict, kb1: float, kpre: float) -> None:
-    if "llama_cpp_skipped" in figures:
-        print(f"llama.cpp: skipped: {figures['llama_cpp_skipped']}")
-        return
-    if "llama_cpp" not in figures:
-        return
-    ll = figures["llama_cpp"]
-    check = ll["check"]
-    print(f"llama.cpp (llama-cpp-python) F32 GGUF vs transformers: greedy 8 tokens "
-          f"{'equal' if check['greedy_equal'] else 'DIFFERENT'}, max |logit diff| {check['max_logit_diff']:.2e}")
-    print(f"llama.cpp decode batch 1 (tok/s): f32 {ll['f32_b1_tok_s']:.1f}, f16 {ll['f16_b1_tok_s']:.1f}, "
-          f"q8_0 {ll['q8_0_b1_tok_s']:.1f} (kael f32 {kb1:.1f}); batch 16: not measured (one sequence per Llama)")
-    if "f32_prefill_ms" in ll:
-        print(f"llama.cpp prefill (ms): f32 {ll['f32_prefill_ms']:.1f}, q8_0 {ll['q8_0_prefill_ms']:.1f} "
-              f"(kael f32 {kpre:.1f})")
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", type=pathlib.Path, help="checkpoint dir (default: a seeded GPT-2 small)")
@@ -348,12 +232,9 @@ def main(argv=None) -> int:
     if "ctranslate2" not in skip:
         figures["ctranslate2"] = measure_ctranslate2(model, args.workdir, t, args.tokens, args.prefill)
     if "llama.cpp" not in skip:
-        missing = llama_cpp_missing()
-        if missing:
-            figures["llama_cpp_skipped"] = missing
-        else:
-            outcome = measure_llama_cpp_in_child(model, args.workdir, t, args.tokens, args.prefill)
-            figures["llama_cpp" if "f32_b1_tok_s" in outcome else "llama_cpp_skipped"] = outcome.get("why", outcome)
+        why = llama_cpp_peer.missing()
+        figures["llama_cpp"] = ({"skipped": why} if why else
+                                llama_cpp_peer.measure_in_child(model, args.workdir, t, args.tokens, args.prefill))
     dtypes = [d for d in args.dtypes.split(",") if d and d != "f32"]
     figures["kael_dtypes"] = {}
     for d in dtypes:
@@ -385,11 +266,6 @@ def main(argv=None) -> int:
             ratios[f"kael_b1_vs_{peer}"] = kb1 / p["b1_tok_s"]
             ratios[f"kael_b16_vs_{peer}"] = kb16 / p["b16_tok_s"]
             ratios[f"kael_prefill_vs_{peer}"] = p["prefill_ms"] / kpre
-    if "llama_cpp" in figures:
-        ll = figures["llama_cpp"]
-        ratios["kael_b1_vs_llama_cpp_f32"] = kb1 / ll["f32_b1_tok_s"]
-        if "f32_prefill_ms" in ll:
-            ratios["kael_prefill_vs_llama_cpp_f32"] = ll["f32_prefill_ms"] / kpre
     # The AMX goal compares with kael's f32 prefill on the AVX-512 kernels.
     avx512 = figures["kael_by_isa"].get("avx512", {})
     f32_avx512_pre = avx512["prefill"]["prefill_ms"] if "prefill" in avx512 else kpre
@@ -397,6 +273,8 @@ def main(argv=None) -> int:
     for d, out in narrow.items():
         ratios[f"kael_{d}_b1_vs_f32"] = out["b1"]["decode_tok_s"] / kb1
         ratios[f"kael_{d}_prefill_vs_f32_avx512"] = f32_avx512_pre / out["prefill"]["prefill_ms"]
+    if "skipped" not in figures.get("llama_cpp", {"skipped": "not run"}):
+        ratios.update(llama_cpp_peer.ratios(figures["llama_cpp"], k, narrow))
     if "ctranslate2_int8" in figures and "int8" in narrow:
         ki, ci = narrow["int8"], figures["ctranslate2_int8"]
         ratios["kael_int8_b1_vs_ctranslate2_int8"] = ki["b1"]["decode_tok_s"] / ci["b1_tok_s"]
@@ -411,7 +289,11 @@ def main(argv=None) -> int:
              ("kael_int8_prefill_vs_ctranslate2_int8", 1.3, "int8 prefill vs CTranslate2 int8"),
              ("kael_int8_b16_vs_ctranslate2_int8", 1.3, "int8 batch 16 vs CTranslate2 int8"),
              ("kael_int8_prefill_vs_f32_avx512", 3.0, "int8 prefill vs kael f32 avx512 prefill"),
-             ("kael_bf16_prefill_vs_f32_avx512", 3.0, "bf16 prefill vs kael f32 avx512 prefill")]
+             ("kael_bf16_prefill_vs_f32_avx512", 3.0, "bf16 prefill vs kael f32 avx512 prefill"),
+             # batch 1 at least level with llama.cpp in each weight type
+             ("kael_b1_vs_llama_cpp_f32", 1.0, "f32 batch 1 vs llama.cpp F32"),
+             ("kael_f16_b1_vs_llama_cpp_f16", 1.0, "f16 batch 1 vs llama.cpp F16"),
+             ("kael_int8_b1_vs_llama_cpp_q8_0", 1.0, "int8 batch 1 vs llama.cpp Q8_0")]
     figures["targets"] = {name: {"value": ratios[name], "goal": goal, "met": ratios[name] >= goal}
                           for name, goal, _ in goals if name in ratios}
 
@@ -449,7 +331,8 @@ def main(argv=None) -> int:
             per_core = gflop / (out["prefill"]["prefill_cpu_ms"] / 1e3)
             print(f"{isa:14}{out['b1']['decode_tok_s']:>15.1f}{out['b16']['decode_tok_s']:>16.1f}"
                   f"{out['prefill']['prefill_ms']:>12.1f}{per_core:>22.1f}")
-    print_llama_cpp(figures, kb1, kpre)
+    if "llama_cpp" in figures:
+        llama_cpp_peer.print_figures(figures["llama_cpp"], k, figures["cpu"])
     print(f"narrow weights (kael --dtype D, default kernel set); {cpu_line}")
     print(f"{'':22}{'batch 1 tok/s':>15}{'batch 16 tok/s':>16}{'prefill ms':>12}{'prefill x f32 avx512':>22}")
     print(f"{'kael f32':22}{kb1:>15.1f}{kb16:>16.1f}{kpre:>12.1f}{f32_avx512_pre / kpre:>22.2f}")

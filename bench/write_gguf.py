@@ -102,9 +102,16 @@ def main(argv=None) -> int:
     parser.add_argument("out", type=pathlib.Path)
     parser.add_argument("--type", default="f32", choices=("f32", "f16", "q8_0"))
     args = parser.parse_args(argv)
+    for needed in ("config.json", "vocab.json", "merges.txt", "model.safetensors"):
+        if not (args.model / needed).is_file():
+            print(f"write_gguf: {args.model} has no {needed} (a GPT-2 checkpoint directory is needed)", file=sys.stderr)
+            return 1
     tmp = args.out.with_suffix(args.out.suffix + ".tmp")
-    write(args.model, tmp, args.type)
-    tmp.replace(args.out)  # never a half-written file under the final name
+    try:
+        write(args.model, tmp, args.type)
+        tmp.replace(args.out)  # never a half-written file under the final name
+    finally:
+        tmp.unlink(missing_ok=True)
     print(f"wrote {args.out} ({args.type}, {args.out.stat().st_size / 1e6:.1f} MB)")
     return 0
 
