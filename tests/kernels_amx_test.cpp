@@ -15,6 +15,7 @@
 #include "kael/core/error.hpp"
 #include "kernels/amx.hpp"
 #include "kernels/cpu_features.hpp"
+#include "kernels/thread_pool.hpp"
 #include "kernels_testing.hpp"
 
 // The AMX units are compiled only for x86 targets (src/CMakeLists.txt); elsewhere this file
@@ -57,9 +58,11 @@ INSTANTIATE_TEST_SUITE_P(Sets, AmxBf16, ::testing::Values(Isa::avx512, Isa::amx)
 struct Shape {
   std::int64_t M, K, N;
 };
-// GEMV sizes (M < 16), tile sizes, and a tile block that is partly padding in every direction.
+// GEMV sizes (M < 16), tile sizes, a tile block that is partly padding in every direction,
+// and rows enough (at a long K) that their conversion is split among threads, at a ragged end.
 const Shape kShapes[] = {{1, 7, 5},    {3, 33, 47},  {4, 64, 32},  {5, 100, 70},  {15, 130, 61},
-                         {16, 31, 33}, {17, 65, 100}, {33, 129, 61}, {40, 64, 96}, {70, 200, 150}};
+                         {16, 31, 33}, {17, 65, 100}, {33, 129, 61}, {40, 64, 96}, {70, 200, 150},
+                         {100, 1100, 40}};
 const Epilogue kEpilogues[] = {Epilogue::store, Epilogue::gelu, Epilogue::residual};
 
 std::vector<std::uint16_t> bf16_matrix(const std::vector<float>& w, std::int64_t K, std::int64_t N,
@@ -206,6 +209,27 @@ TEST(AmxInt8, ErrorAgainstTheExactProductIsSmall) {
       norm = std::max(norm, std::fabs(y));
     }
   EXPECT_LT(worst, 0.03 * norm);  // two 8-bit roundings per product, summed over 768 terms
+}
+
+// The activations' conversion and the tile columns are split among the threads: one thread
+// and three give the same bits (100 rows at K = 1100 make three conversion ranges, ragged).
+TEST(AmxInt8, ThreadCountChangesNoBit) {
+  ON_ISA(Isa::amx, false);
+  const std::int64_t M = 100, K = 1100, N = 200;
+  const auto x = random_vector(M * K, 40), w = random_vector(K * N, 41, 0.2f), bias = random_vector(N, 42);
+  const auto q = int8c_matrix(w, K, N);
+  const bool bf16 = cpu_features().avx512_bf16;
+  const auto b = bf16 ? bf16_matrix(w, K, N) : std::vector<std::uint16_t>{};
+  std::vector<float> q1(static_cast<std::size_t>(M * N)), q3 = q1, b1 = q1, b3 = q1;
+  set_num_threads(1);
+  int8c_linear(q1.data(), x.data(), q.data(), bias.data(), M, K, N, Epilogue::gelu);
+  if (bf16) bf16_linear(b1.data(), x.data(), b.data(), bias.data(), M, K, N, Epilogue::gelu);
+  set_num_threads(3);
+  int8c_linear(q3.data(), x.data(), q.data(), bias.data(), M, K, N, Epilogue::gelu);
+  if (bf16) bf16_linear(b3.data(), x.data(), b.data(), bias.data(), M, K, N, Epilogue::gelu);
+  set_num_threads(0);
+  EXPECT_EQ(0, std::memcmp(q1.data(), q3.data(), q1.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(b1.data(), b3.data(), b1.size() * sizeof(float)));
 }
 
 TEST(AmxInt8, RowsDoNotDependOnTheirNeighboursOrTheCount) {

@@ -57,6 +57,16 @@ template <class T>
   return buffer.data();
 }
 
+// Runs convert(first, last) over the rows [0, T) split among the threads at multiples of 16
+// (a tile of rows, so each range starts where the tiled layout starts a row group). The
+// converters read each element about four times (magnitude, finiteness, scale, narrow).
+template <class Convert>
+[[maybe_unused]] void convert_rows_parallel(std::int64_t T, std::int64_t K, Convert convert) {
+  parallel_for(round_up(T, 16) / 16, min_items_per_thread(16 * K * 4), [&](std::int64_t first, std::int64_t last) {
+    convert(first * 16, std::min(T, last * 16));
+  });
+}
+
 // The references' epilogue on one output, y already including the bias.
 float finish_ref(float y, float old, Epilogue epilogue) {
   if (epilogue == Epilogue::gelu) ref::gelu_new(&y, &y, 1);
@@ -168,12 +178,14 @@ void bf16_linear(float* out, const float* x, const std::uint16_t* w, const float
   require_bf16();
 #if KAEL_AMX_KERNELS
   const std::int64_t Kp = bf16_padded_k(K), blocks = bf16_padded_n(N) / 32;
-  thread_local std::vector<std::uint16_t> a_buffer;  // read by the workers through `a`
-  const std::uint16_t* a = scratch(a_buffer, T, Kp);
+  thread_local std::vector<std::uint16_t> a_buffer;  // the workers reach it through `a` (theirs is another)
+  std::uint16_t* a = scratch(a_buffer, T, Kp);
   // Every row count goes to the tiles where they exist: the GEMV's vdpbf16ps rounds its sums
   // differently, and a row's bits must not depend on how many rows came with it.
   const bool tiles = active_isa() == Isa::amx && cpu_features().amx_bf16;
-  amx::convert_rows_bf16(a_buffer.data(), x, T, K, Kp, tiles);
+  convert_rows_parallel(T, K, [&](std::int64_t t0, std::int64_t t1) {
+    amx::convert_rows_bf16(a + t0 * Kp, x + t0 * K, t1 - t0, K, Kp, tiles);
+  });
   parallel_for(blocks, min_items_per_thread(T * Kp * 32), [&](std::int64_t first, std::int64_t last) {
     const std::int64_t col = first * 32;
     const std::uint16_t* wb = w + col * Kp;
@@ -195,12 +207,14 @@ void int8c_linear(float* out, const float* x, const std::uint8_t* w, const float
   if (!int8_per_column()) throw ValueError("per-column int8 weights need the amx kernels with AVX512-VNNI");
 #if KAEL_AMX_KERNELS
   const std::int64_t Kp = int8c_padded_k(K), blocks = int8c_padded_n(N) / 32;
-  thread_local std::vector<std::int8_t> xq_buffer;  // read by the workers through these pointers
-  thread_local std::vector<float> xs_buffer;
-  const std::int8_t* xq = scratch(xq_buffer, T, Kp);
-  const float* xs = scratch(xs_buffer, T, 1);
+  thread_local std::vector<std::int8_t> xq_buffer;  // the workers reach them through these pointers
+  thread_local std::vector<float> xs_buffer;         // (theirs are others)
+  std::int8_t* xq = scratch(xq_buffer, T, Kp);
+  float* xs = scratch(xs_buffer, T, 1);
   const bool tiles = T >= kAmxMinRows;
-  amx::quantize_rows_int8c(xq_buffer.data(), xs_buffer.data(), x, T, K, Kp, tiles);
+  convert_rows_parallel(T, K, [&](std::int64_t t0, std::int64_t t1) {
+    amx::quantize_rows_int8c(xq + t0 * Kp, xs + t0, x + t0 * K, t1 - t0, K, Kp, tiles);
+  });
   const auto* q = reinterpret_cast<const std::int8_t*>(w);
   const float* scales = int8c_scales(w, K, N);
   const std::int32_t* sums = int8c_sums(w, K, N);

@@ -122,7 +122,9 @@ void int8c_gemv(float* c, std::int64_t ldc, const std::int8_t* a, const float* x
 constexpr std::int64_t chunk_byte(std::int64_t row, std::int64_t chunk, std::int64_t row_bytes, bool tiled) {
   return tiled ? row / 16 * 16 * row_bytes + chunk * 1024 + row % 16 * 64 : row * row_bytes + chunk * 64;
 }
-// As kernels::quantize_rows_int8c (equal bits), with AVX-512; xq in the layout above.
+// As kernels::quantize_rows_int8c (equal bits), with AVX-512; xq in the layout above. Rows
+// from a multiple of 16 on can be converted apart (amx.cpp splits them among the threads):
+// row t0 + r of the whole lies at xq + t0 * Kp + chunk_byte(r, ...).
 void quantize_rows_int8c(std::int8_t* xq, float* xs, const float* x, std::int64_t T, std::int64_t K,
                          std::int64_t Kp, bool tiled);
 // a (M, Kp) BF16 = x (M, K) rounded to nearest even, zeros past K, in the layout above.
