@@ -39,6 +39,28 @@ float* thread_scratch(int which, std::int64_t n) {
   return b.data();
 }
 
+// Rows of a head's (T, T) attention matrices taken at a time: row t of the weights (and of
+// their gradient) is zero past column t, so a block of rows multiplies only the columns up to
+// its last row (and its transpose only from its first), about half of the T x T products.
+// Only exact zeros are skipped: each sum is the same chain of nonzero terms. Two tiles of the
+// micro-kernel's 12 rows.
+constexpr std::int64_t kCausalRows = 24;
+
+// Calls fn(t0, rows) for the row blocks of [0, T).
+template <class F>
+void causal_blocks(std::int64_t T, F&& fn) {
+  for (std::int64_t t0 = 0; t0 < T; t0 += kCausalRows) fn(t0, std::min(kCausalRows, T - t0));
+}
+
+// out (n, n) = in (n, n)^T, in 16 x 16 tiles so that the lines read and written stay in L1.
+void transpose_square(float* out, const float* in, std::int64_t n) {
+  constexpr std::int64_t kTile = 16;
+  for (std::int64_t i0 = 0; i0 < n; i0 += kTile)
+    for (std::int64_t j0 = 0; j0 < n; j0 += kTile)
+      for (std::int64_t i = i0; i < std::min(n, i0 + kTile); ++i)
+        for (std::int64_t j = j0; j < std::min(n, j0 + kTile); ++j) out[j * n + i] = in[i * n + j];
+}
+
 }  // namespace
 
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,
@@ -138,7 +160,9 @@ void attention_forward(float* out, float* probs, const float* qkv, const Dropout
       const float* k = q + C;
       const float* v = q + 2 * C;
       float* p = probs + pair * T * T;  // (T, T)
-      kernels::gemm_nt(p, T, q, ld, k, ld, T, T, hd, scale);
+      causal_blocks(T, [&](std::int64_t t0, std::int64_t rows) {
+        kernels::gemm_nt(p + t0 * T, T, q + t0 * ld, ld, k, ld, rows, t0 + rows, hd, scale);
+      });
       for (std::int64_t t = 0; t < T; ++t) {
         float* row = p + t * T;
         kernels::softmax(row, row, t + 1);
@@ -154,7 +178,10 @@ void attention_forward(float* out, float* probs, const float* qkv, const Dropout
       // v (T, hd) contiguous, as in attention_backward.
       float* values = thread_scratch(3, T * hd);
       for (std::int64_t t = 0; t < T; ++t) std::copy(v + t * ld, v + t * ld + hd, values + t * hd);
-      kernels::gemm_nn(out + b * T * C + h * hd, C, weights, T, values, hd, T, hd, T);
+      float* o = out + b * T * C + h * hd;
+      causal_blocks(T, [&](std::int64_t t0, std::int64_t rows) {
+        kernels::gemm_nn(o + t0 * C, C, weights + t0 * T, T, values, hd, rows, hd, t0 + rows);
+      });
     }
   });
 }
@@ -197,10 +224,14 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
         weights = dropped;
       }
       // out = weights @ v: d(weights) = dy @ v^T, dv = weights^T @ dy.
-      kernels::gemm_nt(dp, T, dy, hd, v, hd, T, T, hd, 1.0f);
-      for (std::int64_t i = 0; i < T; ++i)
-        for (std::int64_t j = 0; j < T; ++j) transposed[j * T + i] = weights[i * T + j];
-      kernels::gemm_nn(dv, ld, transposed, T, dy, hd, T, hd, T);
+      // Row t of dp is used up to column t (the softmax backward below zeroes the rest).
+      causal_blocks(T, [&](std::int64_t t0, std::int64_t rows) {
+        kernels::gemm_nt(dp + t0 * T, T, dy + t0 * hd, hd, v, hd, rows, t0 + rows, hd, 1.0f);
+      });
+      transpose_square(transposed, weights, T);
+      causal_blocks(T, [&](std::int64_t s0, std::int64_t rows) {
+        kernels::gemm_nn(dv + s0 * ld, ld, transposed + s0 * T + s0, T, dy + s0 * hd, hd, rows, hd, T - s0);
+      });
       if (dropout.active())
         for (std::int64_t i = 0; i < T * T; ++i)
           dp[i] *= dropout.factor(static_cast<std::uint64_t>(pair * T * T + i));
@@ -215,10 +246,13 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
         std::fill(d + t + 1, d + T, 0.0f);
       }
       // scores = q @ k^T: dq = dS @ k, dk = dS^T @ q.
-      kernels::gemm_nn(dq, ld, dp, T, k, hd, T, hd, T);
-      for (std::int64_t i = 0; i < T; ++i)
-        for (std::int64_t j = 0; j < T; ++j) transposed[j * T + i] = dp[i * T + j];
-      kernels::gemm_nn(dk, ld, transposed, T, q, hd, T, hd, T);
+      causal_blocks(T, [&](std::int64_t t0, std::int64_t rows) {
+        kernels::gemm_nn(dq + t0 * ld, ld, dp + t0 * T, T, k, hd, rows, hd, t0 + rows);
+      });
+      transpose_square(transposed, dp, T);
+      causal_blocks(T, [&](std::int64_t s0, std::int64_t rows) {
+        kernels::gemm_nn(dk + s0 * ld, ld, transposed + s0 * T + s0, T, q + s0 * hd, hd, rows, hd, T - s0);
+      });
     }
   });
 }
