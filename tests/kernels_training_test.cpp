@@ -73,6 +73,26 @@ TEST_P(TrainingKernels, AdamWMatchesReferenceAndThePortableBits) {
     }
 }
 
+TEST_P(TrainingKernels, AdamWGradScaleEqualsScalingTheGradientsFirst) {
+  // The clipping folded into the update: the same bits as clip_grad_norm's pass (g *= scale)
+  // followed by an update with scale 1.
+  for (std::int64_t n : kRagged) {
+    auto param = random_vector(n, 3), m = random_vector(n, 4, 0.01f), v = random_vector(n, 5, 0.001f);
+    for (float& x : v) x = x * x;
+    auto grad = random_vector(n, 6, 0.1f);
+    auto want_param = param, want_m = m, want_v = v;
+    AdamWScalars s = scalars_at_step(3, 0.999f);
+    s.grad_scale = 0.3712f;
+    adamw_update(param.data(), m.data(), v.data(), grad.data(), n, s);
+    for (float& g : grad) g *= s.grad_scale;
+    s.grad_scale = 1.0f;
+    adamw_update(want_param.data(), want_m.data(), want_v.data(), grad.data(), n, s);
+    EXPECT_EQ(param, want_param) << "n=" << n;
+    EXPECT_EQ(m, want_m);
+    EXPECT_EQ(v, want_v);
+  }
+}
+
 TEST_P(TrainingKernels, SumOfSquaresMatchesReferenceWithTheSameBitsOnEverySet) {
   for (std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{17}, std::int64_t{1000},
                          (std::int64_t{1} << 16) - 1, (std::int64_t{1} << 16) + 17, std::int64_t{3} << 16}) {

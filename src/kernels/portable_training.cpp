@@ -13,7 +13,7 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_
 
 void adamw_update(float* param, float* m, float* v, const float* grad, std::int64_t n, const AdamWScalars& s) {
   for (std::int64_t i = 0; i < n; ++i) {
-    const float g = grad[i];
+    const float g = grad[i] * s.grad_scale;
     const float x = param[i] * s.decay;
     m[i] = m[i] + s.one_minus_beta1 * (g - m[i]);
     v[i] = v[i] * s.beta2 + s.one_minus_beta2 * g * g;

@@ -20,11 +20,12 @@ struct AdamWScalars {
   float neg_step_size = 0.0f;          // -lr / (1 - beta1^t)
   float bias_correction2_sqrt = 1.0f;  // sqrt(1 - beta2^t)
   float eps = 1e-8f;
+  float grad_scale = 1.0f;  // g = grad * grad_scale, the clipping folded in (times 1 is exact)
 };
 
 // The AdamW update of n elements, operation for operation as torch's single-tensor AdamW (each
 // step rounded to float, no fused multiply-add), so every instruction set gives equal bits:
-//   p *= decay; m += (1 - beta1) (g - m); v = v beta2 + (1 - beta2) g g;
+//   g = grad grad_scale; p *= decay; m += (1 - beta1) (g - m); v = v beta2 + (1 - beta2) g g;
 //   p += neg_step_size * m / (sqrt(v) / bias_correction2_sqrt + eps).
 void adamw_update(float* param, float* m, float* v, const float* grad, std::int64_t n, const AdamWScalars& s);
 

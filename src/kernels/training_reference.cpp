@@ -14,7 +14,7 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_
 
 void adamw_update(float* param, float* m, float* v, const float* grad, std::int64_t n, const AdamWScalars& s) {
   for (std::int64_t i = 0; i < n; ++i) {
-    const double g = grad[i];
+    const double g = grad[i] * s.grad_scale;  // the float product, as the kernels round it
     const double mi = m[i] + static_cast<double>(s.one_minus_beta1) * (g - m[i]);
     const double vi = v[i] * static_cast<double>(s.beta2) + static_cast<double>(s.one_minus_beta2) * g * g;
     const double denom = std::sqrt(vi) / s.bias_correction2_sqrt + s.eps;

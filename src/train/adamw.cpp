@@ -19,7 +19,7 @@ Moments AdamW::moments(std::size_t i) {
   return {m_[i], v_[i]};
 }
 
-void AdamW::step(std::span<Parameter> parameters, double lr) {
+void AdamW::step(std::span<Parameter> parameters, double lr, float grad_scale) {
   if (parameters.size() != m_.size())
     throw ValueError(str("AdamW.step: ", parameters.size(), " parameters given, ", m_.size(), " expected"));
   for (std::size_t i = 0; i < parameters.size(); ++i)
@@ -36,6 +36,7 @@ void AdamW::step(std::span<Parameter> parameters, double lr) {
   scalars.neg_step_size = static_cast<float>(-(lr / (1.0 - std::pow(options_.beta1, t))));
   scalars.bias_correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(options_.beta2, t)));
   scalars.eps = static_cast<float>(options_.eps);
+  scalars.grad_scale = grad_scale;
   const float decay = static_cast<float>(1.0 - lr * options_.weight_decay);
   for (std::size_t i = 0; i < parameters.size(); ++i) {
     Parameter& p = parameters[i];

@@ -299,14 +299,17 @@ double TrainableGPT2::grad_norm() const {
   return std::sqrt(kernels::sum_of_squares(impl_->params.grads.data<float>(), impl_->params.total));
 }
 
+float TrainableGPT2::clip_coefficient(double norm, double max_norm) {
+  if (max_norm <= 0) return 1.0f;
+  const double coefficient = max_norm / (norm + 1e-6);
+  return coefficient < 1.0 ? static_cast<float>(coefficient) : 1.0f;
+}
+
 double TrainableGPT2::clip_grad_norm(double max_norm) {
   ProfileTimer timer(impl_->profile);
   const double norm = grad_norm();
-  if (max_norm > 0) {
-    const double coefficient = max_norm / (norm + 1e-6);
-    if (coefficient < 1.0)
-      scale_inplace(impl_->params.grads.data<float>(), static_cast<float>(coefficient), impl_->params.total);
-  }
+  const float coefficient = clip_coefficient(norm, max_norm);
+  if (coefficient != 1.0f) scale_inplace(impl_->params.grads.data<float>(), coefficient, impl_->params.total);
   timer.lap(&TrainProfile::grad_norm_ms);
   return norm;
 }

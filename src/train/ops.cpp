@@ -18,9 +18,11 @@ namespace {
 // (LayerNorm's dw, db; the embeddings): each column is summed in row order by one thread.
 constexpr std::int64_t kColumnBlock = 64;
 
-// Rows of the output head done at a time: the logits chunk is kHeadRows * V floats (51 MB for
-// GPT-2's vocabulary), not B * T * V.
-constexpr std::int64_t kHeadRows = 256;
+// Rows of the output head done at a time: the logits chunk is kHeadRows * V floats (103 MB for
+// GPT-2's vocabulary), not B * T * V. Each chunk packs a copy of w and adds into all of dw: at
+// 2048 rows on one thread, chunks of 512 took 5.1 CPU-s against 5.6 for chunks of 256 (medians
+// of three, alternated).
+constexpr std::int64_t kHeadRows = 512;
 
 // Vocabulary entries summed at a time in the head's dx = dlogits @ w: one float sum over all
 // 50257 of them loses precision; measured against float64 torch on the 124M test checkpoint,
@@ -33,10 +35,50 @@ constexpr std::int64_t kElementGrain = 1 << 14;
 // A per-thread buffer of at least n floats, kept between calls (so a step allocates nothing
 // once the largest size has been seen).
 float* thread_scratch(int which, std::int64_t n) {
-  thread_local std::vector<float> buffers[4];
+  thread_local std::vector<float> buffers[5];
   std::vector<float>& b = buffers[which];
   if (static_cast<std::int64_t>(b.size()) < n) b.resize(static_cast<std::size_t>(n));
   return b.data();
+}
+
+// Rows of a head's (T, T) attention matrices taken at a time: row t of the weights (and of
+// their gradient) is zero past column t, so a block of rows multiplies only the columns up to
+// its last row (and its transpose only from its first), about half of the T x T products.
+// Only exact zeros are skipped: each sum is the same chain of nonzero terms. Two tiles of the
+// micro-kernel's 12 rows.
+constexpr std::int64_t kCausalRows = 24;
+
+// Calls fn(t0, rows) for the row blocks of [0, T).
+template <class F>
+void causal_blocks(std::int64_t T, F&& fn) {
+  for (std::int64_t t0 = 0; t0 < T; t0 += kCausalRows) fn(t0, std::min(kCausalRows, T - t0));
+}
+
+// out (n, n) = in (n, n)^T, in 16 x 16 tiles so that the lines read and written stay in L1.
+void transpose_square(float* out, const float* in, std::int64_t n) {
+  constexpr std::int64_t kTile = 16;
+  for (std::int64_t i0 = 0; i0 < n; i0 += kTile)
+    for (std::int64_t j0 = 0; j0 < n; j0 += kTile)
+      for (std::int64_t i = i0; i < std::min(n, i0 + kTile); ++i)
+        for (std::int64_t j = j0; j < std::min(n, j0 + kTile); ++j) out[j * n + i] = in[i * n + j];
+}
+
+// x^T for x (T, n; rows ld apart) as the B operand of a product (n, T): ceil(T / 16) panels of
+// (n, 16), rows 16 apart, the last panel's missing columns zero. The keys and values of a head:
+// the micro-kernel's product beats the dot products of gemm_nt by reusing each loaded row.
+kernels::PanelView transposed_panels(float* panels, const float* x, std::int64_t ld, std::int64_t T, std::int64_t n) {
+  const std::int64_t count = (T + kernels::kPanel - 1) / kernels::kPanel, size = kernels::kPanel * n;
+  std::fill(panels + (count - 1) * size, panels + count * size, 0.0f);
+  for (std::int64_t s = 0; s < T; ++s) {
+    float* column = panels + (s / kernels::kPanel) * size + s % kernels::kPanel;
+    for (std::int64_t d = 0; d < n; ++d) column[d * kernels::kPanel] = x[s * ld + d];
+  }
+  return {panels, kernels::kPanel, size, false};
+}
+
+// Floats transposed_panels writes.
+std::int64_t transposed_panels_floats(std::int64_t T, std::int64_t n) {
+  return (T + kernels::kPanel - 1) / kernels::kPanel * kernels::kPanel * n;
 }
 
 }  // namespace
@@ -138,9 +180,13 @@ void attention_forward(float* out, float* probs, const float* qkv, const Dropout
       const float* k = q + C;
       const float* v = q + 2 * C;
       float* p = probs + pair * T * T;  // (T, T)
-      kernels::gemm_nt(p, T, q, ld, k, ld, T, T, hd, scale);
+      const kernels::PanelView keys = transposed_panels(thread_scratch(4, transposed_panels_floats(T, hd)), k, ld, T, hd);
+      causal_blocks(T, [&](std::int64_t t0, std::int64_t rows) {
+        kernels::gemm_view(p + t0 * T, T, q + t0 * ld, ld, keys, rows, t0 + rows, hd);
+      });
       for (std::int64_t t = 0; t < T; ++t) {
         float* row = p + t * T;
+        for (std::int64_t s = 0; s <= t; ++s) row[s] *= scale;
         kernels::softmax(row, row, t + 1);
         std::fill(row + t + 1, row + T, 0.0f);
       }
@@ -154,7 +200,10 @@ void attention_forward(float* out, float* probs, const float* qkv, const Dropout
       // v (T, hd) contiguous, as in attention_backward.
       float* values = thread_scratch(3, T * hd);
       for (std::int64_t t = 0; t < T; ++t) std::copy(v + t * ld, v + t * ld + hd, values + t * hd);
-      kernels::gemm_nn(out + b * T * C + h * hd, C, weights, T, values, hd, T, hd, T);
+      float* o = out + b * T * C + h * hd;
+      causal_blocks(T, [&](std::int64_t t0, std::int64_t rows) {
+        kernels::gemm_nn(o + t0 * C, C, weights + t0 * T, T, values, hd, rows, hd, t0 + rows);
+      });
     }
   });
 }
@@ -197,10 +246,15 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
         weights = dropped;
       }
       // out = weights @ v: d(weights) = dy @ v^T, dv = weights^T @ dy.
-      kernels::gemm_nt(dp, T, dy, hd, v, hd, T, T, hd, 1.0f);
-      for (std::int64_t i = 0; i < T; ++i)
-        for (std::int64_t j = 0; j < T; ++j) transposed[j * T + i] = weights[i * T + j];
-      kernels::gemm_nn(dv, ld, transposed, T, dy, hd, T, hd, T);
+      // Row t of dp is used up to column t (the softmax backward below zeroes the rest).
+      const kernels::PanelView values = transposed_panels(thread_scratch(4, transposed_panels_floats(T, hd)), v, hd, T, hd);
+      causal_blocks(T, [&](std::int64_t t0, std::int64_t rows) {
+        kernels::gemm_view(dp + t0 * T, T, dy + t0 * hd, hd, values, rows, t0 + rows, hd);
+      });
+      transpose_square(transposed, weights, T);
+      causal_blocks(T, [&](std::int64_t s0, std::int64_t rows) {
+        kernels::gemm_nn(dv + s0 * ld, ld, transposed + s0 * T + s0, T, dy + s0 * hd, hd, rows, hd, T - s0);
+      });
       if (dropout.active())
         for (std::int64_t i = 0; i < T * T; ++i)
           dp[i] *= dropout.factor(static_cast<std::uint64_t>(pair * T * T + i));
@@ -215,10 +269,13 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
         std::fill(d + t + 1, d + T, 0.0f);
       }
       // scores = q @ k^T: dq = dS @ k, dk = dS^T @ q.
-      kernels::gemm_nn(dq, ld, dp, T, k, hd, T, hd, T);
-      for (std::int64_t i = 0; i < T; ++i)
-        for (std::int64_t j = 0; j < T; ++j) transposed[j * T + i] = dp[i * T + j];
-      kernels::gemm_nn(dk, ld, transposed, T, q, hd, T, hd, T);
+      causal_blocks(T, [&](std::int64_t t0, std::int64_t rows) {
+        kernels::gemm_nn(dq + t0 * ld, ld, dp + t0 * T, T, k, hd, rows, hd, t0 + rows);
+      });
+      transpose_square(transposed, dp, T);
+      causal_blocks(T, [&](std::int64_t s0, std::int64_t rows) {
+        kernels::gemm_nn(dk + s0 * ld, ld, transposed + s0 * T + s0, T, q + s0 * hd, hd, rows, hd, T - s0);
+      });
     }
   });
 }

@@ -310,13 +310,14 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
       loss += model.forward_backward(inputs.data(), targets.data(), B, T, 1.0f / static_cast<float>(K));
     }
     loss /= K;
-    const double grad_norm = model.clip_grad_norm(options.grad_clip);
+    // The clipping is folded into the update (a pass over the gradients fewer).
+    const double grad_norm = model.grad_norm();
     if (!std::isfinite(loss) || !std::isfinite(grad_norm))
       throw ValueError(str(!std::isfinite(loss) ? "the loss" : "the gradient norm", " became ",
                            !std::isfinite(loss) ? loss : grad_norm, " at step ", s + 1, "; training stopped, and '",
                            out.string(), "' keeps ", last_checkpoint(out)));
     const double lr = options.schedule.at(s);
-    adamw.step(model.parameters(), lr);
+    adamw.step(model.parameters(), lr, TrainableGPT2::clip_coefficient(grad_norm, options.grad_clip));
     state.step = s + 1;
     saved_last = evaluated_last = false;
 

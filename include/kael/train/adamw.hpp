@@ -36,9 +36,11 @@ class AdamW {
   // Moments zeroed for `parameters` (their count and sizes are fixed from here on).
   AdamW(std::span<const Parameter> parameters, const AdamWOptions& options);
 
-  // One update of every parameter from its grad, at learning rate lr. ValueError when
-  // `parameters` does not have the count and sizes given at construction. Threaded.
-  void step(std::span<Parameter> parameters, double lr);
+  // One update of every parameter from its grad times grad_scale (the gradient clipping's
+  // factor, TrainableGPT2::clip_coefficient: the same float product clip_grad_norm stores), at
+  // learning rate lr. ValueError when `parameters` does not have the count and sizes given at
+  // construction. Threaded.
+  void step(std::span<Parameter> parameters, double lr, float grad_scale = 1.0f);
 
   const AdamWOptions& options() const { return options_; }
   std::int64_t step_count() const { return step_; }

@@ -8,6 +8,8 @@
 // Use: build the model (init or load), reserve(B, T) once, then per optimizer step
 //   zero_grad(); for k < K: loss += forward_backward(inputs_k, targets_k, B, T, 1.0f / K);
 //   clip_grad_norm(max_norm); adamw.step(model.parameters(), lr);
+// or, saving a pass over the gradients, with the clipping folded into the update:
+//   norm = grad_norm(); adamw.step(model.parameters(), lr, clip_coefficient(norm, max_norm));
 // Everything runs on kael's threads (model::set_num_threads); results do not depend on the
 // thread count.
 #pragma once
@@ -138,6 +140,8 @@ class TrainableGPT2 {
   // max_norm / (norm + 1e-6) when that is below 1. Returns the norm before clipping.
   // max_norm <= 0 only returns the norm.
   double clip_grad_norm(double max_norm);
+  // The factor clip_grad_norm multiplies the gradients by (1 when it leaves them as they are).
+  static float clip_coefficient(double norm, double max_norm);
 
   // The precision of later calls (default f32). ValueError as require_precision().
   void set_precision(Precision precision);

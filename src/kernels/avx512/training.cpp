@@ -24,7 +24,7 @@ inline __m512 gelu_derivative16(__m512 x) {
 
 // One AdamW element group, in the portable loop's order of roundings.
 inline void adamw16(float* param, float* m, float* v, const float* grad, const AdamWScalars& s, __mmask16 mask) {
-  const __m512 g = _mm512_maskz_loadu_ps(mask, grad);
+  const __m512 g = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, grad), _mm512_set1_ps(s.grad_scale));
   __m512 mi = _mm512_maskz_loadu_ps(mask, m), vi = _mm512_maskz_loadu_ps(mask, v);
   const __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, param), _mm512_set1_ps(s.decay));
   mi = _mm512_add_ps(mi, _mm512_mul_ps(_mm512_set1_ps(s.one_minus_beta1), _mm512_sub_ps(g, mi)));
