@@ -107,6 +107,28 @@ TEST_P(GemmBf16, RoundsEachOperandToNearestEven) {
   }
 }
 
+// op(b) converted once by pack_bf16_operand and used by gemm_bf16_packed (twice, as the head
+// of training reuses its weight) gives gemm_bf16's bits, for every case and transpose.
+TEST_P(GemmBf16, PackedOperandGivesTheSameBits) {
+  if (!gemm_bf16_available()) GTEST_SKIP() << isa_name(isa()) << " has no BF16 product";
+  for (const Case& s : kCases)
+    for (int transposes = 0; transposes < 4; ++transposes) {
+      const bool ta = (transposes & 1) != 0, tb = (transposes & 2) != 0;
+      const Strided a = ta ? operand(s.K, s.M, 6) : operand(s.M, s.K, 6);
+      const Strided b = tb ? operand(s.N, s.K, 7) : operand(s.K, s.N, 7);
+      std::vector<std::uint16_t> b16(static_cast<std::size_t>(bf16_operand_elements(s.N, s.K)));
+      pack_bf16_operand(b16.data(), b.data.data(), b.ld, tb, s.N, s.K);
+      const std::int64_t ldc = s.N + 2;
+      for (bool accumulate : {false, true}) {
+        std::vector<float> got = random_vector(s.M * ldc, 8), want = got;
+        gemm_bf16_packed(got.data(), ldc, a.data.data(), a.ld, ta, b16.data(), s.M, s.N, s.K, accumulate);
+        gemm_bf16(want.data(), ldc, a.data.data(), a.ld, ta, b.data.data(), b.ld, tb, s.M, s.N, s.K, accumulate);
+        ASSERT_EQ(got, want) << s.M << "x" << s.N << "x" << s.K << " trans " << ta << tb << " accumulate "
+                             << accumulate;
+      }
+    }
+}
+
 // The bits of each output do not depend on the thread count.
 TEST_P(GemmBf16, ThreadCountDoesNotChangeTheBits) {
   if (!gemm_bf16_available()) GTEST_SKIP() << isa_name(isa()) << " has no BF16 product";

@@ -34,8 +34,23 @@ void require_gemm_bf16() {
 
 const char* gemm_bf16_kind() { return active_kernels().gemm_bf16_kind; }
 
-void gemm_bf16(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,
-               std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate) {
+std::int64_t bf16_operand_elements(std::int64_t N, std::int64_t K) {
+  return bf16_padded_n(N) * bf16_padded_k(K);
+}
+
+void pack_bf16_operand(std::uint16_t* dst, const float* b, std::int64_t ldb, bool trans_b, std::int64_t N,
+                       std::int64_t K) {
+  require_gemm_bf16();
+  if (N <= 0 || K <= 0) return;
+  const KernelTable& kt = active_kernels();
+  const std::int64_t Kp = bf16_padded_k(K), Np = bf16_padded_n(N);
+  parallel_for(Np / kPanel, min_items_per_thread(kPanel * Kp), [&](std::int64_t p0, std::int64_t p1) {
+    kt.bf16_pack_panels(dst, b, ldb, trans_b, N, K, p0, p1);
+  });
+}
+
+void gemm_bf16_packed(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a,
+                      const std::uint16_t* b16, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate) {
   require_gemm_bf16();
   if (M <= 0 || N <= 0) return;
   if (K <= 0) {
@@ -45,17 +60,12 @@ void gemm_bf16(float* c, std::int64_t ldc, const float* a, std::int64_t lda, boo
   }
   const KernelTable& kt = active_kernels();
   const std::int64_t Kp = bf16_padded_k(K), Mp = round_up(M, 32), Np = bf16_padded_n(N);
-  // The calling thread's buffers, filled and read by the workers through these pointers.
-  thread_local std::vector<std::uint16_t> a_buffer, b_buffer;
+  // The calling thread's buffer, filled and read by the workers through this pointer.
+  thread_local std::vector<std::uint16_t> a_buffer;
   a_buffer.resize(static_cast<std::size_t>(Mp * Kp));
-  b_buffer.resize(static_cast<std::size_t>(Np * Kp));
   std::uint16_t* a16 = a_buffer.data();
-  std::uint16_t* b16 = b_buffer.data();
   parallel_for(Mp / 16, min_items_per_thread(16 * Kp), [&](std::int64_t g0, std::int64_t g1) {
     kt.bf16_pack_rows(a16, a, lda, trans_a, M, K, g0, g1, kt.gemm_bf16_tiled);
-  });
-  parallel_for(Np / kPanel, min_items_per_thread(kPanel * Kp), [&](std::int64_t p0, std::int64_t p1) {
-    kt.bf16_pack_panels(b16, b, ldb, trans_b, N, K, p0, p1);
   });
   const std::int64_t blocks = Np / 32;
   if (blocks >= 2 * num_threads() || M < 64) {
@@ -70,6 +80,17 @@ void gemm_bf16(float* c, std::int64_t ldc, const float* a, std::int64_t lda, boo
       kt.gemm_bf16(c + r0 * ldc, ldc, a16 + r0 * Kp, rows, Kp, b16, blocks, N, accumulate);
     });
   }
+}
+
+void gemm_bf16(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,
+               std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate) {
+  require_gemm_bf16();
+  if (M <= 0 || N <= 0) return;
+  // The calling thread's buffer for op(b), kept between calls.
+  thread_local std::vector<std::uint16_t> b_buffer;
+  b_buffer.resize(static_cast<std::size_t>(std::max<std::int64_t>(bf16_operand_elements(N, K), 0)));
+  pack_bf16_operand(b_buffer.data(), b, ldb, trans_b, N, K);
+  gemm_bf16_packed(c, ldc, a, lda, trans_a, b_buffer.data(), M, N, K, accumulate);
 }
 
 namespace ref {

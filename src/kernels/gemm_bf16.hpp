@@ -31,6 +31,16 @@ void gemm_bf16(float* c, std::int64_t ldc, const float* a, std::int64_t lda, boo
                std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K,
                bool accumulate = false);
 
+// op(b) (K, N) converted once, for several products that share it: dst holds
+// bf16_operand_elements(N, K) BF16 in the layout above (threaded). gemm_bf16_packed then runs
+// gemm_bf16 with that op(b), equal bits to gemm_bf16 on the same b.
+std::int64_t bf16_operand_elements(std::int64_t N, std::int64_t K);
+void pack_bf16_operand(std::uint16_t* dst, const float* b, std::int64_t ldb, bool trans_b, std::int64_t N,
+                       std::int64_t K);
+void gemm_bf16_packed(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a,
+                      const std::uint16_t* b16, std::int64_t M, std::int64_t N, std::int64_t K,
+                      bool accumulate = false);
+
 namespace ref {
 // The same operands rounded with core's f32_to_bf16, their products summed in double, then
 // rounded once to F32 (and added to c with `accumulate`). Runs on any CPU.

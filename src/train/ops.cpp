@@ -6,6 +6,7 @@
 
 #include "kernels/elementwise.hpp"
 #include "kernels/gemm.hpp"
+#include "kernels/gemm_bf16.hpp"
 #include "kernels/norm.hpp"
 #include "kernels/thread_pool.hpp"
 #include "kernels/training.hpp"
@@ -304,23 +305,53 @@ void embedding_backward(float* dwte, float* dwpe, const float* dx, const std::in
   });
 }
 
+namespace {
+
+// BF16 elements of the head's operands at --precision bf16, each converted once per call and
+// read by every chunk of rows: w^T for the logits, then (for the backward) each vocabulary
+// block of w for dx and one chunk's x for dw, in that order.
+std::int64_t head_bf16_elements(std::int64_t R, std::int64_t C, std::int64_t V) {
+  std::int64_t n = kernels::bf16_operand_elements(V, C) + kernels::bf16_operand_elements(C, R);
+  for (std::int64_t v0 = 0; v0 < V; v0 += kHeadVocabBlock)
+    n += kernels::bf16_operand_elements(C, std::min(kHeadVocabBlock, V - v0));
+  return n;
+}
+
+}  // namespace
+
 std::int64_t head_scratch_floats(std::int64_t M, std::int64_t C, std::int64_t V) {
-  return V * C + std::min(M, kHeadRows) * V;
+  const std::int64_t R = std::min(M, kHeadRows);
+  return std::max(V * C, (head_bf16_elements(R, C, V) + 1) / 2) + R * V;
 }
 
 void head_cross_entropy(float* losses, float* dx, float* dw, float* scratch, const float* x, const float* w,
                         const std::int32_t* targets, float dscale, std::int64_t M, std::int64_t C, std::int64_t V) {
   const bool backward = dx != nullptr;
-  // w^T packed for the kernels once, for every chunk of rows: the head is the largest weight.
-  float* packed = scratch;         // (C, V) in panels
-  float* logits = scratch + V * C;  // (R, V)
   const bool bf16 = current_precision() == Precision::bf16;
-  if (!bf16) kernels::pack_panels_transposed(packed, w, C, V);
+  const std::int64_t R_max = std::min(M, kHeadRows);
+  // The weight converted for the kernels once, for every chunk of rows: the head is the largest
+  // weight. F32: w^T (C, V) in panels. BF16: w^T, then w's vocabulary blocks, then x's chunk.
+  float* packed = scratch;
+  auto* w_t16 = reinterpret_cast<std::uint16_t*>(scratch);
+  std::uint16_t* w_blocks16 = w_t16 + kernels::bf16_operand_elements(V, C);
+  std::uint16_t* x16 = w_t16 + head_bf16_elements(R_max, C, V) - kernels::bf16_operand_elements(C, R_max);
+  float* logits = scratch + head_scratch_floats(M, C, V) - R_max * V;  // (R, V)
+  if (!bf16) {
+    kernels::pack_panels_transposed(packed, w, C, V);
+  } else {
+    kernels::pack_bf16_operand(w_t16, w, C, true, V, C);
+    std::uint16_t* block16 = w_blocks16;
+    for (std::int64_t v0 = 0; backward && v0 < V; v0 += kHeadVocabBlock) {
+      const std::int64_t kb = std::min(kHeadVocabBlock, V - v0);
+      kernels::pack_bf16_operand(block16, w + v0 * C, C, false, C, kb);
+      block16 += kernels::bf16_operand_elements(C, kb);
+    }
+  }
   for (std::int64_t r0 = 0; r0 < M; r0 += kHeadRows) {
     const std::int64_t R = std::min(kHeadRows, M - r0);
     const float* xr = x + r0 * C;
     if (bf16)
-      product(logits, V, xr, C, false, w, C, true, R, V, C);  // (R, V) = x (R, C) @ w^T
+      kernels::gemm_bf16_packed(logits, V, xr, C, false, w_t16, R, V, C);  // (R, V) = x (R, C) @ w^T
     else
       kernels::linear_packed(logits, xr, packed, nullptr, R, C, V);
     kernels::parallel_for(R, 1, [&](std::int64_t i0, std::int64_t i1) {
@@ -349,8 +380,16 @@ void head_cross_entropy(float* losses, float* dx, float* dw, float* scratch, con
     // dw[block] (kb, C) += dlogits[:, block]^T @ x.
     float* dxr = dx + r0 * C;
     std::fill(dxr, dxr + R * C, 0.0f);
+    if (bf16) kernels::pack_bf16_operand(x16, xr, C, false, C, R);
+    const std::uint16_t* block16 = w_blocks16;
     for (std::int64_t v0 = 0; v0 < V; v0 += kHeadVocabBlock) {
       const std::int64_t kb = std::min(kHeadVocabBlock, V - v0);
+      if (bf16) {
+        kernels::gemm_bf16_packed(dxr, C, logits + v0, V, false, block16, R, C, kb, /*accumulate=*/true);
+        kernels::gemm_bf16_packed(dw + v0 * C, C, logits + v0, V, true, x16, kb, C, R, /*accumulate=*/true);
+        block16 += kernels::bf16_operand_elements(C, kb);
+        continue;
+      }
       product(dxr, C, logits + v0, V, false, w + v0 * C, C, false, R, C, kb, /*accumulate=*/true);
       product(dw + v0 * C, C, logits + v0, V, true, xr, C, false, kb, C, R, /*accumulate=*/true);
     }

@@ -51,8 +51,9 @@ void embedding_backward(float* dwte, float* dwpe, const float* dx, const std::in
 // row's loss is -log p[target]. With dx non-null (the backward), dlogits = (p - onehot) *
 // dscale, dx (M, C) = dlogits @ w (overwritten) and dw (V, C) += dlogits^T @ x. Rows whose
 // target is negative count nothing and get dx = 0. losses (M) receives each row's loss (0 for
-// those). scratch holds head_scratch_floats(M, C, V) floats: w^T packed for the kernels (V C,
-// once per call, for every chunk) and one chunk's logits (R V).
+// those). scratch holds head_scratch_floats(M, C, V) floats: the weight converted for the
+// kernels once per call, for every chunk (w^T in F32 panels, V C; or at bf16 w^T and w's
+// vocabulary blocks as gemm_bf16 operands), and one chunk's logits (R V).
 void head_cross_entropy(float* losses, float* dx, float* dw, float* scratch, const float* x, const float* w,
                         const std::int32_t* targets, float dscale, std::int64_t M, std::int64_t C, std::int64_t V);
 std::int64_t head_scratch_floats(std::int64_t M, std::int64_t C, std::int64_t V);
