@@ -176,15 +176,16 @@ TEST(X86Kernels, Avx512F32GemmEqualsAvx2BitForBit) {
   std::string why;
   if (!isa_supported(Isa::avx512, &why)) GTEST_SKIP() << "avx512 not run: " << why;
   const KernelTable &a = kernels_for(Isa::avx2), &b = kernels_for(Isa::avx512);
-  // AVX-512 runs K above 256 in k-blocks (and rows in blocks sized by K): K = 300 and 3000
-  // cross block edges, M = 100 at K = 3000 spans two row blocks.
+  // AVX-512 runs K above 256 in k-blocks (and rows in blocks sized by K and the L2): K = 300
+  // and 3000 cross block edges, M = 250 at K = 3000 spans two or more row blocks (1.5 MiB each
+  // with a 2 MiB L2), each copied into 12-row tiles with a shorter last one.
   struct Shape {
     std::int64_t M, K;
   };
   std::vector<Shape> shapes;
   for (std::int64_t M : {1, 2, 3, 12, 13, 25, 40})
     for (std::int64_t K : {1, 17, 300}) shapes.push_back({M, K});
-  shapes.push_back({100, 3000});
+  shapes.push_back({250, 3000});
   for (const auto [M, K] : shapes)
     for (std::int64_t N : {5, 16, 33, 100})
       for (Epilogue epilogue : {Epilogue::store, Epilogue::gelu, Epilogue::residual}) {
