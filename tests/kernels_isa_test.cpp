@@ -178,7 +178,8 @@ TEST(X86Kernels, Avx512F32GemmEqualsAvx2BitForBit) {
   const KernelTable &a = kernels_for(Isa::avx2), &b = kernels_for(Isa::avx512);
   // AVX-512 runs K above 256 in k-blocks (and rows in blocks sized by K and the L2): K = 300
   // and 3000 cross block edges, M = 250 at K = 3000 spans two or more row blocks (1.5 MiB each
-  // with a 2 MiB L2), each copied into 12-row tiles with a shorter last one.
+  // with a 2 MiB L2); N = 200 (12 full panels) copies them into 12-row tiles with a shorter last
+  // one, the narrower N read them in place.
   struct Shape {
     std::int64_t M, K;
   };
@@ -187,7 +188,7 @@ TEST(X86Kernels, Avx512F32GemmEqualsAvx2BitForBit) {
     for (std::int64_t K : {1, 17, 300}) shapes.push_back({M, K});
   shapes.push_back({250, 3000});
   for (const auto [M, K] : shapes)
-    for (std::int64_t N : {5, 16, 33, 100})
+    for (std::int64_t N : {5, 16, 33, 100, 200})
       for (Epilogue epilogue : {Epilogue::store, Epilogue::gelu, Epilogue::residual}) {
         const auto inp = random_vector(M * K, 51), w = random_vector(K * N, 52), bias = random_vector(N, 53);
         const auto p = packed(w, K, N);

@@ -35,6 +35,8 @@ constexpr int kMaxRows = 12;
 // The k-block: 2 panels x 256 rows = 32 KiB of weights, in L1 (48 KiB on Golden Cove, 32 on
 // Zen 4) beside a tile's 12 input rows of it (12 KiB).
 constexpr long kKc = 256;
+// Panels from which blocked() copies its inputs into tiles (pack_tiles).
+constexpr long kPackPanels = 8;
 // Inputs per row block (rows x K floats): three quarters of L2 (2 MiB on Golden Cove, 1 MiB on
 // Zen 4), the rest for the weights streaming through. At 1 MiB on Golden Cove a 256-row chunk at
 // K = 3072 took four row blocks, hence four passes over the weights from memory; 3072x768 ran
@@ -178,15 +180,19 @@ void blocked(float* c, long ldc, const float* a, long lda, const float* b, long 
   const long blocks = (M + most - 1) / most;
   const long block = ((M + blocks - 1) / blocks + kMaxRows - 1) / kMaxRows * kMaxRows;
   const bool split = K > kKc;
+  // Copying the inputs costs about one panel's worth of multiply-adds: worth it for the
+  // model's products (24 or more panels per thread), not for attention's P V (4 panels).
+  const bool pack = full_panels >= kPackPanels;
   thread_local std::vector<float> partial, tiles;
   if (split && partial.size() < static_cast<std::size_t>(block * kPartialLd))
     partial.resize(static_cast<std::size_t>(block * kPartialLd));
-  if (tiles.size() < static_cast<std::size_t>(block * K)) tiles.resize(static_cast<std::size_t>(block * K));
+  if (pack && tiles.size() < static_cast<std::size_t>(block * K)) tiles.resize(static_cast<std::size_t>(block * K));
   const auto bias_at = [&](long p) { return bias ? bias + 16 * p : nullptr; };
   for (long r0 = 0; r0 < M; r0 += block) {
     const long rows = std::min<long>(block, M - r0);
     float* cb = c + r0 * ldc;
-    pack_tiles(tiles.data(), a + r0 * lda, lda, rows, K);
+    const float* ab = a + r0 * lda;
+    if (pack) pack_tiles(tiles.data(), ab, lda, rows, K);
     for (long p = 0; p < full_panels; p += 2) {
       const bool pair = p + 2 <= full_panels;
       for (long k0 = 0; k0 == 0 || k0 < K; k0 += kKc) {  // K = 0 too: the outputs are the bias
@@ -196,12 +202,19 @@ void blocked(float* c, long ldc, const float* a, long lda, const float* b, long 
         const float* next = k0 + kc < K ? bk + kc * ldb
                             : p + 4 <= full_panels ? b + (p + 2) * panel_stride
                                                    : nullptr;
-        if (pair)
-          rows_of<2, false, true>(cb + 16 * p, ldc, tiles.data(), K, k0, bk, ldb, panel_stride, rows, kc,
-                                  bias_at(p), epilogue, 16, next, chain);
+        float* cp = cb + 16 * p;
+        if (pair && pack)
+          rows_of<2, false, true>(cp, ldc, tiles.data(), K, k0, bk, ldb, panel_stride, rows, kc, bias_at(p),
+                                  epilogue, 16, next, chain);
+        else if (pair)
+          rows_of<2, false>(cp, ldc, ab, lda, k0, bk, ldb, panel_stride, rows, kc, bias_at(p), epilogue, 16, next,
+                            chain);
+        else if (pack)
+          rows_of<1, false, true>(cp, ldc, tiles.data(), K, k0, bk, ldb, panel_stride, rows, kc, bias_at(p),
+                                  epilogue, 16, nullptr, chain);
         else
-          rows_of<1, false, true>(cb + 16 * p, ldc, tiles.data(), K, k0, bk, ldb, panel_stride, rows, kc,
-                                  bias_at(p), epilogue, 16, nullptr, chain);
+          rows_of<1, false>(cp, ldc, ab, lda, k0, bk, ldb, panel_stride, rows, kc, bias_at(p), epilogue, 16,
+                            nullptr, chain);
       }
     }
   }
