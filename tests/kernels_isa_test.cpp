@@ -306,7 +306,7 @@ TEST_P(IsaKernels, AttentionMatchesReferenceOnRaggedSizes) {
       }
 }
 
-// The same positions in blocks (kv_store_paged, in shuffled memory) give what the contiguous
+// The same positions in blocks (kv_store_paged and _rows, in shuffled memory) give what the contiguous
 // cache gives, bit for bit, for lengths within one block, at a boundary and past several,
 // through paged_attention (a chunk of rows) and paged_attention_rows (a batch of decode rows).
 TEST_P(IsaKernels, PagedAttentionEqualsContiguousAcrossBlocks) {
@@ -326,10 +326,12 @@ TEST_P(IsaKernels, PagedAttentionEqualsContiguousAcrossBlocks) {
           std::vector<float*> blocks;
           for (std::int64_t b = 0; b < n_blocks; ++b) blocks.push_back(memory.data() + (n_blocks - 1 - b) * 4 * layer_floats);
           const KvBlocks cache{blocks.data(), 2 * layer_floats, 3 * layer_floats, block_positions};
+          // The cached positions one at a time (decode), the T new ones together (a prefill chunk).
           for (std::int64_t s = 0; s < positions; ++s) {
             kv_store(k_layer.data(), v_layer.data(), k.data() + s * C, v.data() + s * C, s, n_head, head_dim, capacity);
-            kv_store_paged(cache, k.data() + s * C, v.data() + s * C, s, n_head, head_dim);
+            if (s < pos0) kv_store_paged(cache, k.data() + s * C, v.data() + s * C, s, n_head, head_dim);
           }
+          kv_store_paged_rows(cache, k.data() + pos0 * C, v.data() + pos0 * C, C, T, pos0, n_head, head_dim);
           std::vector<float> scratch(attention_scratch_size(T, pos0, n_head)), contiguous(T * C), paged(T * C);
           cached_attention(contiguous.data(), scratch.data(), q.data(), q_stride, k_layer.data(), v_layer.data(), T,
                            pos0, n_head, head_dim, capacity);
