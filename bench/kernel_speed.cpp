@@ -3,7 +3,9 @@
 // Both wall-clock and per-CPU-second figures are printed, the latter holds on a machine shared
 // with other work. Then, at T = 512 (a prefill), each shape on its own and the causal attention
 // of the 12 heads, in GFLOP/s per CPU-second (the attention counted by its useful, causal half).
-// Usage: kernel_speed [threads] [isa: scalar|avx2|avx512|amx] [dtype: f32|f16|int8]
+// Usage: kernel_speed [threads] [isa: scalar|avx2|avx512|amx] [dtype: f32|f16|int8] [rows]
+// With `rows` only the per-shape and attention lines run, at that many rows (the model's prefill
+// runs its prompt in chunks of 256 rows, attending to up to 512 positions in the second).
 // (int8 uses VNNI where the CPU has it; KAEL_VNNI=0 times the pmaddubsw kernel instead.)
 #include <algorithm>
 #include <chrono>
@@ -50,6 +52,11 @@ int main(int argc, char** argv) {
     }
   }
   const std::string dtype = argc > 3 ? argv[3] : "f32";
+  const std::int64_t prefill_rows = argc > 4 ? std::atol(argv[4]) : 0;
+  if (argc > 4 && (prefill_rows < 1 || prefill_rows > 512)) {
+    std::fprintf(stderr, "error: rows must be 1 to 512, got '%s'\n", argv[4]);
+    return 2;
+  }
   set_num_threads(threads);
   // One GPT-2 small layer's four matrices, 12 times over: 340 MB in F32, far beyond the caches.
   const std::int64_t C = 768, layers = 12;
@@ -87,6 +94,7 @@ int main(int argc, char** argv) {
   std::printf("isa %s, threads %d, %s weights %.0f MB%s%s\n", isa_name(active_isa()), threads, dtype.c_str(),
               bytes / 1e6, dtype == "int8" ? ", int8 dot " : "", dtype == "int8" ? int8_dot_name() : "");
   for (std::int64_t T : {1, 2, 4, 16, 64, 128, 256, 512}) {
+    if (prefill_rows > 0) break;
     double best_wall = 1e30, best_cpu = 1e30;
     for (int repeat = 0; repeat < (T <= 16 ? 10 : 3); ++repeat) {
       const double w0 = wall_now(), c0 = cpu_now();
@@ -103,7 +111,7 @@ int main(int argc, char** argv) {
                 static_cast<long>(T), best_wall * 1e3, bytes / best_wall / 1e9, flops / best_wall / 1e9,
                 flops / best_cpu / 1e9);
   }
-  const std::int64_t T = 512;
+  const std::int64_t T = prefill_rows > 0 ? prefill_rows : 512;
   for (int s = 0; s < 4; ++s) {
     const std::int64_t K = shapes[s][0], N = shapes[s][1];
     double best_cpu = 1e30;

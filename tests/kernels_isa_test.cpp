@@ -176,17 +176,19 @@ TEST(X86Kernels, Avx512F32GemmEqualsAvx2BitForBit) {
   std::string why;
   if (!isa_supported(Isa::avx512, &why)) GTEST_SKIP() << "avx512 not run: " << why;
   const KernelTable &a = kernels_for(Isa::avx2), &b = kernels_for(Isa::avx512);
-  // AVX-512 runs K above 256 in k-blocks (and rows in blocks sized by K): K = 300 and 3000
-  // cross block edges, M = 100 at K = 3000 spans two row blocks.
+  // AVX-512 runs K above 256 in k-blocks (and rows in blocks sized by K and the L2): K = 300
+  // and 3000 cross block edges, M = 250 at K = 3000 spans two or more row blocks (1.5 MiB each
+  // with a 2 MiB L2); N = 200 (12 full panels) copies them into 12-row tiles with a shorter last
+  // one, the narrower N read them in place.
   struct Shape {
     std::int64_t M, K;
   };
   std::vector<Shape> shapes;
   for (std::int64_t M : {1, 2, 3, 12, 13, 25, 40})
     for (std::int64_t K : {1, 17, 300}) shapes.push_back({M, K});
-  shapes.push_back({100, 3000});
+  shapes.push_back({250, 3000});
   for (const auto [M, K] : shapes)
-    for (std::int64_t N : {5, 16, 33, 100})
+    for (std::int64_t N : {5, 16, 33, 100, 200})
       for (Epilogue epilogue : {Epilogue::store, Epilogue::gelu, Epilogue::residual}) {
         const auto inp = random_vector(M * K, 51), w = random_vector(K * N, 52), bias = random_vector(N, 53);
         const auto p = packed(w, K, N);
@@ -304,7 +306,7 @@ TEST_P(IsaKernels, AttentionMatchesReferenceOnRaggedSizes) {
       }
 }
 
-// The same positions in blocks (kv_store_paged, in shuffled memory) give what the contiguous
+// The same positions in blocks (kv_store_paged and _rows, in shuffled memory) give what the contiguous
 // cache gives, bit for bit, for lengths within one block, at a boundary and past several,
 // through paged_attention (a chunk of rows) and paged_attention_rows (a batch of decode rows).
 TEST_P(IsaKernels, PagedAttentionEqualsContiguousAcrossBlocks) {
@@ -324,10 +326,12 @@ TEST_P(IsaKernels, PagedAttentionEqualsContiguousAcrossBlocks) {
           std::vector<float*> blocks;
           for (std::int64_t b = 0; b < n_blocks; ++b) blocks.push_back(memory.data() + (n_blocks - 1 - b) * 4 * layer_floats);
           const KvBlocks cache{blocks.data(), 2 * layer_floats, 3 * layer_floats, block_positions};
+          // The cached positions one at a time (decode), the T new ones together (a prefill chunk).
           for (std::int64_t s = 0; s < positions; ++s) {
             kv_store(k_layer.data(), v_layer.data(), k.data() + s * C, v.data() + s * C, s, n_head, head_dim, capacity);
-            kv_store_paged(cache, k.data() + s * C, v.data() + s * C, s, n_head, head_dim);
+            if (s < pos0) kv_store_paged(cache, k.data() + s * C, v.data() + s * C, s, n_head, head_dim);
           }
+          kv_store_paged_rows(cache, k.data() + pos0 * C, v.data() + pos0 * C, C, T, pos0, n_head, head_dim);
           std::vector<float> scratch(attention_scratch_size(T, pos0, n_head)), contiguous(T * C), paged(T * C);
           cached_attention(contiguous.data(), scratch.data(), q.data(), q_stride, k_layer.data(), v_layer.data(), T,
                            pos0, n_head, head_dim, capacity);

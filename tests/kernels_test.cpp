@@ -1,6 +1,8 @@
 // The fast kernels against their scalar references (src/kernels/reference.cpp) on ragged
 // sizes that hit every tail: below, at and above each block width, on every instruction set
 // (each one this CPU lacks skipped by name), with 1 and several threads.
+#include <time.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -170,5 +172,43 @@ TEST(ThreadPool, CoversEveryIndexOnceAndNests) {
       for (auto& h : hits) ASSERT_EQ(h.load(), 1);
     }
   }
+  set_num_threads(0);
+}
+
+// Spins on the calling thread for about `ms` of its CPU time.
+void burn_cpu_ms(double ms) {
+  const auto cpu_ms = [] {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return 1e3 * static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_nsec);
+  };
+  const double end = cpu_ms() + ms;
+  while (cpu_ms() < end) {
+  }
+}
+
+TEST(ThreadPool, CountsEachThreadsCpuTimeOnlyWhenAsked) {
+  set_num_threads(2);
+  const kael::ThreadBusy before = thread_busy();
+  parallel_for(2, 1, [](std::int64_t, std::int64_t) { burn_cpu_ms(2); });
+  kael::ThreadBusy off = thread_busy();
+  off -= before;
+  EXPECT_EQ(off.calls, 0);  // not counting: nothing recorded
+
+  count_thread_busy(true);
+  // Thread 0 (the caller) gets 30 ms of work, thread 1 gets 10 ms: busiest / mean = 3 / 2.
+  parallel_for(2, 1, [](std::int64_t first, std::int64_t) { burn_cpu_ms(first == 0 ? 30 : 10); });
+  parallel_for(1, 1, [](std::int64_t, std::int64_t) { burn_cpu_ms(5); });  // too small to split
+  count_thread_busy(false);
+  kael::ThreadBusy on = thread_busy();
+  on -= before;
+  EXPECT_EQ(on.calls, 1);
+  EXPECT_EQ(on.serial_calls, 1);
+  ASSERT_EQ(on.task_cpu_ms.size(), 2u);
+  EXPECT_NEAR(on.task_cpu_ms[0], 30, 3);
+  EXPECT_NEAR(on.task_cpu_ms[1], 10, 3);
+  EXPECT_NEAR(on.serial_cpu_ms, 5, 2);
+  EXPECT_NEAR(on.imbalance(), 1.5, 0.15);
+  EXPECT_GE(on.caller_wait_ms, 0);
   set_num_threads(0);
 }

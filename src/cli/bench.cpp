@@ -31,6 +31,7 @@ struct BenchArgs {
   int threads = 0;
   unsigned seed = 1;
   bool json = false;
+  bool thread_busy = false;
   std::string dtype = "f32";
 };
 
@@ -45,6 +46,13 @@ double ms_since(Clock::time_point start) {
 double process_cpu_ms() {
   timespec t{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return 1e3 * static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_nsec);
+}
+
+// CPU time of the calling thread, in ms.
+double thread_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return 1e3 * static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_nsec);
 }
 
@@ -66,6 +74,37 @@ std::int32_t argmax(std::span<const float> logits) {
   return static_cast<std::int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
 
+nlohmann::json busy_json(const ThreadBusy& b) {
+  return {{"calls", b.calls},
+          {"serial_calls", b.serial_calls},
+          {"serial_cpu_ms", b.serial_cpu_ms},
+          {"task_cpu_ms", b.task_cpu_ms},
+          {"imbalance", b.imbalance()},
+          {"caller_wait_cpu_ms", b.caller_wait_cpu_ms},
+          {"worker_idle_cpu_ms", b.worker_idle_cpu_ms},
+          {"caller_wait_ms", b.caller_wait_ms},
+          {"worker_start_ms", b.worker_start_ms}};
+}
+
+// Per part of the forward pass: the thread pool's counts (ThreadBusy), and the calling
+// thread's CPU outside any parallel call (`main_cpu_ms` is its whole CPU time over the passes).
+nlohmann::json thread_busy_json(const model::ForwardProfile& p, double main_cpu_ms) {
+  ThreadBusy all;
+  nlohmann::json out;
+  for (const auto& [name, b] : {std::pair{"attention", &p.attention_threads}, {"mlp", &p.mlp_threads},
+                                {"layernorm", &p.layernorm_threads}, {"logits", &p.logits_threads},
+                                {"other", &p.other_threads}}) {
+    out[name] = busy_json(*b);
+    all += *b;
+  }
+  out["total"] = busy_json(all);
+  const double caller_share_ms = all.task_cpu_ms.empty() ? 0.0 : all.task_cpu_ms[0];
+  const double caller_in_calls = caller_share_ms + all.serial_cpu_ms + all.caller_wait_cpu_ms;
+  out["main_thread_cpu_ms"] = main_cpu_ms;
+  out["main_thread_outside_calls_cpu_ms"] = main_cpu_ms - caller_in_calls;
+  return out;
+}
+
 nlohmann::json breakdown(const model::ForwardProfile& p) {
   return {{"attention", p.attention_ms}, {"mlp", p.mlp_ms},  {"layernorm", p.layernorm_ms},
           {"logits", p.logits_ms},       {"other", p.other_ms()}, {"total", p.total_ms}};
@@ -79,6 +118,7 @@ int run_bench(const BenchArgs& args) {
   model::LoadOptions load_options;
   load_options.dtype = model::parse_weight_dtype(args.dtype);
   set_threads_option(args.threads);
+  model::count_thread_busy(args.thread_busy);
 
   const std::string model_dir = resolve_model_dir(args.model_dir);
   const auto load_start = Clock::now();
@@ -104,6 +144,7 @@ int run_bench(const BenchArgs& args) {
   std::vector<std::int32_t> next(batch);
   const auto prefill_start = Clock::now();
   const double prefill_cpu_start = process_cpu_ms();
+  const double prefill_main_cpu_start = thread_cpu_ms();
   for (std::size_t b = 0; b < batch; ++b) {
     sessions[b].set_profile(&prefill_profile);
     next[b] = argmax(model.forward(sessions[b], prompts[b]));
@@ -111,6 +152,7 @@ int run_bench(const BenchArgs& args) {
   }
   const double prefill_ms = ms_since(prefill_start);
   const double prefill_cpu_ms = process_cpu_ms() - prefill_cpu_start;
+  const double prefill_main_cpu_ms = thread_cpu_ms() - prefill_main_cpu_start;
 
   // Decode: every step feeds each sequence its last greedy token. One sequence goes through
   // forward(), as `kael generate` does; several through one forward_batch() per step.
@@ -157,6 +199,7 @@ int run_bench(const BenchArgs& args) {
       {"breakdown_ms", breakdown(decode_profile)},
       {"prefill_breakdown_ms", breakdown(prefill_profile)},
   };
+  if (args.thread_busy) out["prefill_thread_busy"] = thread_busy_json(prefill_profile, prefill_main_cpu_ms);
   if (args.json) {
     std::cout << out.dump() << "\n";
     return 0;
@@ -190,6 +233,8 @@ RunFn setup(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "Seed of the random prompts")->capture_default_str();
   cmd->add_option("--dtype", args->dtype, kDtypeHelp)->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object");
+  cmd->add_flag("--thread-busy", args->thread_busy,
+                "Count each compute thread's CPU time per part of the prefill (prefill_thread_busy in --json)");
   return [args] { return run_bench(*args); };
 }
 

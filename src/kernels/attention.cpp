@@ -149,17 +149,33 @@ void causal_attention(float* out, float* scratch, const float* q, const float* k
   });
 }
 
+namespace {
+
+// kv_store for head h only.
+void kv_store_head(float* k_layer, float* v_layer, const float* k, const float* v, std::int64_t pos, std::int64_t h,
+                   std::int64_t head_dim, std::int64_t capacity) {
+  const std::int64_t panel = pos / kPanel * kPanel, j = pos % kPanel;
+  float* kt = k_layer + h * kv_head_floats(head_dim, capacity) + panel * head_dim + j;  // column pos of K^T
+  const float* kh = k + h * head_dim;
+  for (std::int64_t d = 0; d < head_dim; ++d) kt[d * kPanel] = kh[d];
+  float* vh = v_layer + h * kv_head_floats(head_dim, capacity) + pos * kPanel;  // row pos of each value panel
+  for (std::int64_t d0 = 0; d0 < head_dim; d0 += kPanel)
+    std::copy_n(v + h * head_dim + d0, std::min(kPanel, head_dim - d0), vh + d0 * capacity);
+}
+
+// kv_store_head into the block that holds position `pos`.
+void kv_store_paged_head(const KvBlocks& cache, const float* k, const float* v, std::int64_t pos, std::int64_t h,
+                         std::int64_t head_dim) {
+  float* block = cache.blocks[pos / cache.block_positions];
+  kv_store_head(block + cache.key_offset, block + cache.value_offset, k, v, pos % cache.block_positions, h, head_dim,
+                cache.block_positions);
+}
+
+}  // namespace
+
 void kv_store(float* k_layer, float* v_layer, const float* k, const float* v, std::int64_t pos, std::int64_t n_head,
               std::int64_t head_dim, std::int64_t capacity) {
-  const std::int64_t panel = pos / kPanel * kPanel, j = pos % kPanel;
-  for (std::int64_t h = 0; h < n_head; ++h) {
-    float* kt = k_layer + h * kv_head_floats(head_dim, capacity) + panel * head_dim + j;  // column pos of K^T
-    const float* kh = k + h * head_dim;
-    for (std::int64_t d = 0; d < head_dim; ++d) kt[d * kPanel] = kh[d];
-    float* vh = v_layer + h * kv_head_floats(head_dim, capacity) + pos * kPanel;  // row pos of each value panel
-    for (std::int64_t d0 = 0; d0 < head_dim; d0 += kPanel)
-      std::copy_n(v + h * head_dim + d0, std::min(kPanel, head_dim - d0), vh + d0 * capacity);
-  }
+  for (std::int64_t h = 0; h < n_head; ++h) kv_store_head(k_layer, v_layer, k, v, pos, h, head_dim, capacity);
 }
 
 void cached_attention(float* out, float* scratch, const float* q, std::int64_t q_stride, const float* k_layer,
@@ -175,9 +191,17 @@ void cached_attention(float* out, float* scratch, const float* q, std::int64_t q
 
 void kv_store_paged(const KvBlocks& cache, const float* k, const float* v, std::int64_t pos, std::int64_t n_head,
                     std::int64_t head_dim) {
-  float* block = cache.blocks[pos / cache.block_positions];
-  kv_store(block + cache.key_offset, block + cache.value_offset, k, v, pos % cache.block_positions, n_head, head_dim,
-           cache.block_positions);
+  for (std::int64_t h = 0; h < n_head; ++h) kv_store_paged_head(cache, k, v, pos, h, head_dim);
+}
+
+void kv_store_paged_rows(const KvBlocks& cache, const float* k, const float* v, std::int64_t stride, std::int64_t T,
+                         std::int64_t pos0, std::int64_t n_head, std::int64_t head_dim) {
+  // By heads: each thread writes its own heads' panels, whole cache lines of keys at a time.
+  parallel_for(n_head, min_items(T * head_dim), [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t h = first; h < last; ++h)
+      for (std::int64_t t = 0; t < T; ++t)
+        kv_store_paged_head(cache, k + t * stride, v + t * stride, pos0 + t, h, head_dim);
+  });
 }
 
 void paged_attention(float* out, float* scratch, const float* q, std::int64_t q_stride, const KvBlocks& cache,

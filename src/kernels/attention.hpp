@@ -58,6 +58,11 @@ struct KvBlocks {
 void kv_store_paged(const KvBlocks& cache, const float* k, const float* v, std::int64_t pos, std::int64_t n_head,
                     std::int64_t head_dim);
 
+// kv_store_paged for T consecutive positions pos0.. (row t's key at k + t stride, its value at
+// v + t stride), threaded over the heads.
+void kv_store_paged_rows(const KvBlocks& cache, const float* k, const float* v, std::int64_t stride, std::int64_t T,
+                         std::int64_t pos0, std::int64_t n_head, std::int64_t head_dim);
+
 // cached_attention over a block table (which already holds the T new positions): the same
 // results, bit for bit, as over the contiguous layout. Keys are read in place, block by block
 // (each score is its own dot product); values are gathered per head into a per-thread buffer

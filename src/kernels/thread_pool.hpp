@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <utility>
 
+#include "kael/core/thread_busy.hpp"
+
 namespace kael::kernels {
 
 // Threads used by parallel_for, the calling thread included. n <= 0 means one per physical
@@ -16,6 +18,13 @@ int num_threads();
 // --threads 10000 would start 10,000 of them).
 inline constexpr int kMaxThreadsPerCpu = 4;
 int max_threads();
+
+// Counting of each thread's CPU time inside parallel_for (ThreadBusy), off by default: a
+// counted call reads the thread CPU clock twice per thread. Not to be switched while a kernel
+// is running. thread_busy() is the total since the program started, over all calls counted.
+void count_thread_busy(bool on);
+bool counting_thread_busy();
+ThreadBusy thread_busy();
 
 // Below about 2^18 multiply-adds (or as much other work) a thread costs more to wake than it
 // saves. The one rule for how finely a kernel splits: the fewest items per thread, for items

@@ -19,10 +19,7 @@ class ChunkAttention final : public CacheAttention {
   void attend(float* att, const float* qkv, int layer) override {
     const std::int64_t C = config_.n_embd, NH = config_.n_head, D = config_.head_dim();
     const k::KvBlocks cache = state_.layer_cache(layer);
-    for (std::int64_t t = 0; t < T_; ++t) {
-      const float* row = qkv + t * 3 * C;  // q, k, v
-      k::kv_store_paged(cache, row + C, row + 2 * C, pos0_ + t, NH, D);
-    }
+    k::kv_store_paged_rows(cache, qkv + C, qkv + 2 * C, 3 * C, T_, pos0_, NH, D);  // rows of q, k, v
     k::paged_attention(att, state_.scores.get(), qkv, 3 * C, cache, T_, pos0_, NH, D);  // (T, C)
   }
 

@@ -88,6 +88,7 @@ WeightDType parse_weight_dtype(std::string_view name) {
 
 void set_num_threads(int n) { kernels::set_num_threads(n); }
 int num_threads() { return kernels::num_threads(); }
+void count_thread_busy(bool on) { kernels::count_thread_busy(on); }
 int max_threads() { return kernels::max_threads(); }
 
 std::string threads_cap_warning(int requested) {

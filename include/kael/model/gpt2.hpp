@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kael/core/tensor.hpp"
+#include "kael/core/thread_busy.hpp"
 
 namespace kael::model {
 
@@ -115,6 +116,10 @@ int max_threads();
 // What to tell a user who asked for `requested` threads: "" when it is within max_threads(),
 // else a warning saying it was capped (callers print it; the library does not).
 std::string threads_cap_warning(int requested);
+// Whether the thread pool counts each thread's CPU time (ThreadBusy, into the profile's
+// threads_* below). Off by default; a counted parallel call reads the thread clock twice per
+// thread. Call it between forward passes.
+void count_thread_busy(bool on);
 
 // The instruction set the kernels run on: "amx", "avx512", "avx2" or "scalar", the best this
 // CPU, its OS and this build support; the environment variable KAEL_ISA=scalar|avx2|avx512|amx
@@ -128,7 +133,8 @@ const char* int8_dot();
 // session points at it (Session::set_profile). The parts: attention (QKV projection, cache
 // update, attention, output projection and residual), mlp (both layers, GELU, residual),
 // layernorm (ln_1, ln_2 and ln_f), logits (the output head); other is the rest (embedding,
-// bookkeeping). Profiling costs a clock read per part and layer.
+// bookkeeping). Profiling costs a clock read per part and layer. With count_thread_busy(true)
+// each part also gets the thread pool's counts for the calls it made.
 struct ForwardProfile {
   double attention_ms = 0;
   double mlp_ms = 0;
@@ -136,6 +142,7 @@ struct ForwardProfile {
   double logits_ms = 0;
   double total_ms = 0;
   double other_ms() const { return total_ms - attention_ms - mlp_ms - layernorm_ms - logits_ms; }
+  ThreadBusy attention_threads, mlp_threads, layernorm_threads, logits_threads, other_threads;
 };
 
 class GPT2 {

@@ -10,11 +10,17 @@
 // L2 while every panel pair of the thread's share passes over them, k in blocks whose panel
 // rows stay in L1 while every row tile of the row block passes over them. Without the
 // k-blocks, a panel pair's K rows (96 KiB at K = 768) left L1 before the next row tile came
-// (about 4-12% slower at 512 rows, the most at K = 3072).
+// (about 4-12% slower at 512 rows, the most at K = 3072). Each row block's inputs are first
+// copied into tiles (pack_tiles): a k's 12 broadcasts then read 48 contiguous bytes through one
+// pointer, where 12 rows lda apart needed 12 pointers (more than the free registers: the compiler
+// reloaded some from the stack every k), 12 prefetch streams, and at K = 3072 (12 KiB rows) put
+// all 12 in the same L1 set.
 // Every output is a single FMA chain over k in order, then + bias, whatever MR, NP, the
 // blocking or the thread split (a k-block resumes from the previous block's sums): equal bits
 // to the AVX2 kernel and to itself at any T.
 #include <immintrin.h>
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <vector>
@@ -29,8 +35,19 @@ constexpr int kMaxRows = 12;
 // The k-block: 2 panels x 256 rows = 32 KiB of weights, in L1 (48 KiB on Golden Cove, 32 on
 // Zen 4) beside a tile's 12 input rows of it (12 KiB).
 constexpr long kKc = 256;
-// Inputs per row block (rows x K floats), in L2 (2 MiB on Golden Cove, 1 MiB on Zen 4).
-constexpr long kRowBlockBytes = 1L << 20;
+// Panels from which blocked() copies its inputs into tiles (pack_tiles).
+constexpr long kPackPanels = 8;
+// Inputs per row block (rows x K floats): three quarters of L2 (2 MiB on Golden Cove, 1 MiB on
+// Zen 4), the rest for the weights streaming through. At 1 MiB on Golden Cove a 256-row chunk at
+// K = 3072 took four row blocks, hence four passes over the weights from memory; 3072x768 ran
+// about 5% faster with two (kernel_speed 1 avx512 f32 256).
+long row_block_bytes() {
+  static const long bytes = [] {
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);  // 0 or -1 where unknown
+    return l2 >= (256L << 10) ? l2 / 4 * 3 : 1L << 20;
+  }();
+  return bytes;
+}
 
 // Where a tile's k range sits in its chain over k. A product with K above kKc runs in k-blocks:
 // the sums of a block wait in `partial` (a tile's rows 32 floats apart) and the next block starts
@@ -44,9 +61,11 @@ struct Chain {
 constexpr long kPartialLd = 32;
 
 // c (MR, 16 NP) for panels b, b + panel_stride, ...; `w` valid columns (MASKED: NP = 1 and
-// w < 16; masked loads never touch memory past them). `next`, when not null, is a panel group
-// of the same shape to pull towards the cache meanwhile, one 64-byte row per panel and k.
-template <int MR, int NP, bool MASKED>
+// w < 16; masked loads never touch memory past them). Input (r, k) is a[r * lda + k], or with
+// PACKED a[k * MR + r] (pack_tiles below: the MR broadcasts of a k are one contiguous read).
+// `next`, when not null, is a panel group of the same shape to pull towards the cache meanwhile,
+// one 64-byte row per panel and k.
+template <int MR, int NP, bool MASKED, bool PACKED = false>
 void tile(float* c, long ldc, const float* a, long lda, const float* b, long ldb, long panel_stride, long K,
           const float* bias, Epilogue epilogue, long w, const float* next, Chain chain = {}) {
   static_assert(!MASKED || NP == 1);
@@ -70,7 +89,7 @@ void tile(float* c, long ldc, const float* a, long lda, const float* b, long ldb
     }
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
-      const __m512 x = _mm512_set1_ps(a[r * lda + k]);
+      const __m512 x = _mm512_set1_ps(PACKED ? a[k * MR + r] : a[r * lda + k]);
 #pragma GCC unroll 4
       for (int p = 0; p < NP; ++p) acc[r * NP + p] = _mm512_fmadd_ps(x, row[p], acc[r * NP + p]);
     }
@@ -87,31 +106,47 @@ void tile(float* c, long ldc, const float* a, long lda, const float* b, long ldb
   }
 }
 
-// Rows [0, M) against one panel group, in tiles of up to kMaxRows rows; the first tile also
-// prefetches `next`. chain.partial, if any, holds M rows.
-template <int NP, bool MASKED>
-void rows_of(float* c, long ldc, const float* a, long lda, const float* b, long ldb, long panel_stride, long M,
-             long K, const float* bias, Epilogue epilogue, long w, const float* next, Chain chain = {}) {
+// Rows [0, M) against one panel group over k [k0, k0 + K), in tiles of up to kMaxRows rows; the
+// first tile also prefetches `next`. chain.partial, if any, holds M rows. PACKED: `a` holds the
+// M rows as pack_tiles lays them out, lda = their full K.
+template <int NP, bool MASKED, bool PACKED = false>
+void rows_of(float* c, long ldc, const float* a, long lda, long k0, const float* b, long ldb, long panel_stride,
+             long M, long K, const float* bias, Epilogue epilogue, long w, const float* next, Chain chain = {}) {
   const auto at_row = [&](long r) {
     Chain part = chain;
     if (part.partial != nullptr) part.partial += r * kPartialLd;
     return part;
   };
+  // A tile of h rows from row r: its (K, h) block in the packed form, rows lda apart otherwise.
+  const auto input = [&](long r, long h) { return PACKED ? a + r * lda + k0 * h : a + r * lda + k0; };
   long r = 0;
   for (; r + kMaxRows <= M; r += kMaxRows, next = nullptr)
-    tile<kMaxRows, NP, MASKED>(c + r * ldc, ldc, a + r * lda, lda, b, ldb, panel_stride, K, bias, epilogue, w, next,
-                               at_row(r));
+    tile<kMaxRows, NP, MASKED, PACKED>(c + r * ldc, ldc, input(r, kMaxRows), lda, b, ldb, panel_stride, K, bias,
+                                       epilogue, w, next, at_row(r));
   float* cr = c + r * ldc;
-  const float* ar = a + r * lda;
   const Chain cc = at_row(r);
-#define KAEL_ROWS(n) \
-  case n: tile<n, NP, MASKED>(cr, ldc, ar, lda, b, ldb, panel_stride, K, bias, epilogue, w, next, cc); break;
+#define KAEL_ROWS(n)                                                                                        \
+  case n:                                                                                                   \
+    tile<n, NP, MASKED, PACKED>(cr, ldc, input(r, n), lda, b, ldb, panel_stride, K, bias, epilogue, w, next, \
+                                cc);                                                                        \
+    break;
   switch (M - r) {
     KAEL_ROWS(11) KAEL_ROWS(10) KAEL_ROWS(9) KAEL_ROWS(8) KAEL_ROWS(7) KAEL_ROWS(6)
     KAEL_ROWS(5) KAEL_ROWS(4) KAEL_ROWS(3) KAEL_ROWS(2) KAEL_ROWS(1)
     default: break;
   }
 #undef KAEL_ROWS
+}
+
+// dst = rows [0, M) of a (K columns, rows lda apart) in tiles of kMaxRows rows (the last one has
+// h = the rest), tile i being (K, h) from dst + i * kMaxRows * K: what a PACKED tile reads.
+void pack_tiles(float* dst, const float* a, long lda, long M, long K) {
+  for (long r0 = 0; r0 < M; r0 += kMaxRows) {
+    const long h = std::min<long>(kMaxRows, M - r0);
+    float* t = dst + r0 * K;
+    for (long k = 0; k < K; ++k)
+      for (long r = 0; r < h; ++r) t[k * h + r] = a[(r0 + r) * lda + k];
+  }
 }
 
 // Decode: one or two rows, four panels per pass so that enough loads are in flight.
@@ -129,8 +164,8 @@ void skinny(float* c, long ldc, const float* a, long lda, const float* b, long l
                         next);
   }
   for (; p < full_panels; ++p)
-    rows_of<1, false>(c + 16 * p, ldc, a, lda, b + p * panel_stride, ldb, panel_stride, M, K, bias_at(p), epilogue,
-                      16, nullptr);
+    rows_of<1, false>(c + 16 * p, ldc, a, lda, 0, b + p * panel_stride, ldb, panel_stride, M, K, bias_at(p),
+                      epilogue, 16, nullptr);
 }
 
 // Full panels, three or more rows. Loop order, outermost first: row blocks whose inputs
@@ -139,16 +174,25 @@ void skinny(float* c, long ldc, const float* a, long lda, const float* b, long l
 // tile of the block passes over them; row tiles.
 void blocked(float* c, long ldc, const float* a, long lda, const float* b, long ldb, long panel_stride, long M,
              long K, const float* bias, Epilogue epilogue, long full_panels) {
-  const long block = std::max<long>(kMaxRows, kRowBlockBytes / (4 * std::max<long>(1, K)) / kMaxRows * kMaxRows);
+  // As few row blocks as fit (each one streams all the thread's weights again), of equal size in
+  // whole tiles: 256 rows at K = 3072 are two blocks of 128, not 84 + 84 + 84 + 4.
+  const long most = std::max<long>(kMaxRows, row_block_bytes() / (4 * std::max<long>(1, K)) / kMaxRows * kMaxRows);
+  const long blocks = (M + most - 1) / most;
+  const long block = ((M + blocks - 1) / blocks + kMaxRows - 1) / kMaxRows * kMaxRows;
   const bool split = K > kKc;
-  thread_local std::vector<float> partial;
+  // Copying the inputs costs about one panel's worth of multiply-adds: worth it for the
+  // model's products (24 or more panels per thread), not for attention's P V (4 panels).
+  const bool pack = full_panels >= kPackPanels;
+  thread_local std::vector<float> partial, tiles;
   if (split && partial.size() < static_cast<std::size_t>(block * kPartialLd))
     partial.resize(static_cast<std::size_t>(block * kPartialLd));
+  if (pack && tiles.size() < static_cast<std::size_t>(block * K)) tiles.resize(static_cast<std::size_t>(block * K));
   const auto bias_at = [&](long p) { return bias ? bias + 16 * p : nullptr; };
   for (long r0 = 0; r0 < M; r0 += block) {
     const long rows = std::min<long>(block, M - r0);
     float* cb = c + r0 * ldc;
     const float* ab = a + r0 * lda;
+    if (pack) pack_tiles(tiles.data(), ab, lda, rows, K);
     for (long p = 0; p < full_panels; p += 2) {
       const bool pair = p + 2 <= full_panels;
       for (long k0 = 0; k0 == 0 || k0 < K; k0 += kKc) {  // K = 0 too: the outputs are the bias
@@ -158,12 +202,19 @@ void blocked(float* c, long ldc, const float* a, long lda, const float* b, long 
         const float* next = k0 + kc < K ? bk + kc * ldb
                             : p + 4 <= full_panels ? b + (p + 2) * panel_stride
                                                    : nullptr;
-        if (pair)
-          rows_of<2, false>(cb + 16 * p, ldc, ab + k0, lda, bk, ldb, panel_stride, rows, kc, bias_at(p), epilogue,
-                            16, next, chain);
+        float* cp = cb + 16 * p;
+        if (pair && pack)
+          rows_of<2, false, true>(cp, ldc, tiles.data(), K, k0, bk, ldb, panel_stride, rows, kc, bias_at(p),
+                                  epilogue, 16, next, chain);
+        else if (pair)
+          rows_of<2, false>(cp, ldc, ab, lda, k0, bk, ldb, panel_stride, rows, kc, bias_at(p), epilogue, 16, next,
+                            chain);
+        else if (pack)
+          rows_of<1, false, true>(cp, ldc, tiles.data(), K, k0, bk, ldb, panel_stride, rows, kc, bias_at(p),
+                                  epilogue, 16, nullptr, chain);
         else
-          rows_of<1, false>(cb + 16 * p, ldc, ab + k0, lda, bk, ldb, panel_stride, rows, kc, bias_at(p), epilogue,
-                            16, nullptr, chain);
+          rows_of<1, false>(cp, ldc, ab, lda, k0, bk, ldb, panel_stride, rows, kc, bias_at(p), epilogue, 16,
+                            nullptr, chain);
       }
     }
   }
@@ -182,7 +233,7 @@ void gemm_panels(float* c, std::int64_t ldc, const float* a, std::int64_t lda, c
     blocked(c, ldc, a, lda, b, ldb, panel_stride, M, K, bias, epilogue, full_panels);
   if (w > 0) {
     const long p = full_panels;
-    rows_of<1, true>(c + 16 * p, ldc, a, lda, b + p * panel_stride, packed ? w : ldb, panel_stride, M, K,
+    rows_of<1, true>(c + 16 * p, ldc, a, lda, 0, b + p * panel_stride, packed ? w : ldb, panel_stride, M, K,
                      bias ? bias + 16 * p : nullptr, epilogue, w, nullptr);
   }
 }
