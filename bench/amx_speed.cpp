@@ -18,16 +18,13 @@
 #include "kernels/int8.hpp"
 #include "kernels/quant.hpp"
 #include "kernels/thread_pool.hpp"
+#include "cpu_clock.hpp"
 
 using namespace kael::kernels;
 
-namespace {
+using kael::bench::thread_cpu_seconds;
 
-double thread_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
+namespace {
 
 struct Shape {
   std::int64_t K, N;

@@ -13,25 +13,22 @@
 #include "kernels/attention.hpp"
 #include "kernels/cpu_features.hpp"
 #include "kernels/thread_pool.hpp"
+#include "cpu_clock.hpp"
 
 using namespace kael::kernels;
 
-namespace {
+using kael::bench::thread_cpu_seconds;
 
-double thread_cpu_now() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
+namespace {
 
 // Microseconds of CPU per call of f, the best of 5 rounds of `calls` calls.
 template <typename F>
 double best_us(int calls, F&& f) {
   double best = 1e30;
   for (int round = 0; round < 5; ++round) {
-    const double start = thread_cpu_now();
+    const double start = thread_cpu_seconds();
     for (int i = 0; i < calls; ++i) f();
-    best = std::min(best, (thread_cpu_now() - start) / calls * 1e6);
+    best = std::min(best, (thread_cpu_seconds() - start) / calls * 1e6);
   }
   return best;
 }

@@ -24,6 +24,9 @@
 #include <vector>
 
 #include "kernels/cpu_features.hpp"
+#include "cpu_clock.hpp"
+
+using kael::bench::thread_cpu_seconds;
 
 namespace {
 
@@ -64,12 +67,6 @@ constexpr double kFmaLatencyCycles = 4.0;
 
 // Results land here, so no call can be dropped as unused.
 volatile float g_sink;
-
-double thread_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
 
 }  // namespace
 

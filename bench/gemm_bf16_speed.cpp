@@ -19,16 +19,13 @@
 #include "kernels/gemm.hpp"
 #include "kernels/gemm_bf16.hpp"
 #include "kernels/thread_pool.hpp"
+#include "cpu_clock.hpp"
 
 using namespace kael::kernels;
 
-namespace {
+using kael::bench::thread_cpu_seconds;
 
-double thread_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
+namespace {
 
 using GemmFn = void(float*, std::int64_t, const float*, std::int64_t, bool, const float*, std::int64_t, bool,
                     std::int64_t, std::int64_t, std::int64_t, bool);
