@@ -71,7 +71,10 @@ void tile(float* c, long ldc, const float* a, long lda, const float* b, long ldb
   static_assert(!MASKED || NP == 1);
   constexpr int kAcc = MR * NP;
   __m512 acc[kAcc];
-  if (chain.resume) {
+  // (`partial` is tested too: resume and !last imply it, and a default Chain's null lets the
+  // compiler drop these branches outright, where GCC 12 with -fsanitize otherwise warns that a
+  // load from the null `partial` is out of bounds.)
+  if (chain.resume && chain.partial != nullptr) {
 #pragma GCC unroll 32
     for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_loadu_ps(chain.partial + (i / NP) * kPartialLd + 16 * (i % NP));
   } else {
@@ -94,7 +97,7 @@ void tile(float* c, long ldc, const float* a, long lda, const float* b, long ldb
       for (int p = 0; p < NP; ++p) acc[r * NP + p] = _mm512_fmadd_ps(x, row[p], acc[r * NP + p]);
     }
   }
-  if (!chain.last) {
+  if (!chain.last && chain.partial != nullptr) {
 #pragma GCC unroll 32
     for (int i = 0; i < kAcc; ++i) _mm512_storeu_ps(chain.partial + (i / NP) * kPartialLd + 16 * (i % NP), acc[i]);
     return;
