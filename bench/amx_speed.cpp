@@ -18,11 +18,11 @@
 #include "kernels/int8.hpp"
 #include "kernels/quant.hpp"
 #include "kernels/thread_pool.hpp"
-#include "cpu_clock.hpp"
+#include "kael/core/cpu_clock.hpp"
 
 using namespace kael::kernels;
 
-using kael::bench::thread_cpu_seconds;
+using kael::thread_cpu_seconds;
 
 namespace {
 

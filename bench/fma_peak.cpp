@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "kernels/cpu_features.hpp"
-#include "cpu_clock.hpp"
+#include "kael/core/cpu_clock.hpp"
 
-using kael::bench::thread_cpu_seconds;
+using kael::thread_cpu_seconds;
 
 namespace {
 

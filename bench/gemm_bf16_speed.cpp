@@ -19,11 +19,11 @@
 #include "kernels/gemm.hpp"
 #include "kernels/gemm_bf16.hpp"
 #include "kernels/thread_pool.hpp"
-#include "cpu_clock.hpp"
+#include "kael/core/cpu_clock.hpp"
 
 using namespace kael::kernels;
 
-using kael::bench::thread_cpu_seconds;
+using kael::thread_cpu_seconds;
 
 namespace {
 

@@ -17,6 +17,7 @@
 
 #include "cli/command.hpp"
 #include "cli/default_model.hpp"
+#include "kael/core/cpu_clock.hpp"
 #include "kael/core/error.hpp"
 #include "kael/model/gpt2.hpp"
 
@@ -43,18 +44,10 @@ double ms_since(Clock::time_point start) {
 
 // CPU time of the whole process (all threads), in ms: with wall time it shows how much of the
 // machine the run had, on a host shared with other work.
-double process_cpu_ms() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return 1e3 * static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_nsec);
-}
+double process_cpu_ms() { return 1e3 * process_cpu_seconds(); }
 
 // CPU time of the calling thread, in ms.
-double thread_cpu_ms() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return 1e3 * static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_nsec);
-}
+double thread_cpu_ms() { return 1e3 * thread_cpu_seconds(); }
 
 double peak_rss_mb() {
   rusage usage{};

@@ -10,11 +10,11 @@
 // needs (decode measured ~40 vs ~58 tokens/s there), and an idle pool burns 50 us per job.
 #include "kernels/thread_pool.hpp"
 
+#include "kael/core/cpu_clock.hpp"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
-
-#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -56,11 +56,7 @@ bool spin_until(Ready ready) {
 std::atomic<bool> counting{false};
 thread_local bool in_counted_task = false;  // a serial call inside a counted share is in it already
 
-double thread_cpu_ms() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return 1e3 * static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_nsec);
-}
+double thread_cpu_ms() { return 1e3 * thread_cpu_seconds(); }
 
 // The totals of thread_busy(), added to by whichever thread finishes a counted call.
 std::mutex busy_mutex;
