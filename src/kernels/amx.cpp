@@ -18,6 +18,7 @@
 
 #include "kael/core/dtype.hpp"
 #include "kael/core/error.hpp"
+#include "kernels/aligned_vector.hpp"
 #include "kernels/amx/epilogue.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/kernel_table.hpp"
@@ -50,7 +51,7 @@ const float* int8c_scales(const std::uint8_t* w, std::int64_t K, std::int64_t N)
 // The calling thread's scratch for converted activations: (rows, width), padded to whole
 // tiles of rows; the rows past `used` are zero (the converters write the others).
 template <class T>
-[[maybe_unused]] T* scratch(std::vector<T>& buffer, std::int64_t used, std::int64_t width) {
+[[maybe_unused]] T* scratch(AlignedVector<T>& buffer, std::int64_t used, std::int64_t width) {
   const std::int64_t rows = round_up(used, 32);
   buffer.resize(static_cast<std::size_t>(rows * width));
   std::fill(buffer.begin() + used * width, buffer.end(), T{});
@@ -178,7 +179,7 @@ void bf16_linear(float* out, const float* x, const std::uint16_t* w, const float
   require_bf16();
 #if KAEL_AMX_KERNELS
   const std::int64_t Kp = bf16_padded_k(K), blocks = bf16_padded_n(N) / 32;
-  thread_local std::vector<std::uint16_t> a_buffer;  // the workers reach it through `a` (theirs is another)
+  thread_local AlignedVector<std::uint16_t> a_buffer;  // the workers reach it through `a` (theirs is another)
   std::uint16_t* a = scratch(a_buffer, T, Kp);
   // Every row count goes to the tiles where they exist: the GEMV's vdpbf16ps rounds its sums
   // differently, and a row's bits must not depend on how many rows came with it.
@@ -207,8 +208,8 @@ void int8c_linear(float* out, const float* x, const std::uint8_t* w, const float
   if (!int8_per_column()) throw ValueError("per-column int8 weights need the amx kernels with AVX512-VNNI");
 #if KAEL_AMX_KERNELS
   const std::int64_t Kp = int8c_padded_k(K), blocks = int8c_padded_n(N) / 32;
-  thread_local std::vector<std::int8_t> xq_buffer;  // the workers reach them through these pointers
-  thread_local std::vector<float> xs_buffer;         // (theirs are others)
+  thread_local AlignedVector<std::int8_t> xq_buffer;  // the workers reach them through these pointers
+  thread_local AlignedVector<float> xs_buffer;       // (theirs are others)
   std::int8_t* xq = scratch(xq_buffer, T, Kp);
   float* xs = scratch(xs_buffer, T, 1);
   const bool tiles = T >= kAmxMinRows;
