@@ -114,8 +114,15 @@ void fill(KernelTable& table, const CpuFeatures& cpu) {
 void convert_bf16_tiles(std::uint16_t* dst, const float* src, std::int64_t K, std::int64_t N, bool transposed) {
   const std::int64_t Kp = bf16_padded_k(K);
   std::memset(dst, 0, static_cast<std::size_t>(bf16_matrix_elements(K, N)) * sizeof(std::uint16_t));
-  for (std::int64_t n = 0; n < N; ++n)
-    for (std::int64_t k = 0; k < K; ++k) dst[bf16_offset(Kp, k, n)] = f32_to_bf16(element(src, K, N, k, n, transposed));
+  // In the source's order, so src is read line after line: read a column at a time (N floats
+  // apart), GPT-2 small's load at --dtype bf16 took 0.59 s of user CPU instead of 0.41.
+  if (transposed) {
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t k = 0; k < K; ++k) dst[bf16_offset(Kp, k, n)] = f32_to_bf16(src[n * K + k]);
+  } else {
+    for (std::int64_t k = 0; k < K; ++k)
+      for (std::int64_t n = 0; n < N; ++n) dst[bf16_offset(Kp, k, n)] = f32_to_bf16(src[k * N + n]);
+  }
 }
 
 float bf16_tile_weight(const std::uint16_t* w, std::int64_t K, std::int64_t k, std::int64_t n) {
