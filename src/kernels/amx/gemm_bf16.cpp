@@ -37,24 +37,33 @@ void store_bf16(std::uint16_t* dst, __m512 v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm512_cvtepi32_epi16(bf16_lanes(v)));
 }
 
+// Rows of op(a) in groups [g0, g1) of 16. With `trans`, op(a)[r][k] = a[k][r]: chunk by chunk
+// (32 rows of a) across all the groups, so a is read row after row rather than down a
+// 64-byte column of it (which the prefetchers follow badly).
 void pack_rows(std::uint16_t* dst, const float* a, std::int64_t lda, bool trans, std::int64_t M, std::int64_t K,
                std::int64_t g0, std::int64_t g1, bool tiled) {
   const std::int64_t Kp = bf16_padded_k(K), chunks = Kp / 32;
   const auto out = [&](std::int64_t row, std::int64_t chunk) { return dst + chunk_byte(row, chunk, Kp * 2, tiled) / 2; };
-  for (std::int64_t g = g0; g < g1; ++g) {
-    const std::int64_t r0 = g * 16, rows = std::clamp<std::int64_t>(M - r0, 0, 16);
-    for (std::int64_t c = 0; c < chunks; ++c) {
-      const std::int64_t k0 = c * 32;
-      if (!trans) {
+  if (!trans) {
+    for (std::int64_t g = g0; g < g1; ++g) {
+      const std::int64_t r0 = g * 16, rows = std::clamp<std::int64_t>(M - r0, 0, 16);
+      for (std::int64_t c = 0; c < chunks; ++c) {
+        const std::int64_t k0 = c * 32;
         for (std::int64_t r = 0; r < 16; ++r) {
           const float* row = a + (r0 + r) * lda + k0;
           const bool live = r < rows;
           store_bf16(out(r0 + r, c), _mm512_maskz_loadu_ps(live ? lanes(K - k0) : 0, live ? row : a));
           store_bf16(out(r0 + r, c) + 16, _mm512_maskz_loadu_ps(live ? lanes(K - k0 - 16) : 0, live ? row + 16 : a));
         }
-        continue;
       }
-      // op(a)[r][k] = a[k][r]: lanes over r, one load per k, then a 32 x 16 transpose.
+    }
+    return;
+  }
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    const std::int64_t k0 = c * 32;
+    for (std::int64_t g = g0; g < g1; ++g) {
+      const std::int64_t r0 = g * 16, rows = std::clamp<std::int64_t>(M - r0, 0, 16);
+      // lanes over r, one load per k, then a 32 x 16 transpose.
       alignas(64) std::uint16_t by_k[32][16];
       const __mmask16 mask = lanes(rows);
       for (std::int64_t k = 0; k < 32; ++k) {
@@ -72,22 +81,26 @@ void pack_rows(std::uint16_t* dst, const float* a, std::int64_t lda, bool trans,
 void pack_panels(std::uint16_t* dst, const float* b, std::int64_t ldb, bool trans, std::int64_t N, std::int64_t K,
                  std::int64_t p0, std::int64_t p1) {
   const std::int64_t Kp = bf16_padded_k(K);
-  for (std::int64_t p = p0; p < p1; ++p) {
-    const std::int64_t n0 = p * kPanel, width = std::clamp<std::int64_t>(N - n0, 0, kPanel);
-    std::uint16_t* panel = dst + p * kPanel * Kp;  // k-pair r at 32 r: column j's (k, k + 1) at 2 j
-    if (!trans) {
-      // op(b)[k][n] = b[k][n]: rows k and k + 1 of the panel, interleaved as 16 pairs.
-      const __mmask16 mask = lanes(width);
-      for (std::int64_t k = 0; k < Kp; k += 2) {
+  if (!trans) {
+    // op(b)[k][n] = b[k][n]: rows k and k + 1 of each panel, interleaved as 16 pairs; pair by
+    // pair across the panels, so b is read row after row (a panel at a time walked down a
+    // 64-byte column of b).
+    for (std::int64_t k = 0; k < Kp; k += 2)
+      for (std::int64_t p = p0; p < p1; ++p) {
+        const std::int64_t n0 = p * kPanel, width = std::clamp<std::int64_t>(N - n0, 0, kPanel);
+        const __mmask16 mask = lanes(width);
         const auto row = [&](std::int64_t kk) {
           const bool live = kk < K && width > 0;
           return bf16_lanes(_mm512_maskz_loadu_ps(live ? mask : 0, live ? b + kk * ldb + n0 : b));
         };
         const __m512i pairs = _mm512_or_si512(row(k), _mm512_slli_epi32(row(k + 1), 16));
-        _mm512_storeu_si512(panel + k * 16, pairs);
+        _mm512_storeu_si512(dst + p * kPanel * Kp + k * 16, pairs);
       }
-      continue;
-    }
+    return;
+  }
+  for (std::int64_t p = p0; p < p1; ++p) {
+    const std::int64_t n0 = p * kPanel, width = std::clamp<std::int64_t>(N - n0, 0, kPanel);
+    std::uint16_t* panel = dst + p * kPanel * Kp;  // k-pair r at 32 r: column j's (k, k + 1) at 2 j
     // op(b)[k][n] = b[n][k]: a column's pairs are adjacent in b, so 32 k of column j make 16
     // pairs (dwords), then a 16 x 16 dword transpose puts them at pair-row r, column j.
     for (std::int64_t k0 = 0; k0 < Kp; k0 += 32) {
