@@ -3,6 +3,11 @@
 // (amx::bf16_tile_gemm) or by the vdpbf16ps GEMV (amx::bf16_gemv) on a CPU without tiles.
 #include <immintrin.h>
 
+// GCC 12's AVX-512 headers start the unpacks and lane shuffles from _mm512_undefined_*, which
+// -Wuninitialized reports in every caller.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include <algorithm>
 
 #include "kernels/amx.hpp"
@@ -37,6 +42,43 @@ void store_bf16(std::uint16_t* dst, __m512 v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm512_cvtepi32_epi16(bf16_lanes(v)));
 }
 
+// Dword j of each lane: the BF16 pair (lo[j], hi[j]), lo in the low half (the VNNI pair order).
+__m512i bf16_pairs(__m512 lo, __m512 hi) {
+  return _mm512_or_si512(bf16_lanes(lo), _mm512_slli_epi32(bf16_lanes(hi), 16));
+}
+
+// The 32 BF16 of lo then hi (16 lanes each) as one vector.
+__m512i bf16_row(__m512 lo, __m512 hi) {
+  return _mm512_inserti64x4(_mm512_zextsi256_si512(_mm512_cvtepi32_epi16(bf16_lanes(lo))),
+                            _mm512_cvtepi32_epi16(bf16_lanes(hi)), 1);
+}
+
+// r (16 x 16 dwords, a row per vector) transposed in place: dwords within 128-bit lanes, then
+// pairs of dwords, then the 128-bit lanes.
+void transpose_dwords(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  __m512i u[16];  // u[4 b + q]: column 4 L + q of rows 4 b .. 4 b + 3, in lane L
+  for (int b = 0; b < 16; b += 4) {
+    u[b] = _mm512_unpacklo_epi64(t[b], t[b + 2]);
+    u[b + 1] = _mm512_unpackhi_epi64(t[b], t[b + 2]);
+    u[b + 2] = _mm512_unpacklo_epi64(t[b + 1], t[b + 3]);
+    u[b + 3] = _mm512_unpackhi_epi64(t[b + 1], t[b + 3]);
+  }
+  for (int q = 0; q < 4; ++q) {
+    const __m512i even01 = _mm512_shuffle_i32x4(u[q], u[4 + q], 0x88), odd01 = _mm512_shuffle_i32x4(u[q], u[4 + q], 0xDD);
+    const __m512i even23 = _mm512_shuffle_i32x4(u[8 + q], u[12 + q], 0x88),
+                  odd23 = _mm512_shuffle_i32x4(u[8 + q], u[12 + q], 0xDD);
+    r[q] = _mm512_shuffle_i32x4(even01, even23, 0x88);
+    r[8 + q] = _mm512_shuffle_i32x4(even01, even23, 0xDD);
+    r[4 + q] = _mm512_shuffle_i32x4(odd01, odd23, 0x88);
+    r[12 + q] = _mm512_shuffle_i32x4(odd01, odd23, 0xDD);
+  }
+}
+
 // Rows of op(a) in groups [g0, g1) of 16. With `trans`, op(a)[r][k] = a[k][r]: chunk by chunk
 // (32 rows of a) across all the groups, so a is read row after row rather than down a
 // 64-byte column of it (which the prefetchers follow badly).
@@ -63,17 +105,17 @@ void pack_rows(std::uint16_t* dst, const float* a, std::int64_t lda, bool trans,
     const std::int64_t k0 = c * 32;
     for (std::int64_t g = g0; g < g1; ++g) {
       const std::int64_t r0 = g * 16, rows = std::clamp<std::int64_t>(M - r0, 0, 16);
-      // lanes over r, one load per k, then a 32 x 16 transpose.
-      alignas(64) std::uint16_t by_k[32][16];
+      // Lanes over r, one load per k; pair p of lane r holds (k0 + 2 p, k0 + 2 p + 1) of row
+      // r, so a dword transpose gives each row its 32 k in order.
       const __mmask16 mask = lanes(rows);
-      for (std::int64_t k = 0; k < 32; ++k) {
-        const bool live = k0 + k < K;
-        store_bf16(by_k[k], _mm512_maskz_loadu_ps(live ? mask : 0, live ? a + (k0 + k) * lda + r0 : a));
-      }
-      for (std::int64_t r = 0; r < 16; ++r) {
-        std::uint16_t* o = out(r0 + r, c);
-        for (std::int64_t k = 0; k < 32; ++k) o[k] = by_k[k][r];
-      }
+      const auto column = [&](std::int64_t k) {
+        const bool live = k < K;
+        return _mm512_maskz_loadu_ps(live ? mask : 0, live ? a + k * lda + r0 : a);
+      };
+      __m512i pairs[16];
+      for (std::int64_t p = 0; p < 16; ++p) pairs[p] = bf16_pairs(column(k0 + 2 * p), column(k0 + 2 * p + 1));
+      transpose_dwords(pairs);
+      for (std::int64_t r = 0; r < 16; ++r) _mm512_storeu_si512(out(r0 + r, c), pairs[r]);
     }
   }
 }
@@ -91,10 +133,9 @@ void pack_panels(std::uint16_t* dst, const float* b, std::int64_t ldb, bool tran
         const __mmask16 mask = lanes(width);
         const auto row = [&](std::int64_t kk) {
           const bool live = kk < K && width > 0;
-          return bf16_lanes(_mm512_maskz_loadu_ps(live ? mask : 0, live ? b + kk * ldb + n0 : b));
+          return _mm512_maskz_loadu_ps(live ? mask : 0, live ? b + kk * ldb + n0 : b);
         };
-        const __m512i pairs = _mm512_or_si512(row(k), _mm512_slli_epi32(row(k + 1), 16));
-        _mm512_storeu_si512(dst + p * kPanel * Kp + k * 16, pairs);
+        _mm512_storeu_si512(dst + p * kPanel * Kp + k * 16, bf16_pairs(row(k), row(k + 1)));
       }
     return;
   }
@@ -104,16 +145,15 @@ void pack_panels(std::uint16_t* dst, const float* b, std::int64_t ldb, bool tran
     // op(b)[k][n] = b[n][k]: a column's pairs are adjacent in b, so 32 k of column j make 16
     // pairs (dwords), then a 16 x 16 dword transpose puts them at pair-row r, column j.
     for (std::int64_t k0 = 0; k0 < Kp; k0 += 32) {
-      alignas(64) std::uint32_t by_column[16][16] = {};
-      for (std::int64_t j = 0; j < width; ++j) {
+      __m512i by_column[16];
+      for (std::int64_t j = 0; j < 16; ++j) {
         const float* col = b + (n0 + j) * ldb + k0;
-        std::uint16_t* pairs = reinterpret_cast<std::uint16_t*>(by_column[j]);
-        store_bf16(pairs, _mm512_maskz_loadu_ps(lanes(K - k0), col));
-        store_bf16(pairs + 16, _mm512_maskz_loadu_ps(lanes(K - k0 - 16), K - k0 > 16 ? col + 16 : col));
+        const bool live = j < width;
+        by_column[j] = bf16_row(_mm512_maskz_loadu_ps(live ? lanes(K - k0) : 0, live ? col : b),
+                                _mm512_maskz_loadu_ps(live ? lanes(K - k0 - 16) : 0, live && K - k0 > 16 ? col + 16 : b));
       }
-      auto* out = reinterpret_cast<std::uint32_t*>(panel + k0 * 16);
-      for (std::int64_t r = 0; r < 16; ++r)
-        for (std::int64_t j = 0; j < 16; ++j) out[r * 16 + j] = by_column[j][r];
+      transpose_dwords(by_column);
+      for (std::int64_t r = 0; r < 16; ++r) _mm512_storeu_si512(panel + k0 * 16 + r * 32, by_column[r]);
     }
   }
 }
