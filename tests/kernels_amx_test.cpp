@@ -124,6 +124,28 @@ TEST(AmxFormat, Int8PerColumnScaleIsTheColumnMaximum) {
   EXPECT_THROW(quantize_int8c(out.data(), bad.data(), K, N, false), kael::ValueError);
 }
 
+// The weight conversion at load (gemm_bf16's AVX-512 packer on these sets) writes the plain
+// loop's bits, padding included, in both source layouts, on ragged sizes and on the values
+// where rounding is delicate: ties, subnormals (kept, unlike vcvtneps2bf16), infinities, NaN.
+TEST_P(AmxBf16, WeightConversionEqualsThePlainOneBitForBit) {
+  ON_ISA(GetParam(), true);
+  const std::int64_t sizes[][2] = {{1, 1}, {7, 5}, {31, 33}, {32, 32}, {33, 17}, {65, 100}, {200, 47}};
+  for (const auto& size : sizes) {
+    const std::int64_t K = size[0], N = size[1];
+    std::vector<float> w = random_vector(K * N, 30);
+    const float specials[] = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 0x1p-130f, -0x1p-127f,
+                              std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
+                              std::numeric_limits<float>::max(), -0.0f};
+    for (std::size_t i = 0; i < w.size() && i < 8 * 8; i += 8) w[i] = specials[i / 8];
+    for (bool transposed : {false, true}) {
+      std::vector<std::uint16_t> got(static_cast<std::size_t>(bf16_matrix_elements(K, N)), 0xAAAA), want = got;
+      convert_bf16_tiles(got.data(), w.data(), K, N, transposed);
+      ref::convert_bf16_tiles(want.data(), w.data(), K, N, transposed);
+      ASSERT_EQ(got, want) << K << "x" << N << " transposed " << transposed;
+    }
+  }
+}
+
 TEST_P(AmxBf16, LinearMatchesReferenceOnRaggedSizes) {
   ON_ISA(GetParam(), true);
   for (const Shape& s : kShapes)

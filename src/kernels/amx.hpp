@@ -55,7 +55,8 @@ constexpr std::int64_t bf16_matrix_elements(std::int64_t K, std::int64_t N) {
   return bf16_padded_k(K) * bf16_padded_n(N);
 }
 // dst (bf16_matrix_elements) from element (k, n) of src: src[k * N + n], or src[n * K + k]
-// with `transposed`; round to nearest even (core's converter).
+// with `transposed`; round to nearest even (core's converter). Threaded, on gemm_bf16's
+// AVX-512 packer where the kernel table has it (equal bits to ref::convert_bf16_tiles).
 void convert_bf16_tiles(std::uint16_t* dst, const float* src, std::int64_t K, std::int64_t N, bool transposed);
 float bf16_tile_weight(const std::uint16_t* w, std::int64_t K, std::int64_t k, std::int64_t n);
 // out (T, N) = epilogue(bf16(x) (T, K) @ W + bias), F32 sums. ValueError as require_bf16().
@@ -82,6 +83,7 @@ void quantize_rows_int8c(std::int8_t* xq, float* xs, const float* x, std::int64_
 
 // The plain references: the same roundings, then sums in double (bf16) or exact int (int8c).
 namespace ref {
+void convert_bf16_tiles(std::uint16_t* dst, const float* src, std::int64_t K, std::int64_t N, bool transposed);
 void bf16_linear(float* out, const float* x, const std::uint16_t* w, const float* bias, std::int64_t T,
                  std::int64_t K, std::int64_t N, Epilogue epilogue = Epilogue::store);
 void int8c_linear(float* out, const float* x, const std::uint8_t* w, const float* bias, std::int64_t T,
