@@ -3,8 +3,8 @@
 // B x T = 2048 tokens (8 x 256): each block's four matrices forward (X W), backward dX (dY W^T)
 // and dW (X^T dY), and the output head's three, in its chunks of 256 rows and 2048-token vocabulary
 // blocks. One thread, timed in that thread's CPU time (so the figures hold on a loaded machine);
-// each figure is the median of `repeats` calls, conversions included. KAEL_ISA=avx512 times the
-// vdpbf16ps kernel.
+// each figure is the median of `repeats` calls, conversions included; then the conversions
+// alone. KAEL_ISA=avx512 times the vdpbf16ps kernel.
 // Usage: gemm_bf16_speed [repeats (default 3)]
 #include <time.h>
 
@@ -97,5 +97,34 @@ int main(int argc, char** argv) {
   }
   std::printf("%-28s %6s %6s %6s %10.1f %10.1f %6.2f\n", "all of the above", "", "", "", flops_total / f32_total * 1e-9,
               flops_total / bf16_total * 1e-9, f32_total / bf16_total);
+  // The conversions alone: op(b) packed by pack_bf16_operand, and a transposed op(a) through a
+  // product 32 columns wide, whose time is nearly all the packing of its (768, 2048) op(a).
+  std::printf("\nconversions (best of %d)          ms\n", 4 * repeats);
+  struct Pack {
+    const char* what;
+    std::int64_t K, N;
+    bool trans;
+  };
+  const Pack packs[] = {{"op(b) (3072, 768)", 3072, 768, false}, {"op(b) (768, 3072)", 768, 3072, false},
+                        {"op(b) = b^T (768, 2304)", 768, 2304, true}};
+  for (const Pack& p : packs) {
+    const std::vector<float> b(static_cast<std::size_t>(p.K * p.N), 0.25f);
+    std::vector<std::uint16_t> b16(static_cast<std::size_t>(bf16_operand_elements(p.N, p.K)));
+    double best = 1e30;
+    for (int r = 0; r < 4 * repeats; ++r) {
+      const double start = thread_cpu_seconds();
+      pack_bf16_operand(b16.data(), b.data(), p.trans ? p.K : p.N, p.trans, p.N, p.K);
+      best = std::min(best, thread_cpu_seconds() - start);
+    }
+    std::printf("%-32s %6.3f\n", p.what, best * 1e3);
+  }
+  {
+    const Case c{"X^T dY, N = 32", C, 32, tokens, true, false, false};
+    const std::vector<float> a(static_cast<std::size_t>(c.M * c.K), 0.25f), b(static_cast<std::size_t>(c.K * c.N), 0.5f);
+    std::vector<float> out(static_cast<std::size_t>(c.M * c.N));
+    double best = 1e30;
+    for (int r = 0; r < 4 * repeats; ++r) best = std::min(best, median_seconds(gemm_bf16, c, a, b, out, 1));
+    std::printf("%-32s %6.3f\n", "op(a) = X^T (768, 2048), N = 32", best * 1e3);
+  }
   return 0;
 }
