@@ -94,7 +94,9 @@ void int8c_linear(float* out, const float* x, const std::uint8_t* w, const float
 // gets the columns of `blocks` 32-column blocks of w starting at w's column 0 (at most n_valid
 // of them). The activations a: (M, Kp) row-major for the GEMVs; for the tile kernels in the
 // tiled layout below, padded to round_up(M, 32) rows with zeros past M. `tile` kernels run
-// only with the tile configuration loaded (AmxTiles); `gemv` ones need only AVX-512.
+// only with the tile configuration loaded (AmxTiles); `gemv` ones need only AVX-512. Keep a and
+// w on cache lines (AlignedVector, core's tensors): a tile row that spans two lines costs the
+// tile kernels about a third of their speed.
 namespace amx {
 // Loads the tile configuration on this thread for its lifetime, then releases the tiles.
 class AmxTiles {
