@@ -64,10 +64,14 @@ constexpr long kPartialLd = 32;
 // w < 16; masked loads never touch memory past them). Input (r, k) is a[r * lda + k], or with
 // PACKED a[k * MR + r] (pack_tiles below: the MR broadcasts of a k are one contiguous read).
 // `next`, when not null, is a panel group of the same shape to pull towards the cache meanwhile,
-// one 64-byte row per panel and k.
+// one 64-byte row per panel at each k with k % (spread.mask + 1) == spread.phase.
+struct Spread {
+  long mask = 0;   // tiles sharing the prefetch, less one (a power of two less one)
+  long phase = 0;  // this tile's share: the rows k with k & mask == phase
+};
 template <int MR, int NP, bool MASKED, bool PACKED = false>
 void tile(float* c, long ldc, const float* a, long lda, const float* b, long ldb, long panel_stride, long K,
-          const float* bias, Epilogue epilogue, long w, const float* next, Chain chain = {}) {
+          const float* bias, Epilogue epilogue, long w, const float* next, Chain chain = {}, Spread spread = {}) {
   static_assert(!MASKED || NP == 1);
   constexpr int kAcc = MR * NP;
   __m512 acc[kAcc];
@@ -88,7 +92,8 @@ void tile(float* c, long ldc, const float* a, long lda, const float* b, long ldb
     for (int p = 0; p < NP; ++p) {
       const float* bk = b + p * panel_stride + k * ldb;
       row[p] = MASKED ? _mm512_maskz_loadu_ps(mask, bk) : _mm512_loadu_ps(bk);
-      if (next != nullptr) _mm_prefetch(reinterpret_cast<const char*>(next + p * panel_stride + k * ldb), _MM_HINT_T0);
+      if (next != nullptr && (k & spread.mask) == spread.phase)
+        _mm_prefetch(reinterpret_cast<const char*>(next + p * panel_stride + k * ldb), _MM_HINT_T0);
     }
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
@@ -110,8 +115,11 @@ void tile(float* c, long ldc, const float* a, long lda, const float* b, long ldb
 }
 
 // Rows [0, M) against one panel group over k [k0, k0 + K), in tiles of up to kMaxRows rows; the
-// first tile also prefetches `next`. chain.partial, if any, holds M rows. PACKED: `a` holds the
-// M rows as pack_tiles lays them out, lda = their full K.
+// first (up to) 8 full tiles also prefetch `next`, each a share of its rows, or with no full tile
+// the one short tile all of them. chain.partial, if any, holds M rows. PACKED: `a` holds the M
+// rows as pack_tiles lays them out, lda = their full K. (One tile prefetching all of `next`, 32
+// KiB of weights from L3 or memory within one tile's 256 k, ran about 2% slower than shares
+// spread over 8 tiles: A/B in one process, median of 31 paired runs.)
 template <int NP, bool MASKED, bool PACKED = false>
 void rows_of(float* c, long ldc, const float* a, long lda, long k0, const float* b, long ldb, long panel_stride,
              long M, long K, const float* bias, Epilogue epilogue, long w, const float* next, Chain chain = {}) {
@@ -122,10 +130,13 @@ void rows_of(float* c, long ldc, const float* a, long lda, long k0, const float*
   };
   // A tile of h rows from row r: its (K, h) block in the packed form, rows lda apart otherwise.
   const auto input = [&](long r, long h) { return PACKED ? a + r * lda + k0 * h : a + r * lda + k0; };
+  const long full_tiles = M / kMaxRows;
+  const long sharing = full_tiles >= 8 ? 8 : full_tiles >= 4 ? 4 : full_tiles >= 2 ? 2 : 1;
   long r = 0;
-  for (; r + kMaxRows <= M; r += kMaxRows, next = nullptr)
+  for (long j = 0; j < full_tiles; ++j, r += kMaxRows)
     tile<kMaxRows, NP, MASKED, PACKED>(c + r * ldc, ldc, input(r, kMaxRows), lda, b, ldb, panel_stride, K, bias,
-                                       epilogue, w, next, at_row(r));
+                                       epilogue, w, j < sharing ? next : nullptr, at_row(r), {sharing - 1, j});
+  if (full_tiles > 0) next = nullptr;
   float* cr = c + r * ldc;
   const Chain cc = at_row(r);
 #define KAEL_ROWS(n)                                                                                        \
