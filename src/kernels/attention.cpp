@@ -143,24 +143,36 @@ void attend_fused(AttendHeadFn* kernel, float* out, std::int64_t out_stride, con
   kernel(out, out_stride, q, q_stride, keys.data(), values.data(), BP, T, pos0, head_dim);
 }
 
-// kv_store for head h only.
-void kv_store_head(float* k_layer, float* v_layer, const float* k, const float* v, std::int64_t pos, std::int64_t h,
-                   std::int64_t head_dim, std::int64_t capacity) {
-  const std::int64_t panel = pos / kPanel * kPanel, j = pos % kPanel;
-  float* kt = k_layer + h * kv_head_floats(head_dim, capacity) + panel * head_dim + j;  // column pos of K^T
+// kv_store for head h of n consecutive positions pos.. within one 16-position panel (row t's
+// key at k + t stride, its value at v + t stride). Keys by dimension, so each K^T row of the
+// panel (one cache line) is written in one go instead of a float at a time per position.
+void kv_store_run(float* k_layer, float* v_layer, const float* k, const float* v, std::int64_t stride,
+                  std::int64_t pos, std::int64_t n, std::int64_t h, std::int64_t head_dim, std::int64_t capacity) {
+  const std::int64_t head = h * kv_head_floats(head_dim, capacity), panel = pos / kPanel * kPanel;
+  float* kt = k_layer + head + panel * head_dim + pos % kPanel;  // column pos of K^T
   const float* kh = k + h * head_dim;
-  for (std::int64_t d = 0; d < head_dim; ++d) kt[d * kPanel] = kh[d];
-  float* vh = v_layer + h * kv_head_floats(head_dim, capacity) + pos * kPanel;  // row pos of each value panel
-  for (std::int64_t d0 = 0; d0 < head_dim; d0 += kPanel)
-    std::copy_n(v + h * head_dim + d0, std::min(kPanel, head_dim - d0), vh + d0 * capacity);
+  for (std::int64_t d = 0; d < head_dim; ++d)
+    for (std::int64_t t = 0; t < n; ++t) kt[d * kPanel + t] = kh[t * stride + d];
+  float* vh = v_layer + head + pos * kPanel;  // row pos of each value panel
+  const float* vr = v + h * head_dim;
+  for (std::int64_t d0 = 0; d0 < head_dim; d0 += kPanel) {
+    const std::int64_t w = std::min(kPanel, head_dim - d0);
+    for (std::int64_t t = 0; t < n; ++t)
+      for (std::int64_t i = 0; i < w; ++i) vh[d0 * capacity + t * kPanel + i] = vr[t * stride + d0 + i];
+  }
 }
 
-// kv_store_head into the block that holds position `pos`.
-void kv_store_paged_head(const KvBlocks& cache, const float* k, const float* v, std::int64_t pos, std::int64_t h,
-                         std::int64_t head_dim) {
-  float* block = cache.blocks[pos / cache.block_positions];
-  kv_store_head(block + cache.key_offset, block + cache.value_offset, k, v, pos % cache.block_positions, h, head_dim,
-                cache.block_positions);
+// kv_store_run for head h of positions pos.. pos + n - 1 of a block table, in runs that stay
+// within a panel (and so within a block).
+void kv_store_paged_head(const KvBlocks& cache, const float* k, const float* v, std::int64_t stride,
+                         std::int64_t pos, std::int64_t n, std::int64_t h, std::int64_t head_dim) {
+  for (std::int64_t t = 0; t < n;) {
+    const std::int64_t p = pos + t, run = std::min(kPanel - p % kPanel, n - t);
+    float* block = cache.blocks[p / cache.block_positions];
+    kv_store_run(block + cache.key_offset, block + cache.value_offset, k + t * stride, v + t * stride, stride,
+                 p % cache.block_positions, run, h, head_dim, cache.block_positions);
+    t += run;
+  }
 }
 
 }  // namespace
@@ -186,9 +198,9 @@ void causal_attention(float* out, float* scratch, const float* q, const float* k
     for (std::int64_t h = first; h < last; ++h) {
       const std::int64_t offset = h * head_dim;
       if (kernel) {
-        for (std::int64_t s = 0; s < L; ++s)
-          kv_store_head(kp.data(), vp.data(), k_cache + s * kv_stride + offset, v_cache + s * kv_stride + offset, s, 0,
-                        head_dim, capacity);
+        for (std::int64_t s = 0; s < L; s += kPanel)
+          kv_store_run(kp.data(), vp.data(), k_cache + s * kv_stride + offset, v_cache + s * kv_stride + offset,
+                       kv_stride, s, std::min(kPanel, L - s), 0, head_dim, capacity);
         const float* keys = kp.data();
         const float* values = vp.data();
         kernel(out + offset, C, q + offset, q_stride, &keys, &values, capacity, T, pos0, head_dim);
@@ -204,7 +216,7 @@ void causal_attention(float* out, float* scratch, const float* q, const float* k
 
 void kv_store(float* k_layer, float* v_layer, const float* k, const float* v, std::int64_t pos, std::int64_t n_head,
               std::int64_t head_dim, std::int64_t capacity) {
-  for (std::int64_t h = 0; h < n_head; ++h) kv_store_head(k_layer, v_layer, k, v, pos, h, head_dim, capacity);
+  for (std::int64_t h = 0; h < n_head; ++h) kv_store_run(k_layer, v_layer, k, v, 0, pos, 1, h, head_dim, capacity);
 }
 
 void cached_attention(float* out, float* scratch, const float* q, std::int64_t q_stride, const float* k_layer,
@@ -225,16 +237,14 @@ void cached_attention(float* out, float* scratch, const float* q, std::int64_t q
 
 void kv_store_paged(const KvBlocks& cache, const float* k, const float* v, std::int64_t pos, std::int64_t n_head,
                     std::int64_t head_dim) {
-  for (std::int64_t h = 0; h < n_head; ++h) kv_store_paged_head(cache, k, v, pos, h, head_dim);
+  for (std::int64_t h = 0; h < n_head; ++h) kv_store_paged_head(cache, k, v, 0, pos, 1, h, head_dim);
 }
 
 void kv_store_paged_rows(const KvBlocks& cache, const float* k, const float* v, std::int64_t stride, std::int64_t T,
                          std::int64_t pos0, std::int64_t n_head, std::int64_t head_dim) {
   // By heads: each thread writes its own heads' panels, whole cache lines of keys at a time.
   parallel_for(n_head, min_items(T * head_dim), [&](std::int64_t first, std::int64_t last) {
-    for (std::int64_t h = first; h < last; ++h)
-      for (std::int64_t t = 0; t < T; ++t)
-        kv_store_paged_head(cache, k + t * stride, v + t * stride, pos0 + t, h, head_dim);
+    for (std::int64_t h = first; h < last; ++h) kv_store_paged_head(cache, k, v, stride, pos0, T, h, head_dim);
   });
 }
 
