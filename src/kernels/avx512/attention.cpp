@@ -30,6 +30,8 @@ namespace kael::kernels::avx512 {
 namespace {
 
 constexpr int kTileRows = 12;
+// Value rows prefetched this many positions ahead (one cache line per panel and position).
+constexpr long kAhead = 8;
 
 // One head's cache as block tables: block b's K^T panels at keys[b] (panel j of the block,
 // positions 16 j.., at + 16 j head_dim, row d at + 16 d) and its value panels at values[b]
@@ -47,11 +49,17 @@ struct Head {
 
 // Step 1 for NP groups of 16 positions from group g: s (groups of MR rows x 16, group p at
 // + 16 MR p) = scale * qt (head_dim, MR; the tile's queries, a dimension's MR values together)
-// times the keys.
+// times the keys. Meanwhile the next NP groups (those below `groups`) are pulled into L1, a
+// cache line per group and dimension: a group's keys are only head_dim lines, too short a
+// stream for the hardware prefetcher to get ahead of (without it the first loads of every
+// group waited on L2, and the products ran at about half the GEMM's speed).
 template <int MR, int NP>
-void score_groups(float* s, const float* qt, const Head& head, long g, float scale) {
+void score_groups(float* s, const float* qt, const Head& head, long g, long groups, float scale) {
   const float* panel[NP];
+  const float* next[NP];
+  int prefetch = 0;
   for (int p = 0; p < NP; ++p) panel[p] = head.key_panel(g + p);
+  for (int p = 0; p < NP && g + NP + p < groups; ++p) next[prefetch++] = head.key_panel(g + NP + p);
   __m512 acc[MR * NP];
 #pragma GCC unroll 32
   for (int i = 0; i < MR * NP; ++i) acc[i] = _mm512_setzero_ps();
@@ -59,6 +67,7 @@ void score_groups(float* s, const float* qt, const Head& head, long g, float sca
     __m512 row[NP];
 #pragma GCC unroll 8
     for (int p = 0; p < NP; ++p) row[p] = _mm512_loadu_ps(panel[p] + 16 * d);
+    for (int p = 0; p < prefetch; ++p) _mm_prefetch(reinterpret_cast<const char*>(next[p] + 16 * d), _MM_HINT_T0);
 #pragma GCC unroll 12
     for (int r = 0; r < MR; ++r) {
       const __m512 x = _mm512_set1_ps(qt[d * MR + r]);
@@ -75,8 +84,9 @@ void score_groups(float* s, const float* qt, const Head& head, long g, float sca
 // Step 2 for row r of the tile: its first n scores become e = exp(score - max), the rest of
 // its `groups` groups zeros; returns 1 / sum(e). Lanes are positions mod 16 and groups go in
 // order, so the sums are the same for any MR.
+// (Flattened: GCC 12 warns about the intrinsics' undefined vectors inside an exp16 left out of line.)
 template <int MR>
-float softmax_row(float* s, int r, long n, long groups) {
+__attribute__((flatten)) float softmax_row(float* s, int r, long n, long groups) {
   const long full = n / 16;
   const __mmask16 tail = tail_mask(n - 16 * full);
   const auto at = [&](long g) { return s + g * 16 * MR + r * 16; };
@@ -111,8 +121,15 @@ void weigh_values(float* out, long out_stride, const float* e, const float* inv,
   for (int i = 0; i < MR * NP; ++i) acc[i] = _mm512_setzero_ps();
   const long BP = head.block_positions;
   for (long b = 0; b * BP < seen; ++b) {
+    // This block's panels, and the next block's (or this one's again) for the prefetches:
+    // kAhead positions ahead, into the next block near the end of this one.
     const float* panel[NP];
-    for (int p = 0; p < NP; ++p) panel[p] = head.values[b] + (p0 + p) * 16 * BP;
+    const float* next[NP];
+    const long next_block = (b + 1) * BP < seen ? b + 1 : b;
+    for (int p = 0; p < NP; ++p) {
+      panel[p] = head.values[b] + (p0 + p) * 16 * BP;
+      next[p] = head.values[next_block] + (p0 + p) * 16 * BP;
+    }
     const long end = std::min(BP, seen - b * BP);
     for (long j0 = 0; j0 < end; j0 += 16) {
       const float* eg = e + (b * BP + j0) / 16 * 16 * MR;  // the group of positions b BP + j0 ..
@@ -121,6 +138,11 @@ void weigh_values(float* out, long out_stride, const float* e, const float* inv,
         __m512 row[NP];
 #pragma GCC unroll 4
         for (int p = 0; p < NP; ++p) row[p] = _mm512_maskz_loadu_ps(mask[p], panel[p] + 16 * (j0 + j));
+        const long ahead = j0 + j + kAhead;
+#pragma GCC unroll 4
+        for (int p = 0; p < NP; ++p)
+          _mm_prefetch(reinterpret_cast<const char*>(ahead < BP ? panel[p] + 16 * ahead : next[p] + 16 * (ahead - BP)),
+                       _MM_HINT_T0);
 #pragma GCC unroll 12
         for (int r = 0; r < MR; ++r) {
           const __m512 x = _mm512_set1_ps(eg[r * 16 + j]);
@@ -160,8 +182,8 @@ void attend_tile(float* out, long out_stride, const float* q, long q_stride, con
   constexpr int kScoreGroups = MR <= 2 ? 8 : MR <= 6 ? 4 : 2;
   long g = 0;
   for (; g + kScoreGroups <= groups; g += kScoreGroups)
-    score_groups<MR, kScoreGroups>(s + g * 16 * MR, qt, head, g, scale);
-  for (; g < groups; ++g) score_groups<MR, 1>(s + g * 16 * MR, qt, head, g, scale);
+    score_groups<MR, kScoreGroups>(s + g * 16 * MR, qt, head, g, groups, scale);
+  for (; g < groups; ++g) score_groups<MR, 1>(s + g * 16 * MR, qt, head, g, groups, scale);
   float inv[MR];
   for (int r = 0; r < MR; ++r) inv[r] = softmax_row<MR>(s, r, pos + r + 1, groups);
   const long panels = (D + 15) / 16;
