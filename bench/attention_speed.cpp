@@ -33,6 +33,48 @@ double best_us(int calls, F&& f) {
   return best;
 }
 
+// Prefill: a 512-token prompt runs as two chunks of 256 rows (pos0 = 0, then 256), each storing
+// its keys and values into the block table and attending to every position so far, as the
+// model's attention block does per layer.
+void prefill_attention(std::int64_t n_head, std::int64_t head_dim, std::int64_t block_positions, std::mt19937& rng) {
+  constexpr std::int64_t T = 256, prompt = 512;
+  const std::int64_t C = n_head * head_dim, layer_floats = kv_layer_floats(n_head, head_dim, block_positions);
+  const std::int64_t n_blocks = prompt / block_positions;
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> memory(static_cast<std::size_t>(n_blocks * 2 * layer_floats));
+  std::vector<float*> blocks;
+  for (std::int64_t b = 0; b < n_blocks; ++b) blocks.push_back(memory.data() + b * 2 * layer_floats);
+  const KvBlocks cache{blocks.data(), 0, layer_floats, block_positions};
+  std::vector<float> qkv(static_cast<std::size_t>(T * 3 * C)), out(static_cast<std::size_t>(T * C));
+  std::vector<float> scratch(static_cast<std::size_t>(attention_scratch_size(T, prompt - T, n_head)));
+  for (float& x : qkv) x = normal(rng);
+  std::printf("\nprefill attention, %lld-token prompt in chunks of %lld, 1 thread, %s: us of thread CPU per layer\n",
+              static_cast<long long>(prompt), static_cast<long long>(T), isa_name(active_isa()));
+  // The same positions in the contiguous layout (one block of the whole prompt), for comparison.
+  const std::int64_t capacity = kv_capacity(prompt);
+  std::vector<float> k_layer(static_cast<std::size_t>(kv_layer_floats(n_head, head_dim, prompt))), v_layer(k_layer.size());
+  for (std::int64_t s = 0; s < prompt; ++s)
+    kv_store(k_layer.data(), v_layer.data(), qkv.data() + s % T * 3 * C + C, qkv.data() + s % T * 3 * C + 2 * C, s,
+             n_head, head_dim, capacity);
+  std::printf("%8s %12s %12s %10s %12s\n", "pos0", "kv store", "paged", "GFLOP/s", "contiguous");
+  for (std::int64_t pos0 = 0; pos0 < prompt; pos0 += T) {
+    const double store = best_us(20, [&] {
+      kv_store_paged_rows(cache, qkv.data() + C, qkv.data() + 2 * C, 3 * C, T, pos0, n_head, head_dim);
+    });
+    const double attend = best_us(5, [&] {
+      paged_attention(out.data(), scratch.data(), qkv.data(), 3 * C, cache, T, pos0, n_head, head_dim);
+    });
+    const double contiguous = best_us(5, [&] {
+      cached_attention(out.data(), scratch.data(), qkv.data(), 3 * C, k_layer.data(), v_layer.data(), T, pos0, n_head,
+                       head_dim, capacity);
+    });
+    // The useful products: row t's scores and weighted sum over its pos0 + t + 1 positions.
+    const double flops = 4.0 * static_cast<double>(C) * static_cast<double>(T * pos0 + T * (T + 1) / 2);
+    std::printf("%8lld %12.1f %12.1f %10.1f %12.1f\n", static_cast<long long>(pos0), store, attend, flops / attend / 1e3,
+                contiguous);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,5 +112,6 @@ int main(int argc, char** argv) {
     });
     std::printf("%8lld %12.1f %12.1f %8.2f\n", static_cast<long long>(L), contiguous, paged, paged / contiguous);
   }
+  prefill_attention(n_head, head_dim, block_positions, rng);
   return 0;
 }

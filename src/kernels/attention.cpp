@@ -1,4 +1,6 @@
-// Attention as two matrix products per head, on the run-time-dispatched kernels of gemm.hpp:
+// Attention, on the set's fused kernel for one head where it has one (kernel_table.hpp's
+// attend_head: the avx512 and amx sets), otherwise as two matrix products per head, on the
+// run-time-dispatched kernels of gemm.hpp:
 //   S = scale * Q K^T   (T, L) with L = pos0 + T cached positions    (gemm_view)
 //   P = causal softmax of each row of S: row t keeps columns 0..pos0+t, the rest become 0
 //   O = P V             (T, head_dim)                                 (gemm_view)
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "kernels/gemm.hpp"
+#include "kernels/kernel_table.hpp"
 #include "kernels/norm.hpp"
 #include "kernels/thread_pool.hpp"
 
@@ -122,25 +125,89 @@ PanelView values_of(const float* v_layer, std::int64_t h, std::int64_t head_dim,
 // softmax and a scattered read of the cache, so a pair's work is more than its multiply-adds.
 std::int64_t min_items(std::int64_t work_per_item) { return min_items_per_thread(work_per_item, kMinThreadWork / 4); }
 
+// The set's fused kernel for one head (kernel_table.hpp), null where the set has none; then
+// the two products above run instead.
+AttendHeadFn* fused_kernel() { return active_kernels().attend_head; }
+
+// The fused kernel on head h of a block table: its blocks' key and value panels as the
+// kernel's two pointer tables (the calling thread's, grown as needed).
+void attend_fused(AttendHeadFn* kernel, float* out, std::int64_t out_stride, const float* q, std::int64_t q_stride,
+                  const KvBlocks& cache, std::int64_t h, std::int64_t T, std::int64_t pos0, std::int64_t head_dim) {
+  thread_local std::vector<const float*> keys, values;
+  const std::int64_t BP = cache.block_positions, n_blocks = (pos0 + T + BP - 1) / BP;
+  const std::int64_t head_offset = h * kv_head_floats(head_dim, BP);
+  keys.resize(static_cast<std::size_t>(n_blocks));
+  values.resize(static_cast<std::size_t>(n_blocks));
+  for (std::int64_t b = 0; b < n_blocks; ++b) {
+    keys[b] = cache.blocks[b] + cache.key_offset + head_offset;
+    values[b] = cache.blocks[b] + cache.value_offset + head_offset;
+  }
+  kernel(out, out_stride, q, q_stride, keys.data(), values.data(), BP, T, pos0, head_dim);
+}
+
+// kv_store for head h of n consecutive positions pos.. within one 16-position panel (row t's
+// key at k + t stride, its value at v + t stride). Keys by dimension, so each K^T row of the
+// panel (one cache line) is written in one go instead of a float at a time per position.
+void kv_store_run(float* k_layer, float* v_layer, const float* k, const float* v, std::int64_t stride,
+                  std::int64_t pos, std::int64_t n, std::int64_t h, std::int64_t head_dim, std::int64_t capacity) {
+  const std::int64_t head = h * kv_head_floats(head_dim, capacity), panel = pos / kPanel * kPanel;
+  float* kt = k_layer + head + panel * head_dim + pos % kPanel;  // column pos of K^T
+  const float* kh = k + h * head_dim;
+  for (std::int64_t d = 0; d < head_dim; ++d)
+    for (std::int64_t t = 0; t < n; ++t) kt[d * kPanel + t] = kh[t * stride + d];
+  float* vh = v_layer + head + pos * kPanel;  // row pos of each value panel
+  const float* vr = v + h * head_dim;
+  for (std::int64_t d0 = 0; d0 < head_dim; d0 += kPanel) {
+    const std::int64_t w = std::min(kPanel, head_dim - d0);
+    for (std::int64_t t = 0; t < n; ++t)
+      for (std::int64_t i = 0; i < w; ++i) vh[d0 * capacity + t * kPanel + i] = vr[t * stride + d0 + i];
+  }
+}
+
+// kv_store_run for head h of positions pos.. pos + n - 1 of a block table, in runs that stay
+// within a panel (and so within a block).
+void kv_store_paged_head(const KvBlocks& cache, const float* k, const float* v, std::int64_t stride,
+                         std::int64_t pos, std::int64_t n, std::int64_t h, std::int64_t head_dim) {
+  for (std::int64_t t = 0; t < n;) {
+    const std::int64_t p = pos + t, run = std::min(kPanel - p % kPanel, n - t);
+    float* block = cache.blocks[p / cache.block_positions];
+    kv_store_run(block + cache.key_offset, block + cache.value_offset, k + t * stride, v + t * stride, stride,
+                 p % cache.block_positions, run, h, head_dim, cache.block_positions);
+    t += run;
+  }
+}
+
 }  // namespace
 
 void causal_attention(float* out, float* scratch, const float* q, const float* k_cache, const float* v_cache,
                       std::int64_t T, std::int64_t pos0, std::int64_t n_head, std::int64_t head_dim,
                       std::int64_t q_stride, std::int64_t kv_stride) {
   const std::int64_t L = pos0 + T, C = n_head * head_dim;
+  AttendHeadFn* const kernel = fused_kernel();
   // Threads take whole heads: every head has the same work.
   parallel_for(n_head, min_items(T * L * head_dim), [&](std::int64_t first, std::int64_t last) {
     // Row-major caches are packed per call (L * head_dim floats each way, against
     // T * L * head_dim multiply-adds): straight from rows n_embd floats apart, the
-    // micro-kernel's 16-wide loads hit a handful of L1 sets and thrashed. Per thread, grown
-    // to the longest context seen.
+    // micro-kernel's 16-wide loads hit a handful of L1 sets and thrashed. For the fused kernel
+    // into the cache layout (one block holding the whole context), otherwise into packed
+    // panels. Per thread, grown to the longest context seen.
     thread_local std::vector<float> kp, vp;
-    if (kp.size() < static_cast<std::size_t>(head_dim * L)) {
-      kp.resize(static_cast<std::size_t>(head_dim * L));
-      vp.resize(static_cast<std::size_t>(head_dim * L));
+    const std::int64_t capacity = kv_capacity(L), floats = kernel ? kv_head_floats(head_dim, L) : head_dim * L;
+    if (kp.size() < static_cast<std::size_t>(floats)) {
+      kp.resize(static_cast<std::size_t>(floats));
+      vp.resize(static_cast<std::size_t>(floats));
     }
     for (std::int64_t h = first; h < last; ++h) {
       const std::int64_t offset = h * head_dim;
+      if (kernel) {
+        for (std::int64_t s = 0; s < L; s += kPanel)
+          kv_store_run(kp.data(), vp.data(), k_cache + s * kv_stride + offset, v_cache + s * kv_stride + offset,
+                       kv_stride, s, std::min(kPanel, L - s), 0, head_dim, capacity);
+        const float* keys = kp.data();
+        const float* values = vp.data();
+        kernel(out + offset, C, q + offset, q_stride, &keys, &values, capacity, T, pos0, head_dim);
+        continue;
+      }
       pack_keys(kp.data(), k_cache + offset, L, head_dim, kv_stride);
       pack_values(vp.data(), v_cache + offset, L, head_dim, kv_stride);
       attend(out + offset, C, scratch + h * T * L, q + offset, q_stride, {kp.data(), kPanel, kPanel * head_dim, true},
@@ -149,69 +216,52 @@ void causal_attention(float* out, float* scratch, const float* q, const float* k
   });
 }
 
-namespace {
-
-// kv_store for head h only.
-void kv_store_head(float* k_layer, float* v_layer, const float* k, const float* v, std::int64_t pos, std::int64_t h,
-                   std::int64_t head_dim, std::int64_t capacity) {
-  const std::int64_t panel = pos / kPanel * kPanel, j = pos % kPanel;
-  float* kt = k_layer + h * kv_head_floats(head_dim, capacity) + panel * head_dim + j;  // column pos of K^T
-  const float* kh = k + h * head_dim;
-  for (std::int64_t d = 0; d < head_dim; ++d) kt[d * kPanel] = kh[d];
-  float* vh = v_layer + h * kv_head_floats(head_dim, capacity) + pos * kPanel;  // row pos of each value panel
-  for (std::int64_t d0 = 0; d0 < head_dim; d0 += kPanel)
-    std::copy_n(v + h * head_dim + d0, std::min(kPanel, head_dim - d0), vh + d0 * capacity);
-}
-
-// kv_store_head into the block that holds position `pos`.
-void kv_store_paged_head(const KvBlocks& cache, const float* k, const float* v, std::int64_t pos, std::int64_t h,
-                         std::int64_t head_dim) {
-  float* block = cache.blocks[pos / cache.block_positions];
-  kv_store_head(block + cache.key_offset, block + cache.value_offset, k, v, pos % cache.block_positions, h, head_dim,
-                cache.block_positions);
-}
-
-}  // namespace
-
 void kv_store(float* k_layer, float* v_layer, const float* k, const float* v, std::int64_t pos, std::int64_t n_head,
               std::int64_t head_dim, std::int64_t capacity) {
-  for (std::int64_t h = 0; h < n_head; ++h) kv_store_head(k_layer, v_layer, k, v, pos, h, head_dim, capacity);
+  for (std::int64_t h = 0; h < n_head; ++h) kv_store_run(k_layer, v_layer, k, v, 0, pos, 1, h, head_dim, capacity);
 }
 
 void cached_attention(float* out, float* scratch, const float* q, std::int64_t q_stride, const float* k_layer,
                       const float* v_layer, std::int64_t T, std::int64_t pos0, std::int64_t n_head,
                       std::int64_t head_dim, std::int64_t capacity) {
   const std::int64_t L = pos0 + T, C = n_head * head_dim;
+  AttendHeadFn* const kernel = fused_kernel();
   parallel_for(n_head, min_items(T * L * head_dim), [&](std::int64_t first, std::int64_t last) {
-    for (std::int64_t h = first; h < last; ++h)
-      attend(out + h * head_dim, C, scratch + h * T * L, q + h * head_dim, q_stride,
-             keys_of(k_layer, h, head_dim, capacity), values_of(v_layer, h, head_dim, capacity), T, pos0, head_dim);
+    for (std::int64_t h = first; h < last; ++h) {
+      const PanelView keys = keys_of(k_layer, h, head_dim, capacity), values = values_of(v_layer, h, head_dim, capacity);
+      if (kernel)  // the layer as a single block
+        kernel(out + h * head_dim, C, q + h * head_dim, q_stride, &keys.data, &values.data, capacity, T, pos0, head_dim);
+      else
+        attend(out + h * head_dim, C, scratch + h * T * L, q + h * head_dim, q_stride, keys, values, T, pos0, head_dim);
+    }
   });
 }
 
 void kv_store_paged(const KvBlocks& cache, const float* k, const float* v, std::int64_t pos, std::int64_t n_head,
                     std::int64_t head_dim) {
-  for (std::int64_t h = 0; h < n_head; ++h) kv_store_paged_head(cache, k, v, pos, h, head_dim);
+  for (std::int64_t h = 0; h < n_head; ++h) kv_store_paged_head(cache, k, v, 0, pos, 1, h, head_dim);
 }
 
 void kv_store_paged_rows(const KvBlocks& cache, const float* k, const float* v, std::int64_t stride, std::int64_t T,
                          std::int64_t pos0, std::int64_t n_head, std::int64_t head_dim) {
   // By heads: each thread writes its own heads' panels, whole cache lines of keys at a time.
   parallel_for(n_head, min_items(T * head_dim), [&](std::int64_t first, std::int64_t last) {
-    for (std::int64_t h = first; h < last; ++h)
-      for (std::int64_t t = 0; t < T; ++t)
-        kv_store_paged_head(cache, k + t * stride, v + t * stride, pos0 + t, h, head_dim);
+    for (std::int64_t h = first; h < last; ++h) kv_store_paged_head(cache, k, v, stride, pos0, T, h, head_dim);
   });
 }
 
 void paged_attention(float* out, float* scratch, const float* q, std::int64_t q_stride, const KvBlocks& cache,
                      std::int64_t T, std::int64_t pos0, std::int64_t n_head, std::int64_t head_dim) {
   const std::int64_t L = pos0 + T, C = n_head * head_dim;
+  AttendHeadFn* const kernel = fused_kernel();
   parallel_for(n_head, min_items(T * L * head_dim), [&](std::int64_t first, std::int64_t last) {
     thread_local std::vector<float> gathered;
     for (std::int64_t h = first; h < last; ++h)
-      attend_paged(out + h * head_dim, C, scratch + h * T * L, q + h * head_dim, q_stride, cache, h, T, pos0, head_dim,
-                   gathered);
+      if (kernel)
+        attend_fused(kernel, out + h * head_dim, C, q + h * head_dim, q_stride, cache, h, T, pos0, head_dim);
+      else
+        attend_paged(out + h * head_dim, C, scratch + h * T * L, q + h * head_dim, q_stride, cache, h, T, pos0,
+                     head_dim, gathered);
   });
 }
 
@@ -222,13 +272,17 @@ void paged_attention_rows(const PagedRow* rows, std::int64_t count, float* scrat
   for (std::int64_t i = 0; i < count; ++i) positions += rows[i].pos + 1;
   // (row, head) pairs, each one query attending to its own sequence's cache.
   const std::int64_t per_pair = positions * head_dim / std::max<std::int64_t>(1, count);
+  AttendHeadFn* const kernel = fused_kernel();
   parallel_for(count * n_head, min_items(per_pair), [&](std::int64_t first, std::int64_t last) {
     thread_local std::vector<float> gathered;
     for (std::int64_t pair = first; pair < last; ++pair) {
       const PagedRow& r = rows[pair / n_head];
       const std::int64_t h = pair % n_head;
-      attend_paged(r.out + h * head_dim, C, scratch + pair * scratch_stride, r.q + h * head_dim, C, r.cache, h, 1,
-                   r.pos, head_dim, gathered);
+      if (kernel)
+        attend_fused(kernel, r.out + h * head_dim, C, r.q + h * head_dim, C, r.cache, h, 1, r.pos, head_dim);
+      else
+        attend_paged(r.out + h * head_dim, C, scratch + pair * scratch_stride, r.q + h * head_dim, C, r.cache, h, 1,
+                     r.pos, head_dim, gathered);
     }
   });
 }

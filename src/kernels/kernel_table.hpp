@@ -49,6 +49,14 @@ using QuantizeRowsFn = void(std::int8_t* xq, float* xs, const float* x, std::int
 using Int8GemmFn = void(float* c, std::int64_t ldc, const std::int8_t* xq, const float* xs, std::int64_t M,
                         std::int64_t Kp, const std::int8_t* w, const std::uint16_t* scales, std::int64_t panels,
                         std::int64_t n_valid, const float* bias, Epilogue epilogue);
+// Causal attention of one head (attention.hpp) over its cache in blocks of block_positions (a
+// multiple of 16), block b's keys at key_blocks[b] and values at value_blocks[b] in the layout
+// of attention.hpp, already holding the T new positions: out rows t (T, head_dim; out_stride)
+// for the query rows q (T, head_dim; q_stride) at positions pos0 + t. Each row equal, bit for
+// bit, to the same row computed alone (T = 1), whatever the block size. Single-threaded.
+using AttendHeadFn = void(float* out, std::int64_t out_stride, const float* q, std::int64_t q_stride,
+                          const float* const* key_blocks, const float* const* value_blocks,
+                          std::int64_t block_positions, std::int64_t T, std::int64_t pos0, std::int64_t head_dim);
 // Rows (norm.hpp, elementwise.hpp): out (n) = f(inp); out may equal inp.
 using RowFn = void(float* out, const float* inp, std::int64_t n);
 // out (C) = layernorm of one row x (C).
@@ -82,6 +90,7 @@ struct KernelTable {
   F16GemvFn* f16_gemv = nullptr;  // null: linear_matrix dequantizes instead
   QuantizeRowsFn* quantize_rows = nullptr;
   Int8GemmFn* int8_gemm = nullptr;
+  AttendHeadFn* attend_head = nullptr;  // null: attention.cpp's two products per head
   RowFn* softmax = nullptr;
   RowFn* gelu_new = nullptr;
   LayerNormRowFn* layernorm_row = nullptr;

@@ -54,8 +54,14 @@ struct kael::model::KvPool::Impl {
     std::list<const float*>::iterator unheld;  // in lru, when cached and held by nobody
   };
 
+  // Block memory, allocated in slabs of up to kSlabBlocks blocks each (kv_pool.cpp).
+  struct FreeSlab {
+    void operator()(float* slab) const;
+  };
+
   mutable std::mutex mutex;  // guards what follows
-  std::vector<std::unique_ptr<float[]>> storage;  // every block allocated so far
+  std::vector<std::unique_ptr<float[], FreeSlab>> slabs;  // the memory of every block made so far
+  std::int64_t made = 0;           // blocks carved from the slabs
   std::unordered_map<const float*, Block> blocks;
   std::vector<float*> spare;       // allocated, not held, not cached
   std::list<const float*> lru;     // cached, not held: most recently released first
@@ -65,6 +71,7 @@ struct kael::model::KvPool::Impl {
   std::uint64_t next_id = 0;
 
   void evict_oldest();  // the least recently used unheld cached block goes to spare
+  void add_slab();      // makes the next slab's blocks spare (made < max_blocks)
   // The cached block of (parent, tokens), or null.
   const float* find(std::uint64_t parent, std::span<const std::int32_t> tokens) const;
 };

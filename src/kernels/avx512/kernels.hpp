@@ -14,6 +14,7 @@ GemmPanelsFn gemm_panels;
 DequantizeF16Fn dequantize_f16_panel;
 F16GemvFn f16_gemv;
 Int8GemmFn int8_gemm_vnni;
+AttendHeadFn attend_head;
 RowFn softmax;
 RowFn gelu_new;
 GeluBackwardFn gelu_backward;

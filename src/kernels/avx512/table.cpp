@@ -16,6 +16,7 @@ void fill(KernelTable& table, const CpuFeatures& cpu) {
     table.int8_gemm = int8_gemm_vnni;
     table.int8_dot = "avx512-vnni";
   }
+  table.attend_head = attend_head;
   table.softmax = softmax;
   table.gelu_new = gelu_new;
   table.layernorm_row = layernorm_row_lanes;
