@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/aligned_vector.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/thread_pool.hpp"
 
@@ -102,8 +103,9 @@ void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool tra
   // (K N floats) unless it is read only once or twice (M <= 2): strided panels, ldb floats
   // apart, touch a new page at every k once ldb passes a few KiB and run at a third of the
   // packed speed. The calling thread's buffers, filled and read by the workers through these
-  // pointers; the arithmetic is the same whatever the layout.
-  thread_local std::vector<float> a_rows, b_panels;
+  // pointers; the arithmetic is the same whatever the layout. On cache lines, so that no 64-byte
+  // panel row spans two.
+  thread_local AlignedVector<float> a_rows, b_panels;
   if (trans_a) {
     a_rows.resize(static_cast<std::size_t>(M * K));
     float* rows = a_rows.data();

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/aligned_vector.hpp"
 #include "kernels/avx512/kernels.hpp"
 #include "kernels/avx512/math.hpp"
 
@@ -205,7 +206,7 @@ void skinny(float* c, long ldc, const float* a, long lda, const float* b, long l
 void blocked(float* c, long ldc, const float* a, long lda, const float* b, long ldb, long panel_stride, long M,
              long K, const float* bias, Epilogue epilogue, long full_panels) {
   // As few row blocks as fit (each one streams all the thread's weights again), of equal size in
-  // whole tiles: 256 rows at K = 3072 are two blocks of 128, not 84 + 84 + 84 + 4.
+  // whole tiles: 256 rows at K = 3072 with 2 MiB of L2 are 96 + 96 + 64, not 120 + 120 + 16.
   const long most = std::max<long>(kMaxRows, row_block_bytes() / (4 * std::max<long>(1, K)) / kMaxRows * kMaxRows);
   const long blocks = (M + most - 1) / most;
   const long block = ((M + blocks - 1) / blocks + kMaxRows - 1) / kMaxRows * kMaxRows;
@@ -213,7 +214,7 @@ void blocked(float* c, long ldc, const float* a, long lda, const float* b, long 
   // Copying the inputs costs about one panel's worth of multiply-adds: worth it for the
   // model's products (24 or more panels per thread), not for attention's P V (4 panels).
   const bool pack = full_panels >= kPackPanels;
-  thread_local std::vector<float> partial, tiles;
+  thread_local AlignedVector<float> partial, tiles;  // on cache lines: partial's rows are zmm loads
   if (split && partial.size() < static_cast<std::size_t>(block * kPartialLd))
     partial.resize(static_cast<std::size_t>(block * kPartialLd));
   if (pack && tiles.size() < static_cast<std::size_t>(block * K)) tiles.resize(static_cast<std::size_t>(block * K));
