@@ -3,7 +3,9 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -11,6 +13,7 @@
 #include "kael/core/error.hpp"
 #include "kael/core/tensor.hpp"
 #include "kael/core/utf8.hpp"
+#include "core/huge_pages.hpp"
 
 using namespace kael;
 
@@ -83,6 +86,32 @@ TEST(Tensor, ZerosShapeStridesAndAccess) {
   EXPECT_THROW(t.at<double>({0, 0}), TypeError);
   EXPECT_THROW(Tensor::zeros(DType::F32, {-1, 2}), ValueError);
   EXPECT_THROW(Tensor::zeros(DType::F32, {1ll << 40, 1ll << 40}), ValueError);
+}
+
+TEST(Tensor, LargeTensorsAreZeroedAndOnHugePageBoundaries) {
+  // 5 MiB and a few floats: two huge pages and a tail in small pages.
+  const std::int64_t n = (std::int64_t{5} << 18) + 7;
+  Tensor t = Tensor::zeros(DType::F32, {n});
+  const auto* data = t.data<float>();
+#if defined(__linux__)
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(data) % kHugePage, 0u);
+#endif
+  for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(data[i], 0.0f) << i;
+  t.data<float>()[n - 1] = 1.0f;  // the last float is writable
+  EXPECT_EQ(t.data<float>()[n - 1], 1.0f);
+}
+
+TEST(HugePages, AllocationIsAlignedAndWholeOrNull) {
+  std::shared_ptr<void> memory = allocate_huge_aligned(kHugePage + 1);
+#if defined(__linux__)
+  ASSERT_NE(memory, nullptr);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(memory.get()) % kHugePage, 0u);
+  auto* bytes = static_cast<unsigned char*>(memory.get());
+  EXPECT_EQ(bytes[0], 0);
+  EXPECT_EQ(bytes[kHugePage], 0);
+  bytes[kHugePage] = 1;
+#endif
+  EXPECT_EQ(allocate_huge_aligned(0), nullptr);
 }
 
 TEST(Tensor, ScalarAndEmpty) {

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <new>
 
+#include "core/huge_pages.hpp"
+
 namespace kael {
 
 namespace {
@@ -20,7 +22,12 @@ std::vector<std::int64_t> contiguous_strides(const Shape& shape) {
   return strides;
 }
 
+// Tensors from this size up (a model's weight matrices) go on huge pages.
+constexpr std::size_t kHugeTensorBytes = std::size_t{2} << 20;
+
 std::shared_ptr<void> allocate_aligned(std::size_t bytes) {
+  if (bytes >= kHugeTensorBytes)
+    if (std::shared_ptr<void> memory = allocate_huge_aligned(bytes)) return memory;  // zeroed by the mapping
   // Round up so aligned_alloc gets a multiple of the alignment; never ask for zero bytes.
   const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   void* memory = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
