@@ -5,10 +5,7 @@
 #include <cstdlib>
 #include <new>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
+#include "core/huge_pages.hpp"
 #include "kael/core/error.hpp"
 #include "kernels/attention.hpp"
 
@@ -23,19 +20,23 @@ std::uint64_t block_key(std::uint64_t parent, std::span<const std::int32_t> toke
   return h;
 }
 
-// Block memory comes in slabs aligned to 2 MiB, which Linux is asked to back with transparent
-// huge pages (where THP is "madvise", as it often is): the first prefill into fresh blocks then
-// takes a page fault per 2 MiB instead of per 4 KiB. Faulting a 512-token GPT-2 small prefill's
-// 38 MB of KV blocks took about 18 ms of CPU in 4 KiB pages and 5 ms in huge pages on a KVM
-// guest. A slab is not zero-filled, so the pages of blocks no position reached cost nothing
+// Block memory comes in slabs on huge pages (allocate_huge_aligned): the first prefill into
+// fresh blocks then takes a page fault per 2 MiB instead of per 4 KiB. Faulting a 512-token
+// GPT-2 small prefill's 38 MB of KV blocks took about 18 ms of CPU in 4 KiB pages and 5 ms in
+// huge pages on a KVM guest. The pages of blocks no position reached cost nothing until touched
 // (at most one huge page past the last block touched). Slabs of a few blocks: memory is taken
 // in steps no larger than 16 MiB or so beyond what a pool uses.
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
 constexpr std::int64_t kSlabBlocks = 8;
 
-}  // namespace
+// A slab where huge pages cannot be had: the heap, on a cache line.
+std::shared_ptr<void> heap_slab(std::size_t bytes) {
+  constexpr std::size_t kLine = 64;
+  void* memory = std::aligned_alloc(kLine, (bytes + kLine - 1) / kLine * kLine);
+  if (memory == nullptr) throw std::bad_alloc();
+  return std::shared_ptr<void>(memory, [](void* p) { std::free(p); });
+}
 
-void KvPool::Impl::FreeSlab::operator()(float* slab) const { std::free(slab); }
+}  // namespace
 
 KvPool::Impl::Impl(const void* owner_, const Config& c, std::int64_t max_blocks_)
     : owner(owner_),
@@ -48,13 +49,10 @@ KvPool::Impl::Impl(const void* owner_, const Config& c, std::int64_t max_blocks_
 void KvPool::Impl::add_slab() {
   const std::int64_t n = std::min(kSlabBlocks, max_blocks - made);
   const std::size_t bytes = static_cast<std::size_t>(n * block_floats) * sizeof(float);
-  const std::size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;  // aligned_alloc wants a multiple
-  float* slab = static_cast<float*>(std::aligned_alloc(kHugePage, rounded));
-  if (slab == nullptr) throw std::bad_alloc();
-  slabs.emplace_back(slab);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  madvise(slab, rounded, MADV_HUGEPAGE);  // a hint: without THP the slab is simply 4 KiB pages
-#endif
+  std::shared_ptr<void> memory = allocate_huge_aligned(bytes);
+  if (memory == nullptr) memory = heap_slab(bytes);
+  float* slab = static_cast<float*>(memory.get());
+  slabs.push_back(std::move(memory));
   // Spare blocks are taken from the back: the slab's first block goes first.
   for (std::int64_t b = n - 1; b >= 0; --b) {
     blocks.emplace(slab + b * block_floats, Block{});

@@ -54,13 +54,9 @@ struct kael::model::KvPool::Impl {
     std::list<const float*>::iterator unheld;  // in lru, when cached and held by nobody
   };
 
-  // Block memory, allocated in slabs of up to kSlabBlocks blocks each (kv_pool.cpp).
-  struct FreeSlab {
-    void operator()(float* slab) const;
-  };
-
   mutable std::mutex mutex;  // guards what follows
-  std::vector<std::unique_ptr<float[], FreeSlab>> slabs;  // the memory of every block made so far
+  // The memory of every block made so far, in slabs of up to kSlabBlocks blocks (kv_pool.cpp).
+  std::vector<std::shared_ptr<void>> slabs;
   std::int64_t made = 0;           // blocks carved from the slabs
   std::unordered_map<const float*, Block> blocks;
   std::vector<float*> spare;       // allocated, not held, not cached
