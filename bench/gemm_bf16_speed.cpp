@@ -3,8 +3,9 @@
 // B x T = 2048 tokens (8 x 256): each block's four matrices forward (X W), backward dX (dY W^T)
 // and dW (X^T dY), and the output head's three, in its chunks of 256 rows and 2048-token vocabulary
 // blocks. One thread, timed in that thread's CPU time (so the figures hold on a loaded machine);
-// each figure is the median of `repeats` calls, conversions included; then the conversions
-// alone. KAEL_ISA=avx512 times the vdpbf16ps kernel.
+// each figure is the median of `repeats` calls, conversions included; then all the products
+// once each in turn (as a step calls them), and the conversions alone. KAEL_ISA=avx512 times
+// the vdpbf16ps kernel.
 // Usage: gemm_bf16_speed [repeats (default 3)]
 #include <time.h>
 
@@ -97,6 +98,28 @@ int main(int argc, char** argv) {
   }
   std::printf("%-28s %6s %6s %6s %10.1f %10.1f %6.2f\n", "all of the above", "", "", "", flops_total / f32_total * 1e-9,
               flops_total / bf16_total * 1e-9, f32_total / bf16_total);
+  // As a training step calls them: each product once, in turn, so every call finds its scratch
+  // last sized by another shape (the medians above repeat one shape).
+  {
+    std::vector<std::vector<float>> as, bs, outs;
+    for (const Case& c : cases) {
+      as.emplace_back(static_cast<std::size_t>(c.M * c.K), 0.01f);
+      bs.emplace_back(static_cast<std::size_t>(c.K * c.N), 0.02f);
+      outs.emplace_back(static_cast<std::size_t>(c.M * c.N));
+    }
+    double best = 1e30;
+    for (int r = 0; r < repeats; ++r) {
+      const double start = thread_cpu_seconds();
+      for (std::size_t i = 0; i < std::size(cases); ++i) {
+        const Case& c = cases[i];
+        gemm_bf16(outs[i].data(), c.N, as[i].data(), c.trans_a ? c.M : c.K, c.trans_a, bs[i].data(),
+                  c.trans_b ? c.K : c.N, c.trans_b, c.M, c.N, c.K, c.accumulate);
+      }
+      best = std::min(best, thread_cpu_seconds() - start);
+    }
+    std::printf("%-28s %6s %6s %6s %10s %10.1f   (best of %d)\n", "in turn, as in a step", "", "", "", "",
+                flops_total / best * 1e-9, repeats);
+  }
   // The conversions alone: op(b) packed by pack_bf16_operand, and a transposed op(a) through a
   // product 32 columns wide, whose time is nearly all the packing of its (768, 2048) op(a).
   std::printf("\nconversions (best of %d)          ms\n", 4 * repeats);
