@@ -2,9 +2,11 @@
 // on avx512) beside the F32 kernels::gemm, on the products of one GPT-2-small training step at
 // B x T = 2048 tokens (8 x 256): each block's four matrices forward (X W), backward dX (dY W^T)
 // and dW (X^T dY), and the output head's three, in its chunks of 256 rows and 2048-token vocabulary
-// blocks. One thread, timed in that thread's CPU time (so the figures hold on a loaded machine);
-// each figure is the median of `repeats` calls, conversions included; then the conversions
-// alone. KAEL_ISA=avx512 times the vdpbf16ps kernel.
+// blocks, whose op(b) is converted once outside the timing as the head does (gemm_bf16_packed).
+// One thread, timed in that thread's CPU time (so the figures hold on a loaded machine); each
+// figure is the median of `repeats` calls, conversions included; then all the products
+// once each in turn (as a step calls them), and the conversions alone. KAEL_ISA=avx512 times
+// the vdpbf16ps kernel.
 // Usage: gemm_bf16_speed [repeats (default 3)]
 #include <time.h>
 
@@ -34,16 +36,36 @@ struct Case {
   const char* what;
   std::int64_t M, N, K;
   bool trans_a, trans_b, accumulate;
+  bool packed_b = false;  // op(b) converted once outside the timing, as the training head does
 };
+
+// One call of fn on the case's operands; with c.packed_b (and fn gemm_bf16), of
+// gemm_bf16_packed on b16, op(b) already converted.
+void call(GemmFn* fn, const Case& c, const std::vector<float>& a, const std::vector<float>& b,
+          const std::vector<std::uint16_t>& b16, std::vector<float>& out) {
+  const std::int64_t lda = c.trans_a ? c.M : c.K, ldb = c.trans_b ? c.K : c.N;
+  if (c.packed_b && fn == gemm_bf16)
+    gemm_bf16_packed(out.data(), c.N, a.data(), lda, c.trans_a, b16.data(), c.M, c.N, c.K, c.accumulate);
+  else
+    fn(out.data(), c.N, a.data(), lda, c.trans_a, b.data(), ldb, c.trans_b, c.M, c.N, c.K, c.accumulate);
+}
+
+// op(b) of the case converted for gemm_bf16_packed, when the case times it that way.
+std::vector<std::uint16_t> packed_operand(const Case& c, const std::vector<float>& b) {
+  if (!c.packed_b) return {};
+  std::vector<std::uint16_t> b16(static_cast<std::size_t>(bf16_operand_elements(c.N, c.K)));
+  pack_bf16_operand(b16.data(), b.data(), c.trans_b ? c.K : c.N, c.trans_b, c.N, c.K);
+  return b16;
+}
 
 // Median CPU seconds of `repeats` calls of fn on the case's operands.
 double median_seconds(GemmFn* fn, const Case& c, const std::vector<float>& a, const std::vector<float>& b,
                       std::vector<float>& out, int repeats) {
-  const std::int64_t lda = c.trans_a ? c.M : c.K, ldb = c.trans_b ? c.K : c.N;
+  const std::vector<std::uint16_t> b16 = packed_operand(c, b);
   std::vector<double> times;
   for (int r = 0; r < repeats; ++r) {
     const double start = thread_cpu_seconds();
-    fn(out.data(), c.N, a.data(), lda, c.trans_a, b.data(), ldb, c.trans_b, c.M, c.N, c.K, c.accumulate);
+    call(fn, c, a, b, b16, out);
     times.push_back(thread_cpu_seconds() - start);
   }
   std::sort(times.begin(), times.end());
@@ -74,9 +96,9 @@ int main(int argc, char** argv) {
       {"qkv dW += X^T dY", C, 3 * C, tokens, true, false, true},
       {"fc dW", C, 4 * C, tokens, true, false, true},
       {"mlp proj dW", 4 * C, C, tokens, true, false, true},
-      {"head logits (256 rows)", 256, V, C, false, true, false},
-      {"head dX (256 x 2048 block)", 256, C, 2048, false, false, true},
-      {"head dW (2048 block x 256)", 2048, C, 256, true, false, true},
+      {"head logits (256 rows)", 256, V, C, false, true, false, true},
+      {"head dX (256 x 2048 block)", 256, C, 2048, false, false, true, true},
+      {"head dW (2048 block x 256)", 2048, C, 256, true, false, true, true},
   };
   std::printf("%-28s %6s %6s %6s %10s %10s %6s\n", "product", "M", "N", "K", "f32 GF/s", "bf16 GF/s", "x");
   double f32_total = 0, bf16_total = 0, flops_total = 0;
@@ -97,6 +119,28 @@ int main(int argc, char** argv) {
   }
   std::printf("%-28s %6s %6s %6s %10.1f %10.1f %6.2f\n", "all of the above", "", "", "", flops_total / f32_total * 1e-9,
               flops_total / bf16_total * 1e-9, f32_total / bf16_total);
+  // As a training step calls them: each product once, in turn, so every call finds its scratch
+  // last sized by another shape (the medians above repeat one shape).
+  {
+    std::vector<std::vector<float>> as, bs, outs;
+    std::vector<std::vector<std::uint16_t>> b16s;
+    for (const Case& c : cases) {
+      as.emplace_back(static_cast<std::size_t>(c.M * c.K), 0.01f);
+      bs.emplace_back(static_cast<std::size_t>(c.K * c.N), 0.02f);
+      outs.emplace_back(static_cast<std::size_t>(c.M * c.N));
+      b16s.push_back(packed_operand(c, bs.back()));
+    }
+    double best = 1e30;
+    for (int r = 0; r < repeats; ++r) {
+      const double start = thread_cpu_seconds();
+      for (std::size_t i = 0; i < std::size(cases); ++i) {
+        call(gemm_bf16, cases[i], as[i], bs[i], b16s[i], outs[i]);
+      }
+      best = std::min(best, thread_cpu_seconds() - start);
+    }
+    std::printf("%-28s %6s %6s %6s %10s %10.1f   (best of %d)\n", "in turn, as in a step", "", "", "", "",
+                flops_total / best * 1e-9, repeats);
+  }
   // The conversions alone: op(b) packed by pack_bf16_operand, and a transposed op(a) through a
   // product 32 columns wide, whose time is nearly all the packing of its (768, 2048) op(a).
   std::printf("\nconversions (best of %d)          ms\n", 4 * repeats);

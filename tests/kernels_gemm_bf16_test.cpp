@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -92,6 +93,8 @@ TEST_P(GemmBf16, RoundsEachOperandToNearestEven) {
   values[1] = 1.0f + 3 * 0x1p-8f;      // a tie: up to 1 + 2^-6 (even)
   values[2] = -(1.0f + 0x1p-8f + 0x1p-20f);  // just above a tie: away from zero
   values[3] = 3.0e38f;                 // near the top of the range
+  values[4] = 0x1.fffffcp-127f;        // the largest F32 subnormal: up to BF16's smallest normal
+  values[40] = -0x1.fffffcp-127f;      // the same in a later vector of a row
   const std::vector<float> ones(n, 1.0f);
   for (bool transposed : {false, true}) {
     std::vector<float> column(n), row(n);
@@ -126,6 +129,29 @@ TEST_P(GemmBf16, PackedOperandGivesTheSameBits) {
         ASSERT_EQ(got, want) << s.M << "x" << s.N << "x" << s.K << " trans " << ta << tb << " accumulate "
                              << accumulate;
       }
+    }
+}
+
+// The scratch of op(a) and op(b) is not zeroed between calls, so the packing must write all of
+// it, the padding past M, N and K included: NaN operands of a larger product first, then each
+// ragged case must still match the reference (a NaN left in the padding would reach it).
+TEST_P(GemmBf16, PaddingOfReusedScratchIsRewritten) {
+  if (!gemm_bf16_available()) GTEST_SKIP() << isa_name(isa()) << " has no BF16 product";
+  const std::int64_t big = 300;
+  const std::vector<float> nan(big * big, std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> sink(big * big);
+  for (const Case& s : kCases)
+    for (int transposes = 0; transposes < 4; ++transposes) {
+      const bool ta = (transposes & 1) != 0, tb = (transposes & 2) != 0;
+      gemm_bf16(sink.data(), big, nan.data(), big, ta, nan.data(), big, tb, big, big, big);
+      const auto a = random_vector(s.M * s.K, 10), b = random_vector(s.K * s.N, 11);
+      std::vector<float> got(s.M * s.N), want(s.M * s.N);
+      gemm_bf16(got.data(), s.N, a.data(), ta ? s.M : s.K, ta, b.data(), tb ? s.K : s.N, tb, s.M, s.N, s.K);
+      ref::gemm_bf16(want.data(), s.N, a.data(), ta ? s.M : s.K, ta, b.data(), tb ? s.K : s.N, tb, s.M, s.N, s.K);
+      const double tolerance = 1e-5 * std::sqrt(static_cast<double>(s.K)) + 1e-6;
+      for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], tolerance * (1.0 + std::fabs(want[i])))
+            << s.M << "x" << s.N << "x" << s.K << " trans " << ta << tb << " at " << i;
     }
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <new>
+#include <utility>
 #include <vector>
 
 namespace kael::kernels {
@@ -29,5 +30,30 @@ struct CacheLineAllocator {
 
 template <class T>
 using AlignedVector = std::vector<T, CacheLineAllocator<T>>;
+
+// As CacheLineAllocator, but resize() leaves new elements of a trivial type uninitialized
+// instead of zeroing them: for scratch that every call overwrites before reading. A vector
+// value-initializes what resize() adds, even inside its capacity, so a thread_local buffer
+// that alternates between a small and a large product would be zeroed, up to megabytes, on
+// every call that grows it.
+template <class T>
+struct ScratchAllocator : CacheLineAllocator<T> {
+  using value_type = T;
+  ScratchAllocator() = default;
+  template <class U>
+  ScratchAllocator(const ScratchAllocator<U>&) noexcept {}  // NOLINT: rebinding, as std::allocator
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    if constexpr (sizeof...(Args) == 0)
+      ::new (static_cast<void*>(p)) U;  // default-initialized: no zeroing
+    else
+      ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
+// Scratch on cache lines whose resize() does not zero (ScratchAllocator); the caller writes
+// every element it reads.
+template <class T>
+using ScratchVector = std::vector<T, ScratchAllocator<T>>;
 
 }  // namespace kael::kernels

@@ -61,8 +61,9 @@ void gemm_bf16_packed(float* c, std::int64_t ldc, const float* a, std::int64_t l
   }
   const KernelTable& kt = active_kernels();
   const std::int64_t Kp = bf16_padded_k(K), Mp = round_up(M, 32), Np = bf16_padded_n(N);
-  // The calling thread's buffer, filled and read by the workers through this pointer.
-  thread_local AlignedVector<std::uint16_t> a_buffer;
+  // The calling thread's buffer, filled and read by the workers through this pointer; every
+  // element is written by the packing (the padding too), so it is not zeroed.
+  thread_local ScratchVector<std::uint16_t> a_buffer;
   a_buffer.resize(static_cast<std::size_t>(Mp * Kp));
   std::uint16_t* a16 = a_buffer.data();
   parallel_for(Mp / 16, min_items_per_thread(16 * Kp), [&](std::int64_t g0, std::int64_t g1) {
@@ -87,8 +88,8 @@ void gemm_bf16(float* c, std::int64_t ldc, const float* a, std::int64_t lda, boo
                std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate) {
   require_gemm_bf16();
   if (M <= 0 || N <= 0) return;
-  // The calling thread's buffer for op(b), kept between calls.
-  thread_local AlignedVector<std::uint16_t> b_buffer;
+  // The calling thread's buffer for op(b), kept between calls; written whole by the packing.
+  thread_local ScratchVector<std::uint16_t> b_buffer;
   b_buffer.resize(static_cast<std::size_t>(std::max<std::int64_t>(bf16_operand_elements(N, K), 0)));
   pack_bf16_operand(b_buffer.data(), b, ldb, trans_b, N, K);
   gemm_bf16_packed(c, ldc, a, lda, trans_a, b_buffer.data(), M, N, K, accumulate);

@@ -37,20 +37,41 @@ __m512i bf16_lanes(__m512 v) {
   return _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(high, _mm512_set1_epi32(0x40)));
 }
 
-// 16 BF16 (one per lane of v, rounded as above) stored at dst.
-void store_bf16(std::uint16_t* dst, __m512 v) {
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm512_cvtepi32_epi16(bf16_lanes(v)));
+// Lanes of v that hold an F32 subnormal (exponent field zero, mantissa not). vcvtneps2bf16
+// rounds every other value as bf16_lanes does (to nearest even whatever MXCSR says, a NaN kept
+// quiet with its top bits), but reads these as zero where core rounds them (the largest become
+// BF16's smallest normal), so a vector holding one takes bf16_lanes.
+__mmask16 subnormal_lanes(__m512 v) {
+  const __m512i bits = _mm512_castps_si512(v);
+  return _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(bits, _mm512_set1_epi32(0x7F800000)), bits,
+                                     _mm512_set1_epi32(0x007FFFFF));
 }
 
-// Dword j of each lane: the BF16 pair (lo[j], hi[j]), lo in the low half (the VNNI pair order).
-__m512i bf16_pairs(__m512 lo, __m512 hi) {
-  return _mm512_or_si512(bf16_lanes(lo), _mm512_slli_epi32(bf16_lanes(hi), 16));
+// 16 BF16 (one per lane of v, rounded as above) stored at dst.
+void store_bf16(std::uint16_t* dst, __m512 v) {
+  if (subnormal_lanes(v) == 0) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), (__m256i)_mm512_cvtneps_pbh(v));
+    return;
+  }
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm512_cvtepi32_epi16(bf16_lanes(v)));
 }
 
 // The 32 BF16 of lo then hi (16 lanes each) as one vector.
 __m512i bf16_row(__m512 lo, __m512 hi) {
+  if ((subnormal_lanes(lo) | subnormal_lanes(hi)) == 0) return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
   return _mm512_inserti64x4(_mm512_zextsi256_si512(_mm512_cvtepi32_epi16(bf16_lanes(lo))),
                             _mm512_cvtepi32_epi16(bf16_lanes(hi)), 1);
+}
+
+// Dword j of each lane: the BF16 pair (lo[j], hi[j]), lo in the low half (the VNNI pair order).
+__m512i bf16_pairs(__m512 lo, __m512 hi) {
+  if ((subnormal_lanes(lo) | subnormal_lanes(hi)) == 0) {
+    // Word 2 j from lo's j (word j of the row), word 2 j + 1 from hi's j (word 16 + j).
+    const __m512i interleave = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7,
+                                                22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    return _mm512_permutexvar_epi16(interleave, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+  }
+  return _mm512_or_si512(bf16_lanes(lo), _mm512_slli_epi32(bf16_lanes(hi), 16));
 }
 
 // r (16 x 16 dwords, a row per vector) transposed in place: dwords within 128-bit lanes, then
