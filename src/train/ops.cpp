@@ -42,6 +42,23 @@ float* thread_scratch(int which, std::int64_t n) {
   return b.data();
 }
 
+// The sum of term(i) for i in [0, n), in double, in eight lanes folded pairwise: independent
+// chains that the compiler keeps in vector registers, where one chain would wait on each add's
+// latency (LayerNorm's row sums were most of its time). A fixed order, whatever the threads.
+template <class F>
+double lane_sum(std::int64_t n, F&& term) {
+  constexpr int kLanes = 8;
+  double acc[kLanes] = {};
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) acc[j] += term(i + j);
+  double tail = 0;
+  for (; i < n; ++i) tail += term(i);
+  for (int width = kLanes / 2; width > 0; width /= 2)
+    for (int j = 0; j < width; ++j) acc[j] += acc[j + width];
+  return acc[0] + tail;
+}
+
 // Rows of a head's (T, T) attention matrices taken at a time: row t of the weights (and of
 // their gradient) is zero past column t, so a block of rows multiplies only the columns up to
 // its last row (and its transpose only from its first), about half of the T x T products.
@@ -55,11 +72,14 @@ void causal_blocks(std::int64_t T, F&& fn) {
   for (std::int64_t t0 = 0; t0 < T; t0 += kCausalRows) fn(t0, std::min(kCausalRows, T - t0));
 }
 
-// out (n, n) = in (n, n)^T, in 16 x 16 tiles so that the lines read and written stay in L1.
-void transpose_square(float* out, const float* in, std::int64_t n) {
+// out (n, n) = in (n, n)^T for an in that is zero above its diagonal (the causal weights and
+// their gradient): only in's 16 x 16 tiles on or below the diagonal are read (the lines read
+// and written stay in L1), and out's part below its diagonal is filled with zeros.
+void transpose_lower(float* out, const float* in, std::int64_t n) {
   constexpr std::int64_t kTile = 16;
+  for (std::int64_t j = 1; j < n; ++j) std::fill(out + j * n, out + j * n + j, 0.0f);
   for (std::int64_t i0 = 0; i0 < n; i0 += kTile)
-    for (std::int64_t j0 = 0; j0 < n; j0 += kTile)
+    for (std::int64_t j0 = 0; j0 <= i0; j0 += kTile)
       for (std::int64_t i = i0; i < std::min(n, i0 + kTile); ++i)
         for (std::int64_t j = j0; j < std::min(n, j0 + kTile); ++j) out[j * n + i] = in[i * n + j];
 }
@@ -89,12 +109,12 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
   kernels::parallel_for(M, 8, [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const float* x = inp + r * C;
-      double sum = 0;
-      for (std::int64_t c = 0; c < C; ++c) sum += x[c];
-      const double mu = sum / static_cast<double>(C);
-      double var = 0;
-      for (std::int64_t c = 0; c < C; ++c) var += (x[c] - mu) * (x[c] - mu);
-      var /= static_cast<double>(C);
+      const double mu = lane_sum(C, [&](std::int64_t c) { return double{x[c]}; }) / static_cast<double>(C);
+      const double var = lane_sum(C, [&](std::int64_t c) {
+                           const double d = x[c] - mu;
+                           return d * d;
+                         }) /
+                         static_cast<double>(C);
       const float m = static_cast<float>(mu), s = static_cast<float>(1.0 / std::sqrt(var + eps));
       float* y = out + r * C;
       for (std::int64_t c = 0; c < C; ++c) y[c] = (x[c] - m) * s * w[c] + b[c];
@@ -112,12 +132,9 @@ void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, co
       const float* x = inp + r * C;
       const float* dy = dout + r * C;
       const float m = mean[r], s = rstd[r];
-      double sum_dxhat = 0, sum_dxhat_xhat = 0;
-      for (std::int64_t c = 0; c < C; ++c) {
-        const float dxhat = dy[c] * w[c];
-        sum_dxhat += dxhat;
-        sum_dxhat_xhat += dxhat * ((x[c] - m) * s);
-      }
+      const double sum_dxhat = lane_sum(C, [&](std::int64_t c) { return double{dy[c] * w[c]}; });
+      const double sum_dxhat_xhat =
+          lane_sum(C, [&](std::int64_t c) { return double{dy[c] * w[c] * ((x[c] - m) * s)}; });
       const float mean_dxhat = static_cast<float>(sum_dxhat / static_cast<double>(C));
       const float mean_dxhat_xhat = static_cast<float>(sum_dxhat_xhat / static_cast<double>(C));
       float* dx = dinp + r * C;
@@ -165,9 +182,10 @@ void dropout_apply(float* x, const DropoutMask& mask, std::int64_t n) {
   });
 }
 
-void add_inplace(float* x, const float* y, std::int64_t n) {
-  kernels::parallel_for(n, kElementGrain,
-                        [&](std::int64_t i0, std::int64_t i1) { kernels::add_inplace(x + i0, y + i0, i1 - i0); });
+void add(float* out, const float* x, const float* y, std::int64_t n) {
+  kernels::parallel_for(n, kElementGrain, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) out[i] = x[i] + y[i];
+  });
 }
 
 void attention_forward(float* out, float* probs, const float* qkv, const DropoutMask& dropout, std::int64_t B,
@@ -252,7 +270,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
       causal_blocks(T, [&](std::int64_t t0, std::int64_t rows) {
         kernels::gemm_view(dp + t0 * T, T, dy + t0 * hd, hd, values, rows, t0 + rows, hd);
       });
-      transpose_square(transposed, weights, T);
+      transpose_lower(transposed, weights, T);
       causal_blocks(T, [&](std::int64_t s0, std::int64_t rows) {
         kernels::gemm_nn(dv + s0 * ld, ld, transposed + s0 * T + s0, T, dy + s0 * hd, hd, rows, hd, T - s0);
       });
@@ -263,9 +281,8 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
       for (std::int64_t t = 0; t < T; ++t) {
         const float* pr = p + t * T;
         float* d = dp + t * T;
-        double dot = 0;
-        for (std::int64_t s = 0; s <= t; ++s) dot += static_cast<double>(pr[s]) * d[s];
-        const float fdot = static_cast<float>(dot);
+        const float fdot =
+            static_cast<float>(lane_sum(t + 1, [&](std::int64_t s) { return static_cast<double>(pr[s]) * d[s]; }));
         for (std::int64_t s = 0; s <= t; ++s) d[s] = pr[s] * (d[s] - fdot) * scale;
         std::fill(d + t + 1, d + T, 0.0f);
       }
@@ -273,7 +290,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
       causal_blocks(T, [&](std::int64_t t0, std::int64_t rows) {
         kernels::gemm_nn(dq + t0 * ld, ld, dp + t0 * T, T, k, hd, rows, hd, t0 + rows);
       });
-      transpose_square(transposed, dp, T);
+      transpose_lower(transposed, dp, T);
       causal_blocks(T, [&](std::int64_t s0, std::int64_t rows) {
         kernels::gemm_nn(dk + s0 * ld, ld, transposed + s0 * T + s0, T, q + s0 * hd, hd, rows, hd, T - s0);
       });
