@@ -1,7 +1,5 @@
 #include "train/matmul.hpp"
 
-#include <algorithm>
-
 #include "kernels/gemm.hpp"
 #include "kernels/thread_pool.hpp"
 #include "train/precision.hpp"
@@ -26,12 +24,8 @@ void matmul_forward(float* out, float* scratch, const float* inp, const float* w
   if (current_precision() == Precision::bf16) {
     // out = bias, then += the product: the bias stays F32 (and is added after the sum).
     kernels::parallel_for(M, 64, [&](std::int64_t r0, std::int64_t r1) {
-      for (std::int64_t r = r0; r < r1; ++r) {
-        if (bias)
-          std::copy(bias, bias + N, out + r * N);
-        else
-          std::fill(out + r * N, out + (r + 1) * N, 0.0f);
-      }
+      for (std::int64_t r = r0; r < r1; ++r)
+        for (std::int64_t c = 0; c < N; ++c) out[r * N + c] = bias ? bias[c] : 0.0f;
     });
     product(out, N, inp, K, false, w, N, false, M, N, K, /*accumulate=*/true);
     return;
