@@ -107,8 +107,7 @@ void TrainableGPT2::Impl::forward(ProfileTimer& timer, const std::int32_t* input
     matmul_forward(acts.branch, acts.scratch, a.attn, lw.attn_proj_weight, lw.attn_proj_bias, M, C, C);
     timer.lap(&TrainProfile::forward_matmul_ms);
     dropout_apply(acts.branch, mask(train, attn_resid_site(l)), M * C);
-    std::copy(x, x + M * C, a.mid);
-    add_inplace(a.mid, acts.branch, M * C);
+    add(a.mid, x, acts.branch, M * C);
     layernorm_forward(a.ln_2, a.ln_2_mean, a.ln_2_rstd, a.mid, lw.ln_2_weight, lw.ln_2_bias, M, C, eps);
     timer.lap(&TrainProfile::forward_other_ms);
     matmul_forward(a.fc, acts.scratch, a.ln_2, lw.fc_weight, lw.fc_bias, M, C, H);
@@ -119,8 +118,7 @@ void TrainableGPT2::Impl::forward(ProfileTimer& timer, const std::int32_t* input
     timer.lap(&TrainProfile::forward_matmul_ms);
     dropout_apply(acts.branch, mask(train, mlp_resid_site(l)), M * C);
     float* next = acts.residual[static_cast<std::size_t>(l) + 1];
-    std::copy(a.mid, a.mid + M * C, next);
-    add_inplace(next, acts.branch, M * C);
+    add(next, a.mid, acts.branch, M * C);
   }
   layernorm_forward(acts.ln_f, acts.ln_f_mean, acts.ln_f_rstd, acts.residual.back(), w.ln_f_weight, w.ln_f_bias, M,
                     C, eps);

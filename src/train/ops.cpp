@@ -15,8 +15,8 @@
 namespace kael::train {
 namespace {
 
-// Columns a thread sums over every row in the reductions that yield parameter gradients
-// (LayerNorm's dw, db; the embeddings): each column is summed in row order by one thread.
+// Columns a thread takes in the reductions that yield parameter gradients (the embeddings over
+// every row, LayerNorm's dw and db over its row blocks): each column is summed by one thread.
 constexpr std::int64_t kColumnBlock = 64;
 
 // Rows of the output head done at a time: the logits chunk is kHeadRows * V floats (103 MB for
@@ -30,6 +30,11 @@ constexpr std::int64_t kHeadRows = 512;
 // sums of 2048 added block by block cut the last block's gradient errors by up to 2.7x.
 constexpr std::int64_t kHeadVocabBlock = 2048;
 
+// Rows of LayerNorm's backward whose dw and db terms are summed together (in row order) before
+// the blocks' sums are added (in block order): dx and the parameter gradients come from one pass
+// over dout and inp, in an order that does not depend on the threads.
+constexpr std::int64_t kNormRowBlock = 32;
+
 // Minimum elements per thread for the element-wise passes.
 constexpr std::int64_t kElementGrain = 1 << 14;
 
@@ -40,6 +45,38 @@ float* thread_scratch(int which, std::int64_t n) {
   std::vector<float>& b = buffers[which];
   if (static_cast<std::int64_t>(b.size()) < n) b.resize(static_cast<std::size_t>(n));
   return b.data();
+}
+
+// The sum of term(i) for i in [0, n), in double, in eight lanes folded pairwise: independent
+// chains that the compiler keeps in vector registers, where one chain would wait on each add's
+// latency (LayerNorm's row sums were most of its time). A fixed order, whatever the threads.
+template <class F>
+double lane_sum(std::int64_t n, F&& term) {
+  constexpr int kLanes = 8;
+  double acc[kLanes] = {};
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) acc[j] += term(i + j);
+  double tail = 0;
+  for (; i < n; ++i) tail += term(i);
+  for (int width = kLanes / 2; width > 0; width /= 2)
+    for (int j = 0; j < width; ++j) acc[j] += acc[j + width];
+  return acc[0] + tail;
+}
+
+// The largest of x (n >= 1), in sixteen lanes the compiler vectorizes (where a search for the
+// largest one's index is one branchy chain): the head's logits and probabilities.
+float lane_max(const float* x, std::int64_t n) {
+  constexpr int kLanes = 16;
+  float acc[kLanes];
+  std::fill(acc, acc + kLanes, x[0]);
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];
+  for (; i < n; ++i) acc[0] = x[i] > acc[0] ? x[i] : acc[0];
+  float largest = acc[0];
+  for (int j = 1; j < kLanes; ++j) largest = acc[j] > largest ? acc[j] : largest;
+  return largest;
 }
 
 // Rows of a head's (T, T) attention matrices taken at a time: row t of the weights (and of
@@ -55,11 +92,14 @@ void causal_blocks(std::int64_t T, F&& fn) {
   for (std::int64_t t0 = 0; t0 < T; t0 += kCausalRows) fn(t0, std::min(kCausalRows, T - t0));
 }
 
-// out (n, n) = in (n, n)^T, in 16 x 16 tiles so that the lines read and written stay in L1.
-void transpose_square(float* out, const float* in, std::int64_t n) {
+// out (n, n) = in (n, n)^T for an in that is zero above its diagonal (the causal weights and
+// their gradient): only in's 16 x 16 tiles on or below the diagonal are read (the lines read
+// and written stay in L1), and out's part below its diagonal is filled with zeros.
+void transpose_lower(float* out, const float* in, std::int64_t n) {
   constexpr std::int64_t kTile = 16;
+  for (std::int64_t j = 1; j < n; ++j) std::fill(out + j * n, out + j * n + j, 0.0f);
   for (std::int64_t i0 = 0; i0 < n; i0 += kTile)
-    for (std::int64_t j0 = 0; j0 < n; j0 += kTile)
+    for (std::int64_t j0 = 0; j0 <= i0; j0 += kTile)
       for (std::int64_t i = i0; i < std::min(n, i0 + kTile); ++i)
         for (std::int64_t j = j0; j < std::min(n, j0 + kTile); ++j) out[j * n + i] = in[i * n + j];
 }
@@ -89,12 +129,12 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
   kernels::parallel_for(M, 8, [&](std::int64_t r0, std::int64_t r1) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const float* x = inp + r * C;
-      double sum = 0;
-      for (std::int64_t c = 0; c < C; ++c) sum += x[c];
-      const double mu = sum / static_cast<double>(C);
-      double var = 0;
-      for (std::int64_t c = 0; c < C; ++c) var += (x[c] - mu) * (x[c] - mu);
-      var /= static_cast<double>(C);
+      const double mu = lane_sum(C, [&](std::int64_t c) { return double{x[c]}; }) / static_cast<double>(C);
+      const double var = lane_sum(C, [&](std::int64_t c) {
+                           const double d = x[c] - mu;
+                           return d * d;
+                         }) /
+                         static_cast<double>(C);
       const float m = static_cast<float>(mu), s = static_cast<float>(1.0 / std::sqrt(var + eps));
       float* y = out + r * C;
       for (std::int64_t c = 0; c < C; ++c) y[c] = (x[c] - m) * s * w[c] + b[c];
@@ -106,45 +146,47 @@ void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, c
 
 void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
                         const float* mean, const float* rstd, std::int64_t M, std::int64_t C) {
-  // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dout * w.
-  kernels::parallel_for(M, 8, [&](std::int64_t r0, std::int64_t r1) {
-    for (std::int64_t r = r0; r < r1; ++r) {
-      const float* x = inp + r * C;
-      const float* dy = dout + r * C;
-      const float m = mean[r], s = rstd[r];
-      double sum_dxhat = 0, sum_dxhat_xhat = 0;
-      for (std::int64_t c = 0; c < C; ++c) {
-        const float dxhat = dy[c] * w[c];
-        sum_dxhat += dxhat;
-        sum_dxhat_xhat += dxhat * ((x[c] - m) * s);
-      }
-      const float mean_dxhat = static_cast<float>(sum_dxhat / static_cast<double>(C));
-      const float mean_dxhat_xhat = static_cast<float>(sum_dxhat_xhat / static_cast<double>(C));
-      float* dx = dinp + r * C;
-      for (std::int64_t c = 0; c < C; ++c) {
-        const float xhat = (x[c] - m) * s;
-        dx[c] += s * (dy[c] * w[c] - mean_dxhat - xhat * mean_dxhat_xhat);
-      }
-    }
-  });
-  const std::int64_t blocks = (C + kColumnBlock - 1) / kColumnBlock;
+  // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dout * w. One pass
+  // over the rows gives dx and, per block of rows, the block's sums of dw's and db's terms.
+  const std::int64_t blocks = (M + kNormRowBlock - 1) / kNormRowBlock;
+  thread_local std::vector<double> partial_buffer;  // the calling thread's, read by the workers
+  if (static_cast<std::int64_t>(partial_buffer.size()) < 2 * blocks * C)
+    partial_buffer.resize(static_cast<std::size_t>(2 * blocks * C));
+  double* partial = partial_buffer.data();  // (blocks, 2, C): a block's dw sums, then its db sums
   kernels::parallel_for(blocks, 1, [&](std::int64_t k0, std::int64_t k1) {
     for (std::int64_t k = k0; k < k1; ++k) {
-      const std::int64_t c0 = k * kColumnBlock, c1 = std::min(C, c0 + kColumnBlock);
-      double acc_w[kColumnBlock] = {}, acc_b[kColumnBlock] = {};
-      for (std::int64_t r = 0; r < M; ++r) {
+      double* block_dw = partial + k * 2 * C;
+      double* block_db = block_dw + C;
+      std::fill(block_dw, block_dw + 2 * C, 0.0);
+      for (std::int64_t r = k * kNormRowBlock; r < std::min(M, (k + 1) * kNormRowBlock); ++r) {
         const float* x = inp + r * C;
         const float* dy = dout + r * C;
         const float m = mean[r], s = rstd[r];
-        for (std::int64_t c = c0; c < c1; ++c) {
-          acc_w[c - c0] += dy[c] * ((x[c] - m) * s);
-          acc_b[c - c0] += dy[c];
+        const double sum_dxhat = lane_sum(C, [&](std::int64_t c) { return double{dy[c] * w[c]}; });
+        const double sum_dxhat_xhat =
+            lane_sum(C, [&](std::int64_t c) { return double{dy[c] * w[c] * ((x[c] - m) * s)}; });
+        const float mean_dxhat = static_cast<float>(sum_dxhat / static_cast<double>(C));
+        const float mean_dxhat_xhat = static_cast<float>(sum_dxhat_xhat / static_cast<double>(C));
+        float* dx = dinp + r * C;
+        for (std::int64_t c = 0; c < C; ++c) {
+          const float xhat = (x[c] - m) * s;
+          dx[c] += s * (dy[c] * w[c] - mean_dxhat - xhat * mean_dxhat_xhat);
+          block_dw[c] += dy[c] * xhat;
+          block_db[c] += dy[c];
         }
       }
-      for (std::int64_t c = c0; c < c1; ++c) {
-        dw[c] += static_cast<float>(acc_w[c - c0]);
-        db[c] += static_cast<float>(acc_b[c - c0]);
+    }
+  });
+  // The blocks' sums, added in block order.
+  kernels::parallel_for(C, kColumnBlock, [&](std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t c = c0; c < c1; ++c) {
+      double sum_w = 0, sum_b = 0;
+      for (std::int64_t k = 0; k < blocks; ++k) {
+        sum_w += partial[k * 2 * C + c];
+        sum_b += partial[k * 2 * C + C + c];
       }
+      dw[c] += static_cast<float>(sum_w);
+      db[c] += static_cast<float>(sum_b);
     }
   });
 }
@@ -165,9 +207,10 @@ void dropout_apply(float* x, const DropoutMask& mask, std::int64_t n) {
   });
 }
 
-void add_inplace(float* x, const float* y, std::int64_t n) {
-  kernels::parallel_for(n, kElementGrain,
-                        [&](std::int64_t i0, std::int64_t i1) { kernels::add_inplace(x + i0, y + i0, i1 - i0); });
+void add(float* out, const float* x, const float* y, std::int64_t n) {
+  kernels::parallel_for(n, kElementGrain, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) out[i] = x[i] + y[i];
+  });
 }
 
 void attention_forward(float* out, float* probs, const float* qkv, const DropoutMask& dropout, std::int64_t B,
@@ -252,7 +295,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
       causal_blocks(T, [&](std::int64_t t0, std::int64_t rows) {
         kernels::gemm_view(dp + t0 * T, T, dy + t0 * hd, hd, values, rows, t0 + rows, hd);
       });
-      transpose_square(transposed, weights, T);
+      transpose_lower(transposed, weights, T);
       causal_blocks(T, [&](std::int64_t s0, std::int64_t rows) {
         kernels::gemm_nn(dv + s0 * ld, ld, transposed + s0 * T + s0, T, dy + s0 * hd, hd, rows, hd, T - s0);
       });
@@ -263,9 +306,8 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
       for (std::int64_t t = 0; t < T; ++t) {
         const float* pr = p + t * T;
         float* d = dp + t * T;
-        double dot = 0;
-        for (std::int64_t s = 0; s <= t; ++s) dot += static_cast<double>(pr[s]) * d[s];
-        const float fdot = static_cast<float>(dot);
+        const float fdot =
+            static_cast<float>(lane_sum(t + 1, [&](std::int64_t s) { return static_cast<double>(pr[s]) * d[s]; }));
         for (std::int64_t s = 0; s <= t; ++s) d[s] = pr[s] * (d[s] - fdot) * scale;
         std::fill(d + t + 1, d + T, 0.0f);
       }
@@ -273,7 +315,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
       causal_blocks(T, [&](std::int64_t t0, std::int64_t rows) {
         kernels::gemm_nn(dq + t0 * ld, ld, dp + t0 * T, T, k, hd, rows, hd, t0 + rows);
       });
-      transpose_square(transposed, dp, T);
+      transpose_lower(transposed, dp, T);
       causal_blocks(T, [&](std::int64_t s0, std::int64_t rows) {
         kernels::gemm_nn(dk + s0 * ld, ld, transposed + s0 * T + s0, T, q + s0 * hd, hd, rows, hd, T - s0);
       });
@@ -363,13 +405,10 @@ void head_cross_entropy(float* losses, float* dx, float* dw, float* scratch, con
           if (backward) std::fill(row, row + V, 0.0f);
           continue;
         }
-        std::int64_t top = 0;
-        for (std::int64_t j = 1; j < V; ++j)
-          if (row[j] > row[top]) top = j;
-        const float margin = row[top] - row[target];
+        const float margin = lane_max(row, V) - row[target];
         kernels::softmax(row, row, V);
-        // -log p[target] = log(sum) - (l_target - max), and p[top] = 1 / sum is never tiny.
-        losses[r0 + i] = margin - std::log(row[top]);
+        // -log p[target] = log(sum) - (l_target - max), and the largest p, 1 / sum, is never tiny.
+        losses[r0 + i] = margin - std::log(lane_max(row, V));
         if (!backward) continue;
         row[target] -= 1.0f;
         for (std::int64_t j = 0; j < V; ++j) row[j] *= dscale;

@@ -26,8 +26,8 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_
 
 // x (n) *= mask.factor(i): dropout in place, forward or backward (the same mask).
 void dropout_apply(float* x, const DropoutMask& mask, std::int64_t n);
-// x (n) += y (n).
-void add_inplace(float* x, const float* y, std::int64_t n);
+// out (n) = x (n) + y (n), one pass over the three (out may be x).
+void add(float* out, const float* x, const float* y, std::int64_t n);
 
 // Causal self-attention of B sequences, NH heads of hd = C / NH: qkv (M, 3C) holds q, k and v
 // side by side, head h in columns [h hd, (h + 1) hd) of each. probs (B, NH, T, T) receives the
