@@ -113,7 +113,8 @@ Tensor pack_head(Tensor tensor, bool writable) {
 }
 
 // A (K, N) F32 matrix in the panel layout. In place when `writable` (scratch holds a copy of
-// the source meanwhile), into a new tensor otherwise.
+// the source meanwhile; on a file mapping, this turns the mapped pages into private ones, the
+// file is never written), into a new tensor otherwise.
 Tensor pack_matrix(Tensor tensor, bool writable, std::vector<float>& scratch) {
   const std::int64_t K = tensor.shape()[0], N = tensor.shape()[1];
   if (writable) {
@@ -207,6 +208,8 @@ Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors
     const std::string where = str(source, ": tensor '", found[i].file_name, "'");
     Tensor tensor = as_kernel_f32(std::move(found[i].tensor));
     found[i] = {};
+    // A converted or copied tensor is new memory, ours to rewrite whoever gave the source.
+    const bool writable = owned || tensor.raw_data() != source_data;
     const bool head = spec.global_slot == &Weights::lm_head ||
                       (spec.global_slot == &Weights::wte && config.tie_word_embeddings);
     weights.parameter_count += tensor.numel();
@@ -226,15 +229,8 @@ Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors
       if (owned) io::release_mapped_pages(tensor);
       continue;
     }
-    // Packed in place only on a converted or copied tensor (new memory, ours to rewrite). From a
-    // file mapping, into a new tensor (huge pages, Tensor::zeros) and the mapped pages released:
-    // packed in place they would be private 4 KiB pages, and every prefill chunk streams them.
-    const bool in_heap = tensor.raw_data() != source_data;
-    if (is_block_matrix(spec) || head) {
-      Tensor packed = head ? pack_head(tensor, in_heap) : pack_matrix(tensor, in_heap, scratch);
-      if (owned && !in_heap) io::release_mapped_pages(tensor);
-      tensor = std::move(packed);
-    }
+    if (is_block_matrix(spec)) tensor = pack_matrix(std::move(tensor), writable, scratch);
+    if (head) tensor = pack_head(std::move(tensor), writable);
     const float* data = tensor.data<float>();
     if (spec.layer < 0) {
       weights.*spec.global_slot = data;
