@@ -1,6 +1,8 @@
-// Large buffers on 2 MiB boundaries with transparent huge pages asked for (madvise): a model's
-// weights (hundreds of MB, streamed on every prefill chunk) in 4 KiB pages cost a TLB miss every
-// 4 KiB, and under a hypervisor's nested paging each miss walks two page tables.
+// Large buffers (tensors of 2 MiB or more, such as weights converted at load, and KV block slabs)
+// on 2 MiB boundaries with transparent huge pages asked for (madvise): in 4 KiB pages they cost a
+// page fault per 4 KiB when first touched and a TLB miss every 4 KiB, and under a hypervisor's
+// nested paging each miss walks two page tables. (Weights used straight from a file mapping are
+// packed in place and stay in the mapping's pages: see pack_matrix in src/model/weights.cpp.)
 #pragma once
 
 #include <cstddef>
