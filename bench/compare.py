@@ -180,7 +180,7 @@ def measure_ctranslate2(model: pathlib.Path, workdir: pathlib.Path, threads: int
     return result
 
 
-def measure_round(args, model: pathlib.Path, bench_dir: pathlib.Path, shape: dict, skip: set) -> dict:
+def measure_round(args, model: pathlib.Path, bench_dir: pathlib.Path, skip: set) -> dict:
     """Every engine once, in a fixed order: the machine's bounds, kael f32 (default kernels, then
     per --isas), the peers, kael's narrow weights, CTranslate2 int8."""
     t = args.threads
@@ -334,7 +334,7 @@ def main(argv=None) -> int:
     for r in range(args.rounds):
         if args.rounds > 1:
             print(f"round {r + 1} of {args.rounds} (load average {load_avg():.1f}) ...", file=sys.stderr)
-        rounds.append(measure_round(args, model, bench_dir, shape, skip))
+        rounds.append(measure_round(args, model, bench_dir, skip))
     figures.update(best_of_rounds(rounds))
     figures["per_round"] = per_round_figures(rounds)
     figures["decode_bound_tok_s"] = figures["bandwidth_gb_s"] * 1e9 / shape["decode_bytes"]
