@@ -57,11 +57,21 @@ def test_text_report(kael, gpt2_f16_dir):
         assert word in text
 
 
+def test_warmup_keeps_first_touch_faults_out_of_the_timed_prefill(kael, gpt2_f16_dir):
+    cold = bench(kael, gpt2_f16_dir, "--prompt-tokens", 128, "--max-tokens", 1, "--warmup", 0)
+    warm = bench(kael, gpt2_f16_dir, "--prompt-tokens", 128, "--max-tokens", 1)
+    assert cold["warmup"] == 0 and warm["warmup"] == 1  # one warm-up round by default
+    # A cold prefill faults in its KV blocks and scratch; after a warm-up the same blocks come back.
+    assert cold["prefill_page_faults"] > 0
+    assert warm["prefill_page_faults"] < cold["prefill_page_faults"]
+
+
 @pytest.mark.parametrize("args, message", [
     (["--batch", "0"], "--batch"),
     (["--max-tokens", "0"], "--max-tokens"),
     (["--prompt-tokens", "200", "--max-tokens", "100"], "256"),  # past n_positions: the counts are named
     (["--threads", "-1"], "--threads"),
+    (["--warmup", "-1"], "--warmup"),
 ])
 def test_bad_values_are_errors(kael, gpt2_f16_dir, args, message):
     result = kael("bench", "--model", gpt2_f16_dir, *args, check=False)
