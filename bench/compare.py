@@ -10,13 +10,15 @@ Measures (every figure printed, with what it is compared against):
               with AVX-512, else ymm) per thread; the per-core rate is taken from each thread's
               CPU time (robust on a shared host), and peak = THREADS x per-core rate
               (= cores x 2 FMA units x lanes x 2 flops x clock).
-  kael        `kael bench --json`: batch 1 and batch 16 greedy decode, and a 512-token prefill.
+  kael        `kael bench --json`: batch 1 and batch 16 greedy decode, and a 512-token prefill,
+              each after kael bench's default warm-up round (as every peer below runs warm).
   transformers  GPT2LMHeadModel (torch, float32, eager attention), torch.set_num_threads(THREADS),
               model.generate(do_sample=False) with min_new_tokens = max_new_tokens = N; decode
               rate = (N - 1) / (t(N) - t(1)), which removes the prefill and setup; prefill = one
-              forward over the 512-token prompt.
+              forward over the 512-token prompt, after the decode runs and a 16-token forward.
   CTranslate2 converted from the same checkpoint (float32), Generator(intra_threads=THREADS),
-              generate_batch(sampling_topk=1, min_length = max_length), the same t(N) - t(1) rule.
+              generate_batch(sampling_topk=1, min_length = max_length), the same t(N) - t(1) rule;
+              the prefill (prompt plus one token) after the decode runs.
   per ISA     the kael rows again with KAEL_ISA=I for each of --isas (default avx2,avx512), each
               set kael cannot run here reported as skipped.
   llama.cpp   bench/llama_cpp_peer.py: llama-cpp-python (PyPI; it builds llama.cpp from source, see
