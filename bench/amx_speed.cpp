@@ -5,7 +5,9 @@
 // on the AVX-512 GEMVs, without tiles.
 // On the amx set it first times the tile unit alone (the bound of the BF16 products): four
 // independent TDPBF16PS on resident tiles, then the same with the four tile loads of a 2 x 2
-// block step from 32 KiB that stays in L1. Last, the BF16 tile product of GPT-2's first MLP
+// block step from 32 KiB that stays in L1 (and again at the end: on a shared host the tiles' rate
+// can halve from one second to the next, so a figure is worth comparing only with the probe of
+// the same run). Last, the BF16 tile product of GPT-2's first MLP
 // matrix (768, 3072) split over two threads by columns, as bf16_linear splits it, timed call by
 // call in each thread's CPU time: the calls during which the other thread was computing too
 // against those it ran alone, which shows whether two cores slow each other down (shared
@@ -242,5 +244,6 @@ int main(int argc, char** argv) {
                 k.bytes / decode * 1e-9);
   }
   print_two_thread_rate(T);
+  print_tile_peak();  // again: the host can change the tiles' rate during the run (README)
   return 0;
 }
