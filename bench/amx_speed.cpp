@@ -5,7 +5,13 @@
 // on the AVX-512 GEMVs, without tiles.
 // On the amx set it first times the tile unit alone (the bound of the BF16 products): four
 // independent TDPBF16PS on resident tiles, then the same with the four tile loads of a 2 x 2
-// block step from 32 KiB that stays in L1.
+// block step from 32 KiB that stays in L1 (and again at the end: on a shared host the tiles' rate
+// can halve from one second to the next, so a figure is worth comparing only with the probe of
+// the same run). Last, the BF16 tile product of GPT-2's first MLP
+// matrix (768, 3072) split over two threads by columns, as bf16_linear splits it, timed call by
+// call in each thread's CPU time: the calls during which the other thread was computing too
+// against those it ran alone, which shows whether two cores slow each other down (shared
+// caches, memory, the tile unit of a shared physical core).
 // Usage: amx_speed [T (default 512)] [repeats (default 3)]
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -13,13 +19,16 @@
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "kernels/aligned_vector.hpp"
 #include "kernels/amx.hpp"
 #include "kernels/cpu_features.hpp"
 #include "kernels/gemm.hpp"
@@ -93,8 +102,74 @@ void print_tile_peak() {
   std::printf("AMX-BF16 tile unit: %.0f GFLOP/s on resident tiles, %.0f with the 2 x 2 step's tile loads from L1\n",
               tile_step_gflops(l1, false), tile_step_gflops(l1, true));
 }
+// Each thread's calls of its half of the product, split by whether the other thread was
+// computing for the whole call (started before it and not yet done after it) or not at all.
+struct CallRates {
+  double together_flops = 0, together_seconds = 0, alone_flops = 0, alone_seconds = 0;
+};
+
+double wall_seconds() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+void print_two_thread_rate(std::int64_t T) {
+  if (active_isa() != Isa::amx || !cpu_features().amx_bf16) return;
+  constexpr std::int64_t K = 768, N = 3072, kCopies = 4;  // copies: the weights come from beyond L2
+  const std::int64_t Kp = bf16_padded_k(K), half = N / 32 / 2;
+  std::vector<float> w(static_cast<std::size_t>(K * N));
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(static_cast<int>(i % 13) - 6);
+  std::vector<AlignedVector<std::uint16_t>> weights(kCopies);
+  for (auto& copy : weights) {
+    copy.resize(static_cast<std::size_t>(bf16_matrix_elements(K, N)));
+    convert_bf16_tiles(copy.data(), w.data(), K, N, false);
+  }
+  AlignedVector<std::uint16_t> a(static_cast<std::size_t>(round_up(T, 32) * Kp));
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<std::uint16_t>(0x3c00 + i % 251);
+  std::vector<float> c(static_cast<std::size_t>(T * N));
+  std::atomic<bool> computing[2] = {false, false};
+  CallRates rates[2];
+  const double flops = 2.0 * static_cast<double>(T * K * 32 * half);
+  auto run = [&](int id, double seconds) {
+    const std::int64_t first = id * half;
+    const double end = wall_seconds() + seconds;
+    for (std::int64_t call = 0; wall_seconds() < end; ++call) {
+      computing[id] = true;
+      const bool before = computing[1 - id];
+      const double start = thread_cpu_seconds(), start_wall = wall_seconds();
+      {
+        const amx::AmxTiles hold;
+        amx::bf16_tile_gemm(c.data() + first * 32, N, a.data(), T, Kp, weights[call % kCopies].data() + first * 32 * Kp,
+                            half, N - first * 32, nullptr, Epilogue::store);
+      }
+      const double cpu = thread_cpu_seconds() - start, elapsed = wall_seconds() - start_wall;
+      const bool after = computing[1 - id];
+      computing[id] = false;
+      if (cpu < 0.9 * elapsed) continue;  // descheduled during the call: neither
+      if (before && after) {
+        rates[id].together_flops += flops, rates[id].together_seconds += cpu;
+      } else if (!before && !after) {
+        rates[id].alone_flops += flops, rates[id].alone_seconds += cpu;
+        std::this_thread::yield();  // let the other thread catch up
+      }
+    }
+  };
+  run(0, 1.0);  // alone, for a reference on the same thread
+  std::thread other(run, 1, 2.0);
+  run(0, 2.0);
+  other.join();
+  auto rate = [](double f, double s) { return s > 0 ? f / s * 1e-9 : 0.0; };
+  std::printf("bf16 (768, 3072) split over 2 threads, T = %lld, GFLOP/s per thread-CPU-s: alone %.0f (%.2f s), "
+              "both computing %.0f and %.0f (%.2f s, %.2f s)\n",
+              static_cast<long long>(T), rate(rates[0].alone_flops, rates[0].alone_seconds), rates[0].alone_seconds,
+              rate(rates[0].together_flops, rates[0].together_seconds),
+              rate(rates[1].together_flops, rates[1].together_seconds), rates[0].together_seconds,
+              rates[1].together_seconds);
+}
 #else
 void print_tile_peak() {}
+void print_two_thread_rate(std::int64_t) {}
 #endif
 
 }  // namespace
@@ -168,5 +243,7 @@ int main(int argc, char** argv) {
     std::printf("%-28s %14.1f %14.1f\n", k.name, flops_per_row * static_cast<double>(T) / prefill * 1e-9,
                 k.bytes / decode * 1e-9);
   }
+  print_two_thread_rate(T);
+  print_tile_peak();  // again: the host can change the tiles' rate during the run (README)
   return 0;
 }
