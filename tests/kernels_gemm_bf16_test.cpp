@@ -56,31 +56,34 @@ TEST_P(GemmBf16, MatchesReferenceOnRaggedSizesOrRefusesByName) {
     GTEST_SKIP() << isa_name(isa()) << " has no BF16 product: " << why;
   }
   for (const Case& s : kCases)
-    for (int transposes = 0; transposes < 4; ++transposes)
-      for (bool accumulate : {false, true}) {
-        const bool ta = (transposes & 1) != 0, tb = (transposes & 2) != 0;
-        const Strided a = ta ? operand(s.K, s.M, 1) : operand(s.M, s.K, 1);
-        const Strided b = tb ? operand(s.N, s.K, 2) : operand(s.K, s.N, 2);
-        const std::int64_t ldc = s.N + 5;
-        std::vector<float> got = random_vector(s.M * ldc, 3), want = got;
-        gemm_bf16(got.data(), ldc, a.data.data(), a.ld, ta, b.data.data(), b.ld, tb, s.M, s.N, s.K, accumulate);
-        ref::gemm_bf16(want.data(), ldc, a.data.data(), a.ld, ta, b.data.data(), b.ld, tb, s.M, s.N, s.K,
-                       accumulate);
-        // F32 sums of K products of unit-variance BF16 values: a few ulps of sqrt(K); the
-        // padding between rows (ldc > N) must be untouched.
-        const double tolerance = 1e-5 * std::sqrt(static_cast<double>(s.K)) + 1e-6;
-        for (std::int64_t i = 0; i < s.M; ++i)
-          for (std::int64_t j = 0; j < ldc; ++j) {
-            const std::size_t at = static_cast<std::size_t>(i * ldc + j);
-            if (j >= s.N) {
-              ASSERT_EQ(got[at], want[at]) << "wrote past N at (" << i << ", " << j << ")";
-              continue;
-            }
-            ASSERT_NEAR(got[at], want[at], tolerance * (1.0 + std::fabs(want[at])))
-                << s.M << "x" << s.N << "x" << s.K << " trans " << ta << tb << " accumulate " << accumulate
-                << " at (" << i << ", " << j << ")";
+    for (int variant = 0; variant < 8; ++variant) {
+      const bool ta = (variant & 1) != 0, tb = (variant & 2) != 0, accumulate = (variant & 4) != 0;
+      const Strided a = ta ? operand(s.K, s.M, 1) : operand(s.M, s.K, 1);
+      const Strided b = tb ? operand(s.N, s.K, 2) : operand(s.K, s.N, 2);
+      // A bias on two variants of three: each transpose and each mode runs with and without one.
+      const std::vector<float> bias_values = random_vector(s.N, 4);
+      const float* bias = (variant % 3 == 0) ? nullptr : bias_values.data();
+      const std::int64_t ldc = s.N + 5;
+      std::vector<float> got = random_vector(s.M * ldc, 3), want = got;
+      gemm_bf16(got.data(), ldc, a.data.data(), a.ld, ta, b.data.data(), b.ld, tb, s.M, s.N, s.K, accumulate,
+                bias);
+      ref::gemm_bf16(want.data(), ldc, a.data.data(), a.ld, ta, b.data.data(), b.ld, tb, s.M, s.N, s.K,
+                     accumulate, bias);
+      // F32 sums of K products of unit-variance BF16 values: a few ulps of sqrt(K); the
+      // padding between rows (ldc > N) must be untouched.
+      const double tolerance = 1e-5 * std::sqrt(static_cast<double>(s.K)) + 1e-6;
+      for (std::int64_t i = 0; i < s.M; ++i)
+        for (std::int64_t j = 0; j < ldc; ++j) {
+          const std::size_t at = static_cast<std::size_t>(i * ldc + j);
+          if (j >= s.N) {
+            ASSERT_EQ(got[at], want[at]) << "wrote past N at (" << i << ", " << j << ")";
+            continue;
           }
-      }
+          ASSERT_NEAR(got[at], want[at], tolerance * (1.0 + std::fabs(want[at])))
+              << s.M << "x" << s.N << "x" << s.K << " trans " << ta << tb << " accumulate " << accumulate
+              << " bias " << (bias != nullptr) << " at (" << i << ", " << j << ")";
+        }
+    }
 }
 
 // With K = 1 and the other operand 1, each output is one rounded operand, exactly: the

@@ -51,12 +51,16 @@ void pack_bf16_operand(std::uint16_t* dst, const float* b, std::int64_t ldb, boo
 }
 
 void gemm_bf16_packed(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a,
-                      const std::uint16_t* b16, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate) {
+                      const std::uint16_t* b16, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate,
+                      const float* bias) {
   require_gemm_bf16();
   if (M <= 0 || N <= 0) return;
   if (K <= 0) {
-    if (!accumulate)
-      for (std::int64_t i = 0; i < M; ++i) std::fill_n(c + i * ldc, N, 0.0f);
+    for (std::int64_t i = 0; i < M; ++i)
+      for (std::int64_t j = 0; j < N; ++j) {
+        const float sum = bias != nullptr ? 0.0f + bias[j] : 0.0f;
+        c[i * ldc + j] = accumulate ? c[i * ldc + j] + sum : sum;
+      }
     return;
   }
   const KernelTable& kt = active_kernels();
@@ -73,32 +77,35 @@ void gemm_bf16_packed(float* c, std::int64_t ldc, const float* a, std::int64_t l
   if (blocks >= 2 * num_threads() || M < 64) {
     parallel_for(blocks, min_items_per_thread(M * Kp * 32), [&](std::int64_t first, std::int64_t last) {
       const std::int64_t col = first * 32;
-      kt.gemm_bf16(c + col, ldc, a16, M, Kp, b16 + col * Kp, last - first, N - col, accumulate);
+      kt.gemm_bf16(c + col, ldc, a16, M, Kp, b16 + col * Kp, last - first, N - col, bias ? bias + col : nullptr,
+                   accumulate);
     });
   } else {
     // Few columns, many rows: threads take groups of 32 rows (whole tiles) instead.
     parallel_for(Mp / 32, min_items_per_thread(32 * Kp * Np), [&](std::int64_t first, std::int64_t last) {
       const std::int64_t r0 = first * 32, rows = std::min(M, last * 32) - r0;
-      kt.gemm_bf16(c + r0 * ldc, ldc, a16 + r0 * Kp, rows, Kp, b16, blocks, N, accumulate);
+      kt.gemm_bf16(c + r0 * ldc, ldc, a16 + r0 * Kp, rows, Kp, b16, blocks, N, bias, accumulate);
     });
   }
 }
 
 void gemm_bf16(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,
-               std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate) {
+               std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate,
+               const float* bias) {
   require_gemm_bf16();
   if (M <= 0 || N <= 0) return;
   // The calling thread's buffer for op(b), kept between calls; written whole by the packing.
   thread_local ScratchVector<std::uint16_t> b_buffer;
   b_buffer.resize(static_cast<std::size_t>(std::max<std::int64_t>(bf16_operand_elements(N, K), 0)));
   pack_bf16_operand(b_buffer.data(), b, ldb, trans_b, N, K);
-  gemm_bf16_packed(c, ldc, a, lda, trans_a, b_buffer.data(), M, N, K, accumulate);
+  gemm_bf16_packed(c, ldc, a, lda, trans_a, b_buffer.data(), M, N, K, accumulate, bias);
 }
 
 namespace ref {
 
 void gemm_bf16(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,
-               std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate) {
+               std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate,
+               const float* bias) {
   const auto rounded = [](float x) { return static_cast<double>(bf16_to_f32(f32_to_bf16(x))); };
   for (std::int64_t i = 0; i < M; ++i)
     for (std::int64_t j = 0; j < N; ++j) {
@@ -108,8 +115,9 @@ void gemm_bf16(float* c, std::int64_t ldc, const float* a, std::int64_t lda, boo
         const float y = trans_b ? b[j * ldb + k] : b[k * ldb + j];
         sum += rounded(x) * rounded(y);
       }
+      const float y = bias != nullptr ? static_cast<float>(sum) + bias[j] : static_cast<float>(sum);
       float& out = c[i * ldc + j];
-      out = accumulate ? out + static_cast<float>(sum) : static_cast<float>(sum);
+      out = accumulate ? out + y : y;
     }
 }
 

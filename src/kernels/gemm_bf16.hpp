@@ -24,12 +24,14 @@ void require_gemm_bf16();
 const char* gemm_bf16_kind();
 
 // c (M, N; ldc) = op(a) @ op(b), or c += with `accumulate`, with the arguments of
-// kernels::gemm; F32 in and out, BF16 products summed in F32. Threaded (over 32-column blocks,
+// kernels::gemm; F32 in and out, BF16 products summed in F32. A bias (N; F32, not rounded),
+// where given, is added to each row's sums as they leave the accumulators (c = sum + bias, or
+// c += sum + bias): no pass that fills c with it first. Threaded (over 32-column blocks,
 // or over rows when the columns are few); each output is one sum over k in order whatever the
 // thread count, so results do not depend on it. ValueError as require_gemm_bf16().
 void gemm_bf16(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,
                std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K,
-               bool accumulate = false);
+               bool accumulate = false, const float* bias = nullptr);
 
 // op(b) (K, N) converted once, for several products that share it: dst holds
 // bf16_operand_elements(N, K) BF16 in the layout above (threaded). gemm_bf16_packed then runs
@@ -39,14 +41,14 @@ void pack_bf16_operand(std::uint16_t* dst, const float* b, std::int64_t ldb, boo
                        std::int64_t K);
 void gemm_bf16_packed(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a,
                       const std::uint16_t* b16, std::int64_t M, std::int64_t N, std::int64_t K,
-                      bool accumulate = false);
+                      bool accumulate = false, const float* bias = nullptr);
 
 namespace ref {
 // The same operands rounded with core's f32_to_bf16, their products summed in double, then
-// rounded once to F32 (and added to c with `accumulate`). Runs on any CPU.
+// rounded once to F32, the bias added in F32 (and added to c with `accumulate`). Runs on any CPU.
 void gemm_bf16(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,
                std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K,
-               bool accumulate = false);
+               bool accumulate = false, const float* bias = nullptr);
 }  // namespace ref
 
 }  // namespace kael::kernels

@@ -74,10 +74,12 @@ using Bf16PackRowsFn = void(std::uint16_t* dst, const float* a, std::int64_t lda
                             std::int64_t K, std::int64_t g0, std::int64_t g1, bool tiled);
 using Bf16PackPanelsFn = void(std::uint16_t* dst, const float* b, std::int64_t ldb, bool trans, std::int64_t N,
                               std::int64_t K, std::int64_t p0, std::int64_t p1);
-// c (M, `blocks` 32-column blocks, at most n_valid columns; ldc) = or += a @ b, a converted
-// rows from row 0 (M of them), b the blocks' panels.
+// c (M, `blocks` 32-column blocks, at most n_valid columns; ldc) = or += a @ b (+ bias, the
+// blocks' n_valid entries, where not null), a converted rows from row 0 (M of them), b the
+// blocks' panels.
 using Bf16GemmFn = void(float* c, std::int64_t ldc, const std::uint16_t* a, std::int64_t M, std::int64_t Kp,
-                        const std::uint16_t* b, std::int64_t blocks, std::int64_t n_valid, bool accumulate);
+                        const std::uint16_t* b, std::int64_t blocks, std::int64_t n_valid, const float* bias,
+                        bool accumulate);
 
 struct KernelTable {
   Isa isa = Isa::scalar;

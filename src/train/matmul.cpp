@@ -1,6 +1,7 @@
 #include "train/matmul.hpp"
 
 #include "kernels/gemm.hpp"
+#include "kernels/gemm_bf16.hpp"
 #include "kernels/thread_pool.hpp"
 #include "train/precision.hpp"
 
@@ -22,12 +23,9 @@ void add_column_sums(float* dbias, const float* dout, std::int64_t M, std::int64
 void matmul_forward(float* out, float* scratch, const float* inp, const float* w, const float* bias, std::int64_t M,
                     std::int64_t K, std::int64_t N) {
   if (current_precision() == Precision::bf16) {
-    // out = bias, then += the product: the bias stays F32 (and is added after the sum).
-    kernels::parallel_for(M, 64, [&](std::int64_t r0, std::int64_t r1) {
-      for (std::int64_t r = r0; r < r1; ++r)
-        for (std::int64_t c = 0; c < N; ++c) out[r * N + c] = bias ? bias[c] : 0.0f;
-    });
-    product(out, N, inp, K, false, w, N, false, M, N, K, /*accumulate=*/true);
+    // The bias stays F32, added to the sums as they leave the tiles (no pass filling out with
+    // it first, and no reading it back).
+    kernels::gemm_bf16(out, N, inp, K, false, w, N, false, M, N, K, /*accumulate=*/false, bias);
     return;
   }
   kernels::pack_panels(scratch, w, K, N);

@@ -182,15 +182,15 @@ void pack_panels(std::uint16_t* dst, const float* b, std::int64_t ldb, bool tran
 // The product in passes of kRowsPerPass rows (each over all the blocks), on either kernel.
 template <bool kTiles>
 void product(float* c, std::int64_t ldc, const std::uint16_t* a, std::int64_t M, std::int64_t Kp,
-             const std::uint16_t* b, std::int64_t blocks, std::int64_t n_valid, bool accumulate) {
+             const std::uint16_t* b, std::int64_t blocks, std::int64_t n_valid, const float* bias, bool accumulate) {
   const Epilogue epilogue = accumulate ? Epilogue::residual : Epilogue::store;
   for (std::int64_t m0 = 0; m0 < M; m0 += kRowsPerPass) {
     const std::int64_t rows = std::min(kRowsPerPass, M - m0);
     if constexpr (kTiles) {
       const AmxTiles hold;
-      bf16_tile_gemm(c + m0 * ldc, ldc, a + m0 * Kp, rows, Kp, b, blocks, n_valid, nullptr, epilogue);
+      bf16_tile_gemm(c + m0 * ldc, ldc, a + m0 * Kp, rows, Kp, b, blocks, n_valid, bias, epilogue);
     } else {
-      bf16_gemv(c + m0 * ldc, ldc, a + m0 * Kp, rows, Kp, b, blocks, n_valid, nullptr, epilogue);
+      bf16_gemv(c + m0 * ldc, ldc, a + m0 * Kp, rows, Kp, b, blocks, n_valid, bias, epilogue);
     }
   }
 }
