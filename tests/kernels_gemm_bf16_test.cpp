@@ -135,6 +135,33 @@ TEST_P(GemmBf16, PackedOperandGivesTheSameBits) {
     }
 }
 
+// pack_bf16_operand with column sums: the same BF16 panels as without, and each column's sum
+// added to what was there, bit for bit the plain loop over the rows in order (a -0 start
+// stays -0: the padding rows are not added), on ragged sizes; a transposed op(b) is refused.
+TEST_P(GemmBf16, ColumnSumsBesideThePanelsMatchThePlainLoop) {
+  if (!gemm_bf16_available()) GTEST_SKIP() << isa_name(isa()) << " has no BF16 product";
+  for (const Case& s : kCases) {
+    Strided b = operand(s.K, s.N, 10);
+    for (std::int64_t k = 0; k < s.K; ++k) b.data[static_cast<std::size_t>(k * b.ld)] = -0.0f;  // column 0 sums to -0
+    std::vector<std::uint16_t> plain(static_cast<std::size_t>(bf16_operand_elements(s.N, s.K))), with_sums(plain.size());
+    pack_bf16_operand(plain.data(), b.data.data(), b.ld, false, s.N, s.K);
+    std::vector<float> sums = random_vector(s.N, 11), want = sums;
+    sums[0] = want[0] = -0.0f;
+    pack_bf16_operand(with_sums.data(), b.data.data(), b.ld, false, s.N, s.K, sums.data());
+    ASSERT_EQ(with_sums, plain) << s.K << "x" << s.N;
+    for (std::int64_t k = 0; k < s.K; ++k)
+      for (std::int64_t n = 0; n < s.N; ++n) want[static_cast<std::size_t>(n)] += b.data[static_cast<std::size_t>(k * b.ld + n)];
+    for (std::int64_t n = 0; n < s.N; ++n) {
+      const std::size_t at = static_cast<std::size_t>(n);
+      ASSERT_EQ(std::signbit(sums[at]), std::signbit(want[at])) << s.K << "x" << s.N << " column " << n;
+      ASSERT_EQ(sums[at], want[at]) << s.K << "x" << s.N << " column " << n;
+    }
+  }
+  std::vector<std::uint16_t> dst(static_cast<std::size_t>(bf16_operand_elements(4, 4)));
+  std::vector<float> b(16), sums(4);
+  EXPECT_THROW(pack_bf16_operand(dst.data(), b.data(), 4, true, 4, 4, sums.data()), kael::ValueError);
+}
+
 // The scratch of op(a) and op(b) is not zeroed between calls, so the packing must write all of
 // it, the padding past M, N and K included: NaN operands of a larger product first, then each
 // ragged case must still match the reference (a NaN left in the padding would reach it).

@@ -40,13 +40,18 @@ std::int64_t bf16_operand_elements(std::int64_t N, std::int64_t K) {
 }
 
 void pack_bf16_operand(std::uint16_t* dst, const float* b, std::int64_t ldb, bool trans_b, std::int64_t N,
-                       std::int64_t K) {
+                       std::int64_t K, float* column_sums) {
   require_gemm_bf16();
+  if (column_sums != nullptr && trans_b)
+    throw ValueError("pack_bf16_operand: column sums are taken only from an op(b) that is not transposed");
   if (N <= 0 || K <= 0) return;
   const KernelTable& kt = active_kernels();
   const std::int64_t Kp = bf16_padded_k(K), Np = bf16_padded_n(N);
   parallel_for(Np / kPanel, min_items_per_thread(kPanel * Kp), [&](std::int64_t p0, std::int64_t p1) {
-    kt.bf16_pack_panels(dst, b, ldb, trans_b, N, K, p0, p1);
+    if (column_sums != nullptr)
+      kt.bf16_pack_panels_sums(dst, column_sums, b, ldb, N, K, p0, p1);
+    else
+      kt.bf16_pack_panels(dst, b, ldb, trans_b, N, K, p0, p1);
   });
 }
 

@@ -35,10 +35,13 @@ void gemm_bf16(float* c, std::int64_t ldc, const float* a, std::int64_t lda, boo
 
 // op(b) (K, N) converted once, for several products that share it: dst holds
 // bf16_operand_elements(N, K) BF16 in the layout above (threaded). gemm_bf16_packed then runs
-// gemm_bf16 with that op(b), equal bits to gemm_bf16 on the same b.
+// gemm_bf16 with that op(b), equal bits to gemm_bf16 on the same b. With column_sums (N; only
+// without trans_b, else ValueError), column_sums[n] += op(b)[k][n] for k in order, in F32, from
+// the same read of b (a bias gradient beside its weight gradient); each column is summed by one
+// thread, so the sums do not depend on the thread count.
 std::int64_t bf16_operand_elements(std::int64_t N, std::int64_t K);
 void pack_bf16_operand(std::uint16_t* dst, const float* b, std::int64_t ldb, bool trans_b, std::int64_t N,
-                       std::int64_t K);
+                       std::int64_t K, float* column_sums = nullptr);
 void gemm_bf16_packed(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a,
                       const std::uint16_t* b16, std::int64_t M, std::int64_t N, std::int64_t K,
                       bool accumulate = false, const float* bias = nullptr);

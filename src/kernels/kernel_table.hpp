@@ -74,6 +74,11 @@ using Bf16PackRowsFn = void(std::uint16_t* dst, const float* a, std::int64_t lda
                             std::int64_t K, std::int64_t g0, std::int64_t g1, bool tiled);
 using Bf16PackPanelsFn = void(std::uint16_t* dst, const float* b, std::int64_t ldb, bool trans, std::int64_t N,
                               std::int64_t K, std::int64_t p0, std::int64_t p1);
+// The same panels of op(b) = b (not transposed), and column_sums[n] += b[k][n] over k in order
+// for the panels' columns: one read of b for the BF16 product and an F32 column sum beside it
+// (a linear layer's bias gradient beside its weight gradient's op(b)).
+using Bf16PackPanelsSumsFn = void(std::uint16_t* dst, float* column_sums, const float* b, std::int64_t ldb,
+                                  std::int64_t N, std::int64_t K, std::int64_t p0, std::int64_t p1);
 // c (M, `blocks` 32-column blocks, at most n_valid columns; ldc) = or += a @ b (+ bias, the
 // blocks' n_valid entries, where not null), a converted rows from row 0 (M of them), b the
 // blocks' panels.
@@ -103,6 +108,7 @@ struct KernelTable {
   const char* gemm_bf16_kind = "none";
   Bf16PackRowsFn* bf16_pack_rows = nullptr;
   Bf16PackPanelsFn* bf16_pack_panels = nullptr;
+  Bf16PackPanelsSumsFn* bf16_pack_panels_sums = nullptr;
   Bf16GemmFn* gemm_bf16 = nullptr;
   bool gemm_bf16_tiled = false;  // the layout of a that gemm_bf16 reads
 };

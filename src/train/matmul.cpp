@@ -1,5 +1,6 @@
 #include "train/matmul.hpp"
 
+#include "kernels/aligned_vector.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/gemm_bf16.hpp"
 #include "kernels/thread_pool.hpp"
@@ -39,6 +40,15 @@ void matmul_backward_input(float* dinp, const float* dout, const float* w, std::
 
 void matmul_backward_weight(float* dw, float* dbias, const float* inp, const float* dout, std::int64_t M,
                             std::int64_t K, std::int64_t N) {
+  if (current_precision() == Precision::bf16) {
+    // dout converted once for the product's op(b), dbias summed from that same read of it (the
+    // same float adds, in the same row order, as add_column_sums).
+    thread_local kernels::ScratchVector<std::uint16_t> dout16;
+    dout16.resize(static_cast<std::size_t>(kernels::bf16_operand_elements(N, M)));
+    kernels::pack_bf16_operand(dout16.data(), dout, N, false, N, M, dbias);
+    kernels::gemm_bf16_packed(dw, N, inp, K, true, dout16.data(), K, N, M, /*accumulate=*/true);
+    return;
+  }
   product(dw, N, inp, K, true, dout, N, false, K, N, M, /*accumulate=*/true);
   if (dbias != nullptr) add_column_sums(dbias, dout, M, N);
 }

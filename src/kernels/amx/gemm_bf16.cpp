@@ -141,23 +141,37 @@ void pack_rows(std::uint16_t* dst, const float* a, std::int64_t lda, bool trans,
   }
 }
 
+// op(b)[k][n] = b[k][n]: rows k and k + 1 of each panel, interleaved as 16 pairs; pair by pair
+// across the panels, so b is read row after row (a panel at a time walked down a 64-byte column
+// of b). With column_sums, each row is also added to the sums of its columns, rows in order (the
+// rows past K are not added: + 0 would turn a -0 sum into +0).
+void pack_panels_rows(std::uint16_t* dst, float* column_sums, const float* b, std::int64_t ldb, std::int64_t N,
+                      std::int64_t K, std::int64_t p0, std::int64_t p1) {
+  const std::int64_t Kp = bf16_padded_k(K);
+  for (std::int64_t k = 0; k < Kp; k += 2)
+    for (std::int64_t p = p0; p < p1; ++p) {
+      const std::int64_t n0 = p * kPanel, width = std::clamp<std::int64_t>(N - n0, 0, kPanel);
+      const __mmask16 mask = lanes(width);
+      const auto row = [&](std::int64_t kk) {
+        const bool live = kk < K && width > 0;
+        return _mm512_maskz_loadu_ps(live ? mask : 0, live ? b + kk * ldb + n0 : b);
+      };
+      const __m512 lo = row(k), hi = row(k + 1);
+      if (column_sums != nullptr && width > 0) {
+        __m512 sums = _mm512_maskz_loadu_ps(mask, column_sums + n0);
+        if (k < K) sums = _mm512_add_ps(sums, lo);
+        if (k + 1 < K) sums = _mm512_add_ps(sums, hi);
+        _mm512_mask_storeu_ps(column_sums + n0, mask, sums);
+      }
+      _mm512_storeu_si512(dst + p * kPanel * Kp + k * 16, bf16_pairs(lo, hi));
+    }
+}
+
 void pack_panels(std::uint16_t* dst, const float* b, std::int64_t ldb, bool trans, std::int64_t N, std::int64_t K,
                  std::int64_t p0, std::int64_t p1) {
   const std::int64_t Kp = bf16_padded_k(K);
   if (!trans) {
-    // op(b)[k][n] = b[k][n]: rows k and k + 1 of each panel, interleaved as 16 pairs; pair by
-    // pair across the panels, so b is read row after row (a panel at a time walked down a
-    // 64-byte column of b).
-    for (std::int64_t k = 0; k < Kp; k += 2)
-      for (std::int64_t p = p0; p < p1; ++p) {
-        const std::int64_t n0 = p * kPanel, width = std::clamp<std::int64_t>(N - n0, 0, kPanel);
-        const __mmask16 mask = lanes(width);
-        const auto row = [&](std::int64_t kk) {
-          const bool live = kk < K && width > 0;
-          return _mm512_maskz_loadu_ps(live ? mask : 0, live ? b + kk * ldb + n0 : b);
-        };
-        _mm512_storeu_si512(dst + p * kPanel * Kp + k * 16, bf16_pairs(row(k), row(k + 1)));
-      }
+    pack_panels_rows(dst, nullptr, b, ldb, N, K, p0, p1);
     return;
   }
   for (std::int64_t p = p0; p < p1; ++p) {
@@ -201,6 +215,7 @@ void fill_gemm_bf16(KernelTable& table, const CpuFeatures& cpu, bool tiles) {
   if (!cpu.avx512_bf16) return;
   table.bf16_pack_rows = pack_rows;
   table.bf16_pack_panels = pack_panels;
+  table.bf16_pack_panels_sums = pack_panels_rows;
   const bool amx = tiles && cpu.amx_bf16;
   table.gemm_bf16 = amx ? product<true> : product<false>;
   table.gemm_bf16_tiled = amx;
