@@ -32,6 +32,12 @@ namespace {
 using GemmFn = void(float*, std::int64_t, const float*, std::int64_t, bool, const float*, std::int64_t, bool,
                     std::int64_t, std::int64_t, std::int64_t, bool);
 
+// gemm_bf16 without a bias, in GemmFn's form (kernels::gemm's arguments).
+void bf16_product(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,
+                  std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate) {
+  gemm_bf16(c, ldc, a, lda, trans_a, b, ldb, trans_b, M, N, K, accumulate);
+}
+
 struct Case {
   const char* what;
   std::int64_t M, N, K;
@@ -39,12 +45,12 @@ struct Case {
   bool packed_b = false;  // op(b) converted once outside the timing, as the training head does
 };
 
-// One call of fn on the case's operands; with c.packed_b (and fn gemm_bf16), of
+// One call of fn on the case's operands; with c.packed_b (and fn bf16_product), of
 // gemm_bf16_packed on b16, op(b) already converted.
 void call(GemmFn* fn, const Case& c, const std::vector<float>& a, const std::vector<float>& b,
           const std::vector<std::uint16_t>& b16, std::vector<float>& out) {
   const std::int64_t lda = c.trans_a ? c.M : c.K, ldb = c.trans_b ? c.K : c.N;
-  if (c.packed_b && fn == gemm_bf16)
+  if (c.packed_b && fn == bf16_product)
     gemm_bf16_packed(out.data(), c.N, a.data(), lda, c.trans_a, b16.data(), c.M, c.N, c.K, c.accumulate);
   else
     fn(out.data(), c.N, a.data(), lda, c.trans_a, b.data(), ldb, c.trans_b, c.M, c.N, c.K, c.accumulate);
@@ -108,7 +114,7 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 97) * 0.01f - 0.4f;
     for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 89) * 0.01f - 0.4f;
     const double f32 = median_seconds(gemm, c, a, b, out, repeats);
-    const double bf16 = median_seconds(gemm_bf16, c, a, b, out, repeats);
+    const double bf16 = median_seconds(bf16_product, c, a, b, out, repeats);
     const double flops = 2.0 * static_cast<double>(c.M) * static_cast<double>(c.N) * static_cast<double>(c.K);
     f32_total += f32;
     bf16_total += bf16;
@@ -134,7 +140,7 @@ int main(int argc, char** argv) {
     for (int r = 0; r < repeats; ++r) {
       const double start = thread_cpu_seconds();
       for (std::size_t i = 0; i < std::size(cases); ++i) {
-        call(gemm_bf16, cases[i], as[i], bs[i], b16s[i], outs[i]);
+        call(bf16_product, cases[i], as[i], bs[i], b16s[i], outs[i]);
       }
       best = std::min(best, thread_cpu_seconds() - start);
     }
@@ -167,7 +173,7 @@ int main(int argc, char** argv) {
     const std::vector<float> a(static_cast<std::size_t>(c.M * c.K), 0.25f), b(static_cast<std::size_t>(c.K * c.N), 0.5f);
     std::vector<float> out(static_cast<std::size_t>(c.M * c.N));
     double best = 1e30;
-    for (int r = 0; r < 4 * repeats; ++r) best = std::min(best, median_seconds(gemm_bf16, c, a, b, out, 1));
+    for (int r = 0; r < 4 * repeats; ++r) best = std::min(best, median_seconds(bf16_product, c, a, b, out, 1));
     std::printf("%-32s %6.3f\n", "op(a) = X^T (768, 2048), N = 32", best * 1e3);
   }
   return 0;
