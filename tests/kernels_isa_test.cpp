@@ -244,6 +244,29 @@ TEST_P(IsaKernels, GeneralGemmMatchesReferenceWithEveryTranspose) {
             }
 }
 
+TEST_P(IsaKernels, GeneralGemmTransposedAMatchesItsCopyBitForBit) {
+  // dW = X^T dY: where the table reads a transposed A in place (gemm_panels_at), the same bits as
+  // the product of the transposed copy; ragged row tiles (12 rows), K over the 256-long k-blocks,
+  // an odd panel count, and (M = 400, K = 1100) more rows than one row block's share of L2.
+  struct Shape {
+    std::int64_t M, N, K;
+  };
+  for (const Shape s : {Shape{7, 16, 31}, Shape{70, 160, 300}, Shape{35, 48, 257}, Shape{400, 80, 1100}})
+    for (bool accumulate : {false, true}) {
+      const std::int64_t lda = s.M + 5, ldc = s.N + 3;
+      const auto a = random_vector(s.K * lda, 46), b = random_vector(s.K * s.N, 47);
+      std::vector<float> rows(s.M * s.K);  // op(a) (M, K)
+      for (std::int64_t k = 0; k < s.K; ++k)
+        for (std::int64_t i = 0; i < s.M; ++i) rows[i * s.K + k] = a[k * lda + i];
+      std::vector<float> fast = random_vector(s.M * ldc, 48), copy = fast, slow = fast;
+      gemm(fast.data(), ldc, a.data(), lda, true, b.data(), s.N, false, s.M, s.N, s.K, accumulate);
+      gemm(copy.data(), ldc, rows.data(), s.K, false, b.data(), s.N, false, s.M, s.N, s.K, accumulate);
+      ref::gemm(slow.data(), ldc, a.data(), lda, true, b.data(), s.N, false, s.M, s.N, s.K, accumulate);
+      ASSERT_TRUE(fast == copy) << "M=" << s.M << " N=" << s.N << " K=" << s.K << " accumulate=" << accumulate;
+      ASSERT_LT(max_error(fast, slow), 1e-4) << "M=" << s.M << " N=" << s.N << " K=" << s.K;
+    }
+}
+
 TEST_P(IsaKernels, GeneralGemmRowsDoNotDependOnTheSplit) {
   // Wide (threads split columns) and narrow (threads split rows) give each row the same bits
   // as computing it alone.

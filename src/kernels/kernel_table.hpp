@@ -34,6 +34,10 @@ namespace kael::kernels {
 using GemmPanelsFn = void(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const float* b,
                           std::int64_t ldb, std::int64_t panel_stride, bool packed, std::int64_t M, std::int64_t N,
                           std::int64_t K, const float* bias, Epilogue epilogue);
+// As GemmPanelsFn with a transposed: op(a) (M, K) is a (K, M; lda), input (r, k) at a[k * lda + r]
+// (kernels::gemm's trans_a, dW = X^T dY in training), read without a transposed copy; M >= 3 and
+// N a multiple of 16 only. Equal bits to GemmPanelsFn on the transposed copy.
+using GemmPanelsAtFn = GemmPanelsFn;
 // As kernels::gemm_nt (single-threaded).
 using GemmNtFn = void(float* out, std::int64_t ldo, const float* a, std::int64_t lda, const float* b,
                       std::int64_t ldb, std::int64_t M, std::int64_t N, std::int64_t K, float scale);
@@ -92,6 +96,7 @@ struct KernelTable {
   // "neon-smull", ...
   const char* int8_dot = "scalar";
   GemmPanelsFn* gemm_panels = nullptr;
+  GemmPanelsAtFn* gemm_panels_at = nullptr;  // null: kernels::gemm copies a transposed A into rows
   GemmNtFn* gemm_nt = nullptr;
   DequantizeF16Fn* dequantize_f16_panel = nullptr;
   F16GemvFn* f16_gemv = nullptr;  // null: linear_matrix dequantizes instead

@@ -180,6 +180,17 @@ void pack_tiles(float* dst, const float* a, long lda, long M, long K) {
   }
 }
 
+// As pack_tiles, from a transposed a: input (r, k) at a[k * lda + r] (GemmPanelsAtFn). A tile's k
+// is then h contiguous floats, so the tiles need no transposing (where kernels::gemm's rows copy
+// of X^T and pack_tiles' transpose back took about a fifth of a dW product).
+void pack_tiles_transposed(float* dst, const float* a, long lda, long M, long K) {
+  for (long r0 = 0; r0 < M; r0 += kMaxRows) {
+    const long h = std::min<long>(kMaxRows, M - r0);
+    float* t = dst + r0 * K;
+    for (long k = 0; k < K; ++k) std::copy_n(a + k * lda + r0, h, t + k * h);
+  }
+}
+
 // Decode: one or two rows, four panels per pass so that enough loads are in flight.
 void skinny(float* c, long ldc, const float* a, long lda, const float* b, long ldb, long panel_stride, long M,
             long K, const float* bias, Epilogue epilogue, long full_panels) {
@@ -203,8 +214,9 @@ void skinny(float* c, long ldc, const float* a, long lda, const float* b, long l
 // (rows x K) stay in L2 while every panel pair of the thread's share passes over them; panel
 // pairs; k-blocks of kKc, whose 2 x kKc panel rows (32 KiB at 256) stay in L1 while every row
 // tile of the block passes over them; row tiles.
+// a_transposed: input (r, k) at a[k * lda + r], always packed.
 void blocked(float* c, long ldc, const float* a, long lda, const float* b, long ldb, long panel_stride, long M,
-             long K, const float* bias, Epilogue epilogue, long full_panels) {
+             long K, const float* bias, Epilogue epilogue, long full_panels, bool a_transposed = false) {
   // As few row blocks as fit (each one streams all the thread's weights again), of equal size in
   // whole tiles: 256 rows at K = 3072 with 2 MiB of L2 are 96 + 96 + 64, not 120 + 120 + 16.
   const long most = std::max<long>(kMaxRows, row_block_bytes() / (4 * std::max<long>(1, K)) / kMaxRows * kMaxRows);
@@ -213,7 +225,7 @@ void blocked(float* c, long ldc, const float* a, long lda, const float* b, long 
   const bool split = K > kKc;
   // Copying the inputs costs about one panel's worth of multiply-adds: worth it for the
   // model's products (24 or more panels per thread), not for attention's P V (4 panels).
-  const bool pack = full_panels >= kPackPanels;
+  const bool pack = full_panels >= kPackPanels || a_transposed;
   thread_local AlignedVector<float> partial, tiles;  // on cache lines: partial's rows are zmm loads
   if (split && partial.size() < static_cast<std::size_t>(block * kPartialLd))
     partial.resize(static_cast<std::size_t>(block * kPartialLd));
@@ -222,8 +234,11 @@ void blocked(float* c, long ldc, const float* a, long lda, const float* b, long 
   for (long r0 = 0; r0 < M; r0 += block) {
     const long rows = std::min<long>(block, M - r0);
     float* cb = c + r0 * ldc;
-    const float* ab = a + r0 * lda;
-    if (pack) pack_tiles(tiles.data(), ab, lda, rows, K);
+    const float* ab = a + r0 * lda;  // (unused when a_transposed: pack is set)
+    if (a_transposed)
+      pack_tiles_transposed(tiles.data(), a + r0, lda, rows, K);
+    else if (pack)
+      pack_tiles(tiles.data(), ab, lda, rows, K);
     for (long p = 0; p < full_panels; p += 2) {
       const bool pair = p + 2 <= full_panels;
       for (long k0 = 0; k0 == 0 || k0 < K; k0 += kKc) {  // K = 0 too: the outputs are the bias
@@ -267,6 +282,13 @@ void gemm_panels(float* c, std::int64_t ldc, const float* a, std::int64_t lda, c
     rows_of<1, true>(c + 16 * p, ldc, a, lda, 0, b + p * panel_stride, packed ? w : ldb, panel_stride, M, K,
                      bias ? bias + 16 * p : nullptr, epilogue, w, nullptr);
   }
+}
+
+void gemm_panels_at(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+                    std::int64_t panel_stride, bool /*packed*/, std::int64_t M, std::int64_t N, std::int64_t K,
+                    const float* bias, Epilogue epilogue) {
+  if (M <= 0 || N <= 0) return;
+  blocked(c, ldc, a, lda, b, ldb, panel_stride, M, K, bias, epilogue, N / 16, /*a_transposed=*/true);
 }
 
 }  // namespace kael::kernels::avx512

@@ -11,6 +11,7 @@
 namespace kael::kernels::avx512 {
 
 GemmPanelsFn gemm_panels;
+GemmPanelsAtFn gemm_panels_at;
 DequantizeF16Fn dequantize_f16_panel;
 F16GemvFn f16_gemv;
 Int8GemmFn int8_gemm_vnni;

@@ -10,6 +10,7 @@ namespace kael::kernels::avx512 {
 
 void fill(KernelTable& table, const CpuFeatures& cpu) {
   table.gemm_panels = gemm_panels;
+  table.gemm_panels_at = gemm_panels_at;
   table.dequantize_f16_panel = dequantize_f16_panel;
   table.f16_gemv = f16_gemv;
   if (cpu.avx512_vnni) {
