@@ -162,6 +162,44 @@ TEST_P(GemmBf16, ColumnSumsBesideThePanelsMatchThePlainLoop) {
   EXPECT_THROW(pack_bf16_operand(dst.data(), b.data(), 4, true, 4, 4, sums.data()), kael::ValueError);
 }
 
+// pack_bf16_both: one read of x (M, N) for both layouts a linear layer's backward reads its
+// dout in. Its panels and column sums are pack_bf16_operand's (bit for bit, the padding and a
+// -0 sum included); its rows, as op(a) of gemm_bf16_prepacked, give gemm_bf16's bits on x, with
+// and without accumulation. Ragged sizes, strided x with a subnormal in it (the slow rounding
+// path), buffers filled with NaNs first (all of them must be written); the suite runs on one and
+// three threads.
+TEST_P(GemmBf16, BothLayoutsFromOneReadMatchEachApart) {
+  if (!gemm_bf16_available()) GTEST_SKIP() << isa_name(isa()) << " has no BF16 product";
+  for (const Case& s : kCases) {
+    const std::int64_t M = s.M, N = s.N, K = s.K;  // x (M, N), w (K, N): dinp (M, K) = x @ w^T
+    Strided x = operand(M, N, 12);
+    for (std::int64_t r = 0; r < M; ++r) x.data[static_cast<std::size_t>(r * x.ld)] = -0.0f;  // column 0 sums to -0
+    x.data[static_cast<std::size_t>((M - 1) * x.ld + N - 1)] = 1e-39f;
+    const Strided w = operand(K, N, 13);
+    std::vector<std::uint16_t> rows(static_cast<std::size_t>(bf16_rows_elements(M, N)), 0x7FC0),
+        panels(static_cast<std::size_t>(bf16_operand_elements(N, M)), 0x7FC0), want_panels(panels.size());
+    std::vector<float> sums = random_vector(N, 14), want_sums = sums;
+    sums[0] = want_sums[0] = -0.0f;
+    pack_bf16_both(rows.data(), panels.data(), x.data.data(), x.ld, M, N, sums.data());
+    pack_bf16_operand(want_panels.data(), x.data.data(), x.ld, false, N, M, want_sums.data());
+    ASSERT_EQ(panels, want_panels) << M << "x" << N;
+    for (std::int64_t n = 0; n < N; ++n) {
+      const std::size_t at = static_cast<std::size_t>(n);
+      ASSERT_EQ(std::signbit(sums[at]), std::signbit(want_sums[at])) << M << "x" << N << " column " << n;
+      ASSERT_EQ(sums[at], want_sums[at]) << M << "x" << N << " column " << n;
+    }
+    std::vector<std::uint16_t> w16(static_cast<std::size_t>(bf16_operand_elements(K, N)));
+    pack_bf16_operand(w16.data(), w.data.data(), w.ld, true, K, N);
+    const std::int64_t ldc = K + 2;
+    for (bool accumulate : {false, true}) {
+      std::vector<float> got = random_vector(M * ldc, 15), want = got;
+      gemm_bf16_prepacked(got.data(), ldc, rows.data(), w16.data(), M, K, N, accumulate);
+      gemm_bf16(want.data(), ldc, x.data.data(), x.ld, false, w.data.data(), w.ld, true, M, K, N, accumulate);
+      ASSERT_EQ(got, want) << M << "x" << N << "x" << K << " accumulate " << accumulate;
+    }
+  }
+}
+
 // The scratch of op(a) and op(b) is not zeroed between calls, so the packing must write all of
 // it, the padding past M, N and K included: NaN operands of a larger product first, then each
 // ragged case must still match the reference (a NaN left in the padding would reach it).

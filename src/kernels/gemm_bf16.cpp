@@ -55,29 +55,13 @@ void pack_bf16_operand(std::uint16_t* dst, const float* b, std::int64_t ldb, boo
   });
 }
 
-void gemm_bf16_packed(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a,
-                      const std::uint16_t* b16, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate,
-                      const float* bias) {
-  require_gemm_bf16();
-  if (M <= 0 || N <= 0) return;
-  if (K <= 0) {
-    for (std::int64_t i = 0; i < M; ++i)
-      for (std::int64_t j = 0; j < N; ++j) {
-        const float sum = bias != nullptr ? 0.0f + bias[j] : 0.0f;
-        c[i * ldc + j] = accumulate ? c[i * ldc + j] + sum : sum;
-      }
-    return;
-  }
+namespace {
+
+// c = or += a16 @ b16 (+ bias) for K > 0, both converted; threaded.
+void product_of_converted(float* c, std::int64_t ldc, const std::uint16_t* a16, const std::uint16_t* b16,
+                          std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate, const float* bias) {
   const KernelTable& kt = active_kernels();
   const std::int64_t Kp = bf16_padded_k(K), Mp = round_up(M, 32), Np = bf16_padded_n(N);
-  // The calling thread's buffer, filled and read by the workers through this pointer; every
-  // element is written by the packing (the padding too), so it is not zeroed.
-  thread_local ScratchVector<std::uint16_t> a_buffer;
-  a_buffer.resize(static_cast<std::size_t>(Mp * Kp));
-  std::uint16_t* a16 = a_buffer.data();
-  parallel_for(Mp / 16, min_items_per_thread(16 * Kp), [&](std::int64_t g0, std::int64_t g1) {
-    kt.bf16_pack_rows(a16, a, lda, trans_a, M, K, g0, g1, kt.gemm_bf16_tiled);
-  });
   const std::int64_t blocks = Np / 32;
   if (blocks >= 2 * num_threads() || M < 64) {
     parallel_for(blocks, min_items_per_thread(M * Kp * 32), [&](std::int64_t first, std::int64_t last) {
@@ -92,6 +76,58 @@ void gemm_bf16_packed(float* c, std::int64_t ldc, const float* a, std::int64_t l
       kt.gemm_bf16(c + r0 * ldc, ldc, a16 + r0 * Kp, rows, Kp, b16, blocks, N, bias, accumulate);
     });
   }
+}
+
+// c = or += 0 + bias: the product over an empty K.
+void empty_product(float* c, std::int64_t ldc, std::int64_t M, std::int64_t N, bool accumulate, const float* bias) {
+  for (std::int64_t i = 0; i < M; ++i)
+    for (std::int64_t j = 0; j < N; ++j) {
+      const float sum = bias != nullptr ? 0.0f + bias[j] : 0.0f;
+      c[i * ldc + j] = accumulate ? c[i * ldc + j] + sum : sum;
+    }
+}
+
+}  // namespace
+
+void gemm_bf16_packed(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a,
+                      const std::uint16_t* b16, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate,
+                      const float* bias) {
+  require_gemm_bf16();
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) return empty_product(c, ldc, M, N, accumulate, bias);
+  const KernelTable& kt = active_kernels();
+  const std::int64_t Kp = bf16_padded_k(K), Mp = round_up(M, 32);
+  // The calling thread's buffer, filled and read by the workers through this pointer; every
+  // element is written by the packing (the padding too), so it is not zeroed.
+  thread_local ScratchVector<std::uint16_t> a_buffer;
+  a_buffer.resize(static_cast<std::size_t>(Mp * Kp));
+  std::uint16_t* a16 = a_buffer.data();
+  parallel_for(Mp / 16, min_items_per_thread(16 * Kp), [&](std::int64_t g0, std::int64_t g1) {
+    kt.bf16_pack_rows(a16, a, lda, trans_a, M, K, g0, g1, kt.gemm_bf16_tiled);
+  });
+  product_of_converted(c, ldc, a16, b16, M, N, K, accumulate, bias);
+}
+
+std::int64_t bf16_rows_elements(std::int64_t M, std::int64_t K) { return round_up(M, 32) * bf16_padded_k(K); }
+
+void pack_bf16_both(std::uint16_t* rows16, std::uint16_t* panels16, const float* x, std::int64_t ldx, std::int64_t M,
+                    std::int64_t N, float* column_sums) {
+  require_gemm_bf16();
+  if (M <= 0 || N <= 0) return;
+  const KernelTable& kt = active_kernels();
+  const std::int64_t Mp = round_up(M, 32);
+  // Over 32-column chunks: each column (its sum too) is one thread's, every row of it.
+  parallel_for(bf16_padded_n(N) / 32, min_items_per_thread(32 * Mp), [&](std::int64_t c0, std::int64_t c1) {
+    kt.bf16_pack_both(rows16, panels16, column_sums, x, ldx, M, N, c0, c1, kt.gemm_bf16_tiled);
+  });
+}
+
+void gemm_bf16_prepacked(float* c, std::int64_t ldc, const std::uint16_t* a16, const std::uint16_t* b16,
+                         std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate, const float* bias) {
+  require_gemm_bf16();
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) return empty_product(c, ldc, M, N, accumulate, bias);
+  product_of_converted(c, ldc, a16, b16, M, N, K, accumulate, bias);
 }
 
 void gemm_bf16(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,

@@ -46,6 +46,20 @@ void gemm_bf16_packed(float* c, std::int64_t ldc, const float* a, std::int64_t l
                       const std::uint16_t* b16, std::int64_t M, std::int64_t N, std::int64_t K,
                       bool accumulate = false, const float* bias = nullptr);
 
+// x (M, N) converted once into both layouts that a linear layer's backward reads it in (dout:
+// op(a) of dX = dout @ W^T, op(b) of dW = inp^T @ dout), from one read of x: rows16 holds
+// bf16_rows_elements(M, N) BF16, op(a) = x for gemm_bf16_prepacked; panels16 holds
+// bf16_operand_elements(N, M), op(b) = x, as pack_bf16_operand(panels16, x, ldx, false, N, M,
+// column_sums) writes it (column sums alike). Equal bits to converting each apart. Threaded.
+std::int64_t bf16_rows_elements(std::int64_t M, std::int64_t K);
+void pack_bf16_both(std::uint16_t* rows16, std::uint16_t* panels16, const float* x, std::int64_t ldx, std::int64_t M,
+                    std::int64_t N, float* column_sums = nullptr);
+// c (M, N) = or += op(a) @ op(b) (+ bias) with both operands converted: a16 by pack_bf16_both's
+// rows (M, K), b16 by pack_bf16_operand (K, N).
+void gemm_bf16_prepacked(float* c, std::int64_t ldc, const std::uint16_t* a16, const std::uint16_t* b16,
+                         std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate = false,
+                         const float* bias = nullptr);
+
 namespace ref {
 // The same operands rounded with core's f32_to_bf16, their products summed in double, then
 // rounded once to F32, the bias added in F32 (and added to c with `accumulate`). Runs on any CPU.

@@ -83,6 +83,13 @@ using Bf16PackPanelsFn = void(std::uint16_t* dst, const float* b, std::int64_t l
 // (a linear layer's bias gradient beside its weight gradient's op(b)).
 using Bf16PackPanelsSumsFn = void(std::uint16_t* dst, float* column_sums, const float* b, std::int64_t ldb,
                                   std::int64_t N, std::int64_t K, std::int64_t p0, std::int64_t p1);
+// x (M, N) in both layouts from one read, for 32-column chunks [c0, c1): rows as op(a) = x
+// (Kp = round_up(N, 32) a row, rows up to round_up(M, 32), `tiled` or row major) and panels as
+// op(b) = x (K = M), with column_sums (may be null) as Bf16PackPanelsSumsFn's. A gradient that
+// is op(a) of one product of a linear layer's backward and op(b) of the other.
+using Bf16PackBothFn = void(std::uint16_t* rows, std::uint16_t* panels, float* column_sums, const float* x,
+                            std::int64_t ldx, std::int64_t M, std::int64_t N, std::int64_t c0, std::int64_t c1,
+                            bool tiled);
 // c (M, `blocks` 32-column blocks, at most n_valid columns; ldc) = or += a @ b (+ bias, the
 // blocks' n_valid entries, where not null), a converted rows from row 0 (M of them), b the
 // blocks' panels.
@@ -114,6 +121,7 @@ struct KernelTable {
   Bf16PackRowsFn* bf16_pack_rows = nullptr;
   Bf16PackPanelsFn* bf16_pack_panels = nullptr;
   Bf16PackPanelsSumsFn* bf16_pack_panels_sums = nullptr;
+  Bf16PackBothFn* bf16_pack_both = nullptr;
   Bf16GemmFn* gemm_bf16 = nullptr;
   bool gemm_bf16_tiled = false;  // the layout of a that gemm_bf16 reads
 };

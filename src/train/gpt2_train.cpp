@@ -156,6 +156,9 @@ void TrainableGPT2::Impl::backward(ProfileTimer& timer, const std::int32_t* inpu
   layernorm_backward(d_res, g.ln_f_weight, g.ln_f_bias, acts.d_small, acts.residual.back(), w.ln_f_weight,
                      acts.ln_f_mean, acts.ln_f_rstd, M, C);
   timer.lap(&TrainProfile::backward_other_ms);
+  // Each dout converted to BF16 once for both its products (--precision bf16); one buffer for
+  // all the layers, kept between steps.
+  thread_local ConvertedGradient converted;
   for (int l = config.n_layer - 1; l >= 0; --l) {
     const LayerTensors& lw = w.layers[static_cast<std::size_t>(l)];
     const LayerTensors& lg = g.layers[static_cast<std::size_t>(l)];
@@ -163,15 +166,15 @@ void TrainableGPT2::Impl::backward(ProfileTimer& timer, const std::int32_t* inpu
     // MLP: next = mid + dropout(gelu(ln_2(mid) @ fc) @ proj).
     const float* d_out = branch_grad(mlp_resid_site(l));
     timer.lap(&TrainProfile::backward_other_ms);
-    matmul_backward_weight(lg.mlp_proj_weight, lg.mlp_proj_bias, a.gelu, d_out, M, H, C);
+    matmul_backward_weight(lg.mlp_proj_weight, lg.mlp_proj_bias, a.gelu, d_out, M, H, C, &converted);
     timer.lap(&TrainProfile::backward_dw_ms);
-    matmul_backward_input(acts.d_wide, d_out, lw.mlp_proj_weight, M, H, C);
+    matmul_backward_input(acts.d_wide, d_out, lw.mlp_proj_weight, M, H, C, &converted);
     timer.lap(&TrainProfile::backward_dx_ms);
     gelu_backward(acts.d_wide, a.fc, acts.d_wide, M * H);
     timer.lap(&TrainProfile::backward_other_ms);
-    matmul_backward_weight(lg.fc_weight, lg.fc_bias, a.ln_2, acts.d_wide, M, C, H);
+    matmul_backward_weight(lg.fc_weight, lg.fc_bias, a.ln_2, acts.d_wide, M, C, H, &converted);
     timer.lap(&TrainProfile::backward_dw_ms);
-    matmul_backward_input(acts.d_small, acts.d_wide, lw.fc_weight, M, C, H);
+    matmul_backward_input(acts.d_small, acts.d_wide, lw.fc_weight, M, C, H, &converted);
     timer.lap(&TrainProfile::backward_dx_ms);
     layernorm_backward(d_res, lg.ln_2_weight, lg.ln_2_bias, acts.d_small, a.mid, lw.ln_2_weight, a.ln_2_mean,
                        a.ln_2_rstd, M, C);
@@ -179,16 +182,16 @@ void TrainableGPT2::Impl::backward(ProfileTimer& timer, const std::int32_t* inpu
     // Attention: mid = x + dropout(attention(ln_1(x) @ qkv) @ proj).
     d_out = branch_grad(attn_resid_site(l));
     timer.lap(&TrainProfile::backward_other_ms);
-    matmul_backward_weight(lg.attn_proj_weight, lg.attn_proj_bias, a.attn, d_out, M, C, C);
+    matmul_backward_weight(lg.attn_proj_weight, lg.attn_proj_bias, a.attn, d_out, M, C, C, &converted);
     timer.lap(&TrainProfile::backward_dw_ms);
-    matmul_backward_input(acts.d_small, d_out, lw.attn_proj_weight, M, C, C);
+    matmul_backward_input(acts.d_small, d_out, lw.attn_proj_weight, M, C, C, &converted);
     timer.lap(&TrainProfile::backward_dx_ms);
     attention_backward(acts.d_wide, acts.d_small, a.qkv, a.probs, mask(true, attention_site(l)), B, T,
                        config.n_head, config.head_dim());
     timer.lap(&TrainProfile::backward_attention_ms);
-    matmul_backward_weight(lg.qkv_weight, lg.qkv_bias, a.ln_1, acts.d_wide, M, C, 3 * C);
+    matmul_backward_weight(lg.qkv_weight, lg.qkv_bias, a.ln_1, acts.d_wide, M, C, 3 * C, &converted);
     timer.lap(&TrainProfile::backward_dw_ms);
-    matmul_backward_input(acts.d_small, acts.d_wide, lw.qkv_weight, M, C, 3 * C);
+    matmul_backward_input(acts.d_small, acts.d_wide, lw.qkv_weight, M, C, 3 * C, &converted);
     timer.lap(&TrainProfile::backward_dx_ms);
     layernorm_backward(d_res, lg.ln_1_weight, lg.ln_1_bias, acts.d_small, acts.residual[static_cast<std::size_t>(l)],
                        lw.ln_1_weight, a.ln_1_mean, a.ln_1_rstd, M, C);

@@ -34,18 +34,35 @@ void matmul_forward(float* out, float* scratch, const float* inp, const float* w
 }
 
 void matmul_backward_input(float* dinp, const float* dout, const float* w, std::int64_t M, std::int64_t K,
-                           std::int64_t N) {
+                           std::int64_t N, const ConvertedGradient* converted) {
+  if (current_precision() == Precision::bf16 && converted != nullptr && converted->source == dout &&
+      converted->M == M && converted->N == N) {
+    thread_local kernels::ScratchVector<std::uint16_t> w16;  // op(b) = w^T (N, K)
+    w16.resize(static_cast<std::size_t>(kernels::bf16_operand_elements(K, N)));
+    kernels::pack_bf16_operand(w16.data(), w, N, true, K, N);
+    kernels::gemm_bf16_prepacked(dinp, K, converted->rows.data(), w16.data(), M, K, N);
+    return;
+  }
   product(dinp, K, dout, N, false, w, N, true, M, K, N);
 }
 
 void matmul_backward_weight(float* dw, float* dbias, const float* inp, const float* dout, std::int64_t M,
-                            std::int64_t K, std::int64_t N) {
+                            std::int64_t K, std::int64_t N, ConvertedGradient* converted) {
   if (current_precision() == Precision::bf16) {
     // dout converted once for the product's op(b), dbias summed from that same read of it (the
-    // same float adds, in the same row order, as add_column_sums).
+    // same float adds, in the same row order, as add_column_sums), and with `converted` into
+    // the rows matmul_backward_input reads too.
     thread_local kernels::ScratchVector<std::uint16_t> dout16;
     dout16.resize(static_cast<std::size_t>(kernels::bf16_operand_elements(N, M)));
-    kernels::pack_bf16_operand(dout16.data(), dout, N, false, N, M, dbias);
+    if (converted != nullptr) {
+      converted->rows.resize(static_cast<std::size_t>(kernels::bf16_rows_elements(M, N)));
+      kernels::pack_bf16_both(converted->rows.data(), dout16.data(), dout, N, M, N, dbias);
+      converted->source = dout;
+      converted->M = M;
+      converted->N = N;
+    } else {
+      kernels::pack_bf16_operand(dout16.data(), dout, N, false, N, M, dbias);
+    }
     kernels::gemm_bf16_packed(dw, N, inp, K, true, dout16.data(), K, N, M, /*accumulate=*/true);
     return;
   }

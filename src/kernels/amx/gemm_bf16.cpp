@@ -193,6 +193,43 @@ void pack_panels(std::uint16_t* dst, const float* b, std::int64_t ldb, bool tran
   }
 }
 
+// x (M, N) as pack_rows's op(a) = x and pack_panels_rows's op(b) = x (with its column sums),
+// equal bits, from one read: rows k and k + 1 of each 32-column chunk become two BF16 rows, and
+// one word permute of the pair gives each of the chunk's two panels its (k, k + 1) pairs.
+void pack_both(std::uint16_t* rows, std::uint16_t* panels, float* column_sums, const float* x, std::int64_t ldx,
+               std::int64_t M, std::int64_t N, std::int64_t c0, std::int64_t c1, bool tiled) {
+  const std::int64_t Kp = bf16_padded_k(N), Mp = bf16_padded_k(M);
+  // Word 2 j: the first row's word j (+ 16 for the second panel); word 2 j + 1: the second row's.
+  const __m512i left = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6,
+                                        37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+  const __m512i right = _mm512_add_epi16(left, _mm512_set1_epi16(16));
+  for (std::int64_t k = 0; k < Mp; k += 2)
+    for (std::int64_t c = c0; c < c1; ++c) {
+      const std::int64_t n0 = c * 32;
+      const auto load = [&](std::int64_t kk, std::int64_t from) {
+        const std::int64_t width = std::clamp<std::int64_t>(N - from, 0, kPanel);
+        const bool live = kk < M && width > 0;
+        return _mm512_maskz_loadu_ps(live ? lanes(width) : 0, live ? x + kk * ldx + from : x);
+      };
+      const __m512 lo0 = load(k, n0), lo1 = load(k, n0 + 16), hi0 = load(k + 1, n0), hi1 = load(k + 1, n0 + 16);
+      const __m512i first = bf16_row(lo0, lo1), second = bf16_row(hi0, hi1);
+      _mm512_storeu_si512(rows + chunk_byte(k, c, Kp * 2, tiled) / 2, first);
+      _mm512_storeu_si512(rows + chunk_byte(k + 1, c, Kp * 2, tiled) / 2, second);
+      _mm512_storeu_si512(panels + 2 * c * kPanel * Mp + k * 16, _mm512_permutex2var_epi16(first, left, second));
+      _mm512_storeu_si512(panels + (2 * c + 1) * kPanel * Mp + k * 16, _mm512_permutex2var_epi16(first, right, second));
+      if (column_sums == nullptr) continue;
+      for (int half = 0; half < 2; ++half) {
+        const std::int64_t from = n0 + 16 * half, width = std::clamp<std::int64_t>(N - from, 0, kPanel);
+        if (width == 0) continue;
+        const __mmask16 mask = lanes(width);
+        __m512 sums = _mm512_maskz_loadu_ps(mask, column_sums + from);
+        if (k < M) sums = _mm512_add_ps(sums, half == 0 ? lo0 : lo1);
+        if (k + 1 < M) sums = _mm512_add_ps(sums, half == 0 ? hi0 : hi1);
+        _mm512_mask_storeu_ps(column_sums + from, mask, sums);
+      }
+    }
+}
+
 // The product in passes of kRowsPerPass rows (each over all the blocks), on either kernel.
 template <bool kTiles>
 void product(float* c, std::int64_t ldc, const std::uint16_t* a, std::int64_t M, std::int64_t Kp,
@@ -216,6 +253,7 @@ void fill_gemm_bf16(KernelTable& table, const CpuFeatures& cpu, bool tiles) {
   table.bf16_pack_rows = pack_rows;
   table.bf16_pack_panels = pack_panels;
   table.bf16_pack_panels_sums = pack_panels_rows;
+  table.bf16_pack_both = pack_both;
   const bool amx = tiles && cpu.amx_bf16;
   table.gemm_bf16 = amx ? product<true> : product<false>;
   table.gemm_bf16_tiled = amx;
