@@ -19,6 +19,7 @@
 #include "cli/default_model.hpp"
 #include "kael/core/cpu_clock.hpp"
 #include "kael/core/error.hpp"
+#include "kael/core/peak_memory.hpp"
 #include "kael/model/gpt2.hpp"
 
 namespace kael::cli {
@@ -58,11 +59,7 @@ long page_faults() {
   return usage.ru_minflt + usage.ru_majflt;
 }
 
-double peak_rss_mb() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) * 1024.0 / 1e6;  // ru_maxrss is in KiB
-}
+double peak_rss_mb() { return static_cast<double>(peak_rss_bytes()) / 1e6; }
 
 // The q-quantile (0..1) of `values` by the nearest-rank method.
 double quantile(std::vector<double> values, double q) {

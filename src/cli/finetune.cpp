@@ -22,6 +22,7 @@
 #include "cli/default_model.hpp"
 #include "cli/loss_plot.hpp"
 #include "kael/core/error.hpp"
+#include "kael/core/peak_memory.hpp"
 #include "kael/train/run.hpp"
 
 namespace kael::cli {
@@ -53,19 +54,6 @@ void install_stop_handlers() {
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
-}
-
-// This process's peak resident memory in bytes (VmHWM: unlike getrusage's maxrss, it does not
-// include the memory of the process that forked this one before exec), or 0 when unknown.
-long long peak_rss_bytes() {
-  std::FILE* status = std::fopen("/proc/self/status", "r");
-  if (status == nullptr) return 0;
-  char line[256];
-  long long kilobytes = 0;
-  while (std::fgets(line, sizeof(line), status) != nullptr)
-    if (std::sscanf(line, "VmHWM: %lld kB", &kilobytes) == 1) break;
-  std::fclose(status);
-  return kilobytes * 1024;
 }
 
 std::string duration_text(double seconds) {

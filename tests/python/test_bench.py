@@ -66,6 +66,16 @@ def test_warmup_keeps_first_touch_faults_out_of_the_timed_prefill(kael, gpt2_f16
     assert warm["prefill_page_faults"] < cold["prefill_page_faults"]
 
 
+def test_peak_rss_is_the_benchmarks_own(kael, gpt2_f16_dir):
+    # getrusage's maxrss would carry over this test process's resident memory through exec;
+    # kael reports its own (VmHWM). 1 GB touched here, the small checkpoint's run far below it.
+    held = bytearray(1 << 30)
+    held[::4096] = b"\x01" * len(held[::4096])
+    out = bench(kael, gpt2_f16_dir, "--prompt-tokens", 4, "--max-tokens", 2)
+    assert out["weights_mb"] <= out["peak_rss_mb"] < 700
+    del held
+
+
 @pytest.mark.parametrize("args, message", [
     (["--batch", "0"], "--batch"),
     (["--max-tokens", "0"], "--max-tokens"),
