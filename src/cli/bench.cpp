@@ -140,6 +140,16 @@ int run_bench(const BenchArgs& args) {
   for (std::size_t b = 0; b < batch; ++b) sessions.push_back(model.new_session());
   std::vector<model::Session*> pointers;
   for (auto& s : sessions) pointers.push_back(&s);
+  // One greedy decode step: each sequence's token in `tokens` becomes its next one. One sequence
+  // goes through forward(), as `kael generate` does; several through one forward_batch().
+  const auto decode_step = [&](std::vector<std::int32_t>& tokens) {
+    if (batch == 1) {
+      tokens[0] = argmax(model.forward(sessions[0], std::span(tokens.data(), 1)));
+    } else {
+      const auto logits = model.forward_batch(pointers, tokens);
+      for (std::size_t b = 0; b < batch; ++b) tokens[b] = argmax(logits[b]);
+    }
+  };
 
   // Warm-up rounds on other seeded prompts, then each session forgets them: the timed prefill
   // then writes KV blocks and scratch the process has already touched, as a server's does, and
@@ -150,11 +160,7 @@ int run_bench(const BenchArgs& args) {
   for (int round = 0; round < args.warmup; ++round) {
     for (auto& t : warm_prompt) t = any_token(rng);
     for (std::size_t b = 0; b < batch; ++b) warm_next[b] = argmax(model.forward(sessions[b], warm_prompt));
-    if (batch == 1) {
-      model.forward(sessions[0], std::span(warm_next.data(), 1));
-    } else {
-      model.forward_batch(pointers, warm_next);
-    }
+    decode_step(warm_next);
     for (auto& s : sessions) s.reset();
   }
 
@@ -175,19 +181,13 @@ int run_bench(const BenchArgs& args) {
   const double prefill_main_cpu_ms = thread_cpu_ms() - prefill_main_cpu_start;
   const long prefill_page_faults = page_faults() - prefill_faults_start;
 
-  // Decode: every step feeds each sequence its last greedy token. One sequence goes through
-  // forward(), as `kael generate` does; several through one forward_batch() per step.
+  // Decode: every step feeds each sequence its last greedy token.
   std::vector<double> step_ms;
   const double decode_cpu_start = process_cpu_ms();
   const auto decode_start = Clock::now();
   for (int step = 0; step < args.max_tokens; ++step) {
     const auto step_start = Clock::now();
-    if (batch == 1) {
-      next[0] = argmax(model.forward(sessions[0], std::span(next.data(), 1)));
-    } else {
-      const auto logits = model.forward_batch(pointers, next);
-      for (std::size_t b = 0; b < batch; ++b) next[b] = argmax(logits[b]);
-    }
+    decode_step(next);
     step_ms.push_back(ms_since(step_start));
   }
   const double decode_ms = ms_since(decode_start);
