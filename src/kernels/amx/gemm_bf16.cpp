@@ -141,10 +141,18 @@ void pack_rows(std::uint16_t* dst, const float* a, std::int64_t lda, bool trans,
   }
 }
 
+// sums (width lanes of `mask`) += rows k and k + 1, those below `rows` only: a row past the end
+// is not added, as + 0 would turn a -0 sum into +0. Rows in order, one add each.
+void add_row_pair_to_sums(float* sums, __mmask16 mask, __m512 lo, __m512 hi, std::int64_t k, std::int64_t rows) {
+  __m512 acc = _mm512_maskz_loadu_ps(mask, sums);
+  if (k < rows) acc = _mm512_add_ps(acc, lo);
+  if (k + 1 < rows) acc = _mm512_add_ps(acc, hi);
+  _mm512_mask_storeu_ps(sums, mask, acc);
+}
+
 // op(b)[k][n] = b[k][n]: rows k and k + 1 of each panel, interleaved as 16 pairs; pair by pair
 // across the panels, so b is read row after row (a panel at a time walked down a 64-byte column
-// of b). With column_sums, each row is also added to the sums of its columns, rows in order (the
-// rows past K are not added: + 0 would turn a -0 sum into +0).
+// of b). With column_sums, each row is also added to the sums of its columns, rows in order.
 void pack_panels_rows(std::uint16_t* dst, float* column_sums, const float* b, std::int64_t ldb, std::int64_t N,
                       std::int64_t K, std::int64_t p0, std::int64_t p1) {
   const std::int64_t Kp = bf16_padded_k(K);
@@ -157,12 +165,7 @@ void pack_panels_rows(std::uint16_t* dst, float* column_sums, const float* b, st
         return _mm512_maskz_loadu_ps(live ? mask : 0, live ? b + kk * ldb + n0 : b);
       };
       const __m512 lo = row(k), hi = row(k + 1);
-      if (column_sums != nullptr && width > 0) {
-        __m512 sums = _mm512_maskz_loadu_ps(mask, column_sums + n0);
-        if (k < K) sums = _mm512_add_ps(sums, lo);
-        if (k + 1 < K) sums = _mm512_add_ps(sums, hi);
-        _mm512_mask_storeu_ps(column_sums + n0, mask, sums);
-      }
+      if (column_sums != nullptr && width > 0) add_row_pair_to_sums(column_sums + n0, mask, lo, hi, k, K);
       _mm512_storeu_si512(dst + p * kPanel * Kp + k * 16, bf16_pairs(lo, hi));
     }
 }
@@ -220,12 +223,8 @@ void pack_both(std::uint16_t* rows, std::uint16_t* panels, float* column_sums, c
       if (column_sums == nullptr) continue;
       for (int half = 0; half < 2; ++half) {
         const std::int64_t from = n0 + 16 * half, width = std::clamp<std::int64_t>(N - from, 0, kPanel);
-        if (width == 0) continue;
-        const __mmask16 mask = lanes(width);
-        __m512 sums = _mm512_maskz_loadu_ps(mask, column_sums + from);
-        if (k < M) sums = _mm512_add_ps(sums, half == 0 ? lo0 : lo1);
-        if (k + 1 < M) sums = _mm512_add_ps(sums, half == 0 ? hi0 : hi1);
-        _mm512_mask_storeu_ps(column_sums + from, mask, sums);
+        if (width > 0)
+          add_row_pair_to_sums(column_sums + from, lanes(width), half == 0 ? lo0 : lo1, half == 0 ? hi0 : hi1, k, M);
       }
     }
 }
