@@ -34,13 +34,16 @@ void matmul_forward(float* out, float* scratch, const float* inp, const float* w
 }
 
 void matmul_backward_input(float* dinp, const float* dout, const float* w, std::int64_t M, std::int64_t K,
-                           std::int64_t N, const ConvertedGradient* converted) {
+                           std::int64_t N, ConvertedGradient* converted) {
   if (current_precision() == Precision::bf16 && converted != nullptr && converted->source == dout &&
       converted->M == M && converted->N == N) {
     thread_local kernels::ScratchVector<std::uint16_t> w16;  // op(b) = w^T (N, K)
     w16.resize(static_cast<std::size_t>(kernels::bf16_operand_elements(K, N)));
     kernels::pack_bf16_operand(w16.data(), w, N, true, K, N);
     kernels::gemm_bf16_prepacked(dinp, K, converted->rows.data(), w16.data(), M, K, N);
+    // Used once: a later dout at the same address (the activations reuse their buffers) is new
+    // data, converted again unless matmul_backward_weight has just filled this.
+    converted->source = nullptr;
     return;
   }
   product(dinp, K, dout, N, false, w, N, true, M, K, N);

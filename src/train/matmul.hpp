@@ -24,10 +24,11 @@ struct ConvertedGradient {
   std::int64_t M = 0, N = 0;
 };
 
-// dinp (M, K) = dout (M, N) @ w^T. With `converted` holding this dout (matmul_backward_weight's),
-// its BF16 rows are used instead of converting dout again.
+// dinp (M, K) = dout (M, N) @ w^T. With `converted` holding this dout (filled by the
+// matmul_backward_weight call just before), its BF16 rows are used instead of converting dout
+// again, and `converted` is emptied: each fill serves one call.
 void matmul_backward_input(float* dinp, const float* dout, const float* w, std::int64_t M, std::int64_t K,
-                           std::int64_t N, const ConvertedGradient* converted = nullptr);
+                           std::int64_t N, ConvertedGradient* converted = nullptr);
 
 // dw (K, N) += inp^T @ dout and dbias (N; may be null) += the column sums of dout, for
 // inp (M, K) and dout (M, N). At --precision bf16, `converted` (where given) is filled for
