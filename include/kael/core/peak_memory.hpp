@@ -9,8 +9,8 @@ namespace kael {
 
 // This process's peak resident memory in bytes. Linux's VmHWM (/proc/self/status) counts only
 // this program's own memory: getrusage's ru_maxrss carries over, across exec, the resident
-// memory of the process that started this one (a Python benchmark holding 1.5 GB made a
-// 519 MB `kael bench` report 1587 MB). ru_maxrss is the fallback where /proc is missing.
+// memory of the process that started this one (a benchmark script holding models of its own
+// would have its memory counted as kael's). ru_maxrss is the fallback where /proc is missing.
 inline long long peak_rss_bytes() {
   if (std::FILE* status = std::fopen("/proc/self/status", "r")) {
     char line[256];
