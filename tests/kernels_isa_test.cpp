@@ -225,6 +225,32 @@ TEST_P(IsaKernels, GemmNnMatchesReference) {
       }
 }
 
+TEST_P(IsaKernels, GemmTnMatchesReferenceAndItsCopyBitForBit) {
+  // a read as its transpose (in place where the set has gemm_panels_at, N a multiple of 16): the
+  // bits of gemm_nn on the transposed copy, added to c with `accumulate`.
+  for (bool accumulate : {false, true})
+    for (std::int64_t M : {1, 2, 3, 7, 13, 70})
+      for (std::int64_t N : {1, 9, 16, 17, 32, 64})
+        for (std::int64_t K : {1, 5, 64, 300}) {
+          const std::int64_t lda = M + 3, ldb = N + 5, ldc = N + 2;
+          const auto a = random_vector(K * lda, 61), b = random_vector(K * ldb, 62);
+          std::vector<float> rows(M * K);  // op(a) (M, K)
+          for (std::int64_t k = 0; k < K; ++k)
+            for (std::int64_t i = 0; i < M; ++i) rows[i * K + k] = a[k * lda + i];
+          std::vector<float> fast = random_vector(M * ldc, 63), slow = fast, copy(M * ldc, 0.0f);
+          gemm_tn(fast.data(), ldc, a.data(), lda, b.data(), ldb, M, N, K, accumulate);
+          ref::gemm_tn(slow.data(), ldc, a.data(), lda, b.data(), ldb, M, N, K, accumulate);
+          gemm_nn(copy.data(), ldc, rows.data(), K, b.data(), ldb, M, N, K);
+          const auto before = random_vector(M * ldc, 63);
+          for (std::int64_t i = 0; i < M; ++i)
+            for (std::int64_t j = 0; j < N; ++j) {
+              const float want = accumulate ? before[i * ldc + j] + copy[i * ldc + j] : copy[i * ldc + j];
+              ASSERT_EQ(fast[i * ldc + j], want) << "M=" << M << " N=" << N << " K=" << K << " accumulate=" << accumulate;
+            }
+          ASSERT_LT(max_error(fast, slow), 1e-4) << "M=" << M << " N=" << N << " K=" << K;
+        }
+}
+
 TEST_P(IsaKernels, GeneralGemmMatchesReferenceWithEveryTranspose) {
   for (bool trans_a : {false, true})
     for (bool trans_b : {false, true})

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/gemm_bf16.hpp"
+#include "kernels_testing.hpp"
 #include "kernels/thread_pool.hpp"
 #include "train/matmul.hpp"
 #include "train/ops.hpp"
@@ -214,6 +215,31 @@ TEST_P(TrainOps, DropoutKeepsAboutOneMinusPAndScales) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, TrainOps, ::testing::Values(1, 2));
+
+// Attention on every instruction set, at lengths past the backward's 64-row blocks (its dv and
+// dk gather the blocks' terms) and ragged against them, with head sizes that the transposed
+// products read in place (32) and copy (20).
+using AttentionOnEveryIsa = kernels::test_util::OnEveryIsa;
+
+TEST_P(AttentionOnEveryIsa, LongSequencesMatchReference) {
+  for (auto [B, T, NH, hd] : {std::tuple{2, 150, 2, 32}, {1, 130, 3, 20}, {1, 64, 1, 64}})
+    for (float p : {0.0f, 0.3f}) {
+      const std::int64_t C = NH * hd;
+      const DropoutMask dropout{p, 11, 5};
+      const auto qkv = random_values<float>(B * T * 3 * C, 1), dout = random_values<float>(B * T * C, 2);
+      std::vector<float> out(B * T * C), probs(B * NH * T * T), want(B * T * C), want_probs(B * NH * T * T);
+      attention_forward(out.data(), probs.data(), qkv.data(), dropout, B, T, NH, hd);
+      ref::attention_forward(want.data(), want_probs.data(), qkv.data(), dropout, B, T, NH, hd);
+      EXPECT_LT(relative_error(out, want), 1e-5) << "T=" << T << " hd=" << hd << " p=" << p;
+      std::vector<float> dqkv(B * T * 3 * C), want_dqkv(B * T * 3 * C);
+      attention_backward(dqkv.data(), dout.data(), qkv.data(), probs.data(), dropout, B, T, NH, hd);
+      ref::attention_backward(want_dqkv.data(), dout.data(), qkv.data(), want_probs.data(), dropout, B, T, NH, hd);
+      EXPECT_LT(relative_error(dqkv, want_dqkv), 1e-5) << "T=" << T << " hd=" << hd << " p=" << p;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sets, AttentionOnEveryIsa, kernels::test_util::every_isa_and_threads(),
+                         kernels::test_util::isa_threads_name);
 
 // ---- references against finite differences, in double ----
 

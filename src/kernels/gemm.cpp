@@ -88,6 +88,24 @@ void gemm_nn(float* out, std::int64_t ldo, const float* a, std::int64_t lda, con
   active_kernels().gemm_panels(out, ldo, a, lda, b, ldb, kPanel, false, M, N, K, nullptr, Epilogue::store);
 }
 
+void gemm_tn(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+             std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate) {
+  if (M <= 0 || N <= 0) return;
+  const KernelTable& kt = active_kernels();
+  const Epilogue epilogue = accumulate ? Epilogue::residual : Epilogue::store;
+  if (kt.gemm_panels_at != nullptr && M > 2 && N % kPanel == 0) {
+    kt.gemm_panels_at(c, ldc, a, lda, b, ldb, kPanel, false, M, N, K, nullptr, epilogue);
+    return;
+  }
+  // op(a) (M, K) copied into rows: per k, a run of M contiguous inputs read.
+  thread_local AlignedVector<float> a_rows;
+  a_rows.resize(static_cast<std::size_t>(M * K));
+  float* rows = a_rows.data();
+  for (std::int64_t k = 0; k < K; ++k)
+    for (std::int64_t i = 0; i < M; ++i) rows[i * K + k] = a[k * lda + i];
+  kt.gemm_panels(c, ldc, rows, K, b, ldb, kPanel, false, M, N, K, nullptr, epilogue);
+}
+
 void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,
           std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate) {
   if (M <= 0 || N <= 0) return;

@@ -64,6 +64,12 @@ void gemm_nt(float* out, std::int64_t ldo, const float* a, std::int64_t lda, con
 // out (M, N; ldo) = a (M, K; lda) @ b (K, N; ldb).
 void gemm_nn(float* out, std::int64_t ldo, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
              std::int64_t M, std::int64_t N, std::int64_t K);
+// c (M, N; ldc) = a^T @ b, or c += a^T @ b with `accumulate`, for a (K, M; lda) and b (K, N;
+// ldb): equal bits to gemm_nn on a's transposed copy (then added to c). a is read in place where
+// the table can (gemm_panels_at), else copied into rows. Attention's backward: dV += P^T dY and
+// dK += dS^T Q, a block of P's rows at a time.
+void gemm_tn(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+             std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate = false);
 
 // The general product, threaded: c (M, N; ldc) = op(a) @ op(b), or c += op(a) @ op(b) with
 // `accumulate`. op(a) is a (M, K; lda), or with trans_a the transpose of a (K, M; lda); op(b) is
@@ -85,6 +91,8 @@ void gemm_nt(float* out, std::int64_t ldo, const float* a, std::int64_t lda, con
              std::int64_t M, std::int64_t N, std::int64_t K, float scale);
 void gemm_nn(float* out, std::int64_t ldo, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
              std::int64_t M, std::int64_t N, std::int64_t K);
+void gemm_tn(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+             std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate = false);
 }  // namespace ref
 
 }  // namespace kael::kernels

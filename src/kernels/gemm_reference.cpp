@@ -32,6 +32,11 @@ void gemm_nn(float* out, std::int64_t ldo, const float* a, std::int64_t lda, con
   gemm(out, ldo, a, lda, false, b, ldb, false, M, N, K, false);
 }
 
+void gemm_tn(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+             std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate) {
+  gemm(c, ldc, a, lda, true, b, ldb, false, M, N, K, accumulate);
+}
+
 void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,
           std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate) {
   for (std::int64_t i = 0; i < M; ++i)

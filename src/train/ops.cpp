@@ -92,17 +92,12 @@ void causal_blocks(std::int64_t T, F&& fn) {
   for (std::int64_t t0 = 0; t0 < T; t0 += kCausalRows) fn(t0, std::min(kCausalRows, T - t0));
 }
 
-// out (n, n) = in (n, n)^T for an in that is zero above its diagonal (the causal weights and
-// their gradient): only in's 16 x 16 tiles on or below the diagonal are read (the lines read
-// and written stay in L1), and out's part below its diagonal is filled with zeros.
-void transpose_lower(float* out, const float* in, std::int64_t n) {
-  constexpr std::int64_t kTile = 16;
-  for (std::int64_t j = 1; j < n; ++j) std::fill(out + j * n, out + j * n + j, 0.0f);
-  for (std::int64_t i0 = 0; i0 < n; i0 += kTile)
-    for (std::int64_t j0 = 0; j0 <= i0; j0 += kTile)
-      for (std::int64_t i = i0; i < std::min(n, i0 + kTile); ++i)
-        for (std::int64_t j = j0; j < std::min(n, j0 + kTile); ++j) out[j * n + i] = in[i * n + j];
-}
+// Rows of a head's attention matrices that the backward takes at a time: the block's rows of
+// d(weights), then d(scores), (kBackwardRows, T) floats (256 KiB at T = 1024), stay in L2 while
+// the block's four products read them, and the weights are read a row after another. Whole
+// (T, T) gradients, transposed for dV = P^T dY and dK = dS^T Q, went through memory a column
+// at a time: at T = 1024 each 4 KiB row put a tile's rows in the same L1 set.
+constexpr std::int64_t kBackwardRows = 64;
 
 // x^T for x (T, n; rows ld apart) as the B operand of a product (n, T): ceil(T / 16) panels of
 // (n, 16), rows 16 apart, the last panel's missing columns zero. The keys and values of a head:
@@ -225,28 +220,29 @@ void attention_forward(float* out, float* probs, const float* qkv, const Dropout
       const float* v = q + 2 * C;
       float* p = probs + pair * T * T;  // (T, T)
       const kernels::PanelView keys = transposed_panels(thread_scratch(4, transposed_panels_floats(T, hd)), k, ld, T, hd);
-      causal_blocks(T, [&](std::int64_t t0, std::int64_t rows) {
-        kernels::gemm_view(p + t0 * T, T, q + t0 * ld, ld, keys, rows, t0 + rows, hd);
-      });
-      for (std::int64_t t = 0; t < T; ++t) {
-        float* row = p + t * T;
-        for (std::int64_t s = 0; s <= t; ++s) row[s] *= scale;
-        kernels::softmax(row, row, t + 1);
-        std::fill(row + t + 1, row + T, 0.0f);
-      }
-      const float* weights = p;
-      if (dropout.active()) {
-        float* dropped = thread_scratch(0, T * T);
-        for (std::int64_t i = 0; i < T * T; ++i)
-          dropped[i] = p[i] * dropout.factor(static_cast<std::uint64_t>(pair * T * T + i));
-        weights = dropped;
-      }
       // v (T, hd) contiguous, as in attention_backward.
       float* values = thread_scratch(3, T * hd);
       for (std::int64_t t = 0; t < T; ++t) std::copy(v + t * ld, v + t * ld + hd, values + t * hd);
       float* o = out + b * T * C + h * hd;
+      // A block of rows at a time, from the scores to the output, while its rows are in cache
+      // (the whole (T, T) scores, then the whole weights, went through memory three times).
       causal_blocks(T, [&](std::int64_t t0, std::int64_t rows) {
-        kernels::gemm_nn(o + t0 * C, C, weights + t0 * T, T, values, hd, rows, hd, t0 + rows);
+        float* block = p + t0 * T;
+        kernels::gemm_view(block, T, q + t0 * ld, ld, keys, rows, t0 + rows, hd);
+        for (std::int64_t t = t0; t < t0 + rows; ++t) {
+          float* row = p + t * T;
+          for (std::int64_t s = 0; s <= t; ++s) row[s] *= scale;
+          kernels::softmax(row, row, t + 1);
+          std::fill(row + t + 1, row + T, 0.0f);
+        }
+        const float* weights = block;
+        if (dropout.active()) {
+          float* dropped = thread_scratch(0, kCausalRows * T);  // (rows, T)
+          for (std::int64_t i = 0; i < rows * T; ++i)
+            dropped[i] = block[i] * dropout.factor(static_cast<std::uint64_t>(pair * T * T + t0 * T + i));
+          weights = dropped;
+        }
+        kernels::gemm_nn(o + t0 * C, C, weights, T, values, hd, rows, hd, t0 + rows);
       });
     }
   });
@@ -258,9 +254,8 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
   const std::int64_t C = NH * hd, ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   kernels::parallel_for(B * NH, 1, [&](std::int64_t p0, std::int64_t p1) {
-    float* dp = thread_scratch(0, T * T);          // (T, T): d(weights), then d(scores)
-    float* transposed = thread_scratch(1, T * T);  // (T, T)
-    float* dropped = thread_scratch(2, T * T);     // (T, T): the weights after dropout
+    float* dp = thread_scratch(0, kBackwardRows * T);  // (rows, S): a block's d(weights), then d(scores)
+    float* dropped = dropout.active() ? thread_scratch(2, T * T) : nullptr;  // (T, T): the weights after dropout
     // The head's q, k, v and dy, each (T, hd) contiguous: as the B operand of a product, rows
     // 3C floats apart would touch a new page at every k.
     float* head = thread_scratch(3, 4 * T * hd);
@@ -271,6 +266,9 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
     for (std::int64_t pair = p0; pair < p1; ++pair) {
       const std::int64_t b = pair / NH, h = pair % NH;
       const std::int64_t offset = b * T * ld + h * hd;
+      float* dq = dqkv + offset;
+      float* dk = dq + C;
+      float* dv = dq + 2 * C;
       for (std::int64_t t = 0; t < T; ++t) {
         const float* row = qkv + offset + t * ld;
         std::copy(row, row + hd, q + t * hd);
@@ -278,10 +276,9 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
         std::copy(row + 2 * C, row + 2 * C + hd, v + t * hd);
         const float* dy_row = dout + (b * T + t) * C + h * hd;
         std::copy(dy_row, dy_row + hd, dy + t * hd);
+        std::fill(dk + t * ld, dk + t * ld + hd, 0.0f);  // dk and dv gather every block's terms
+        std::fill(dv + t * ld, dv + t * ld + hd, 0.0f);
       }
-      float* dq = dqkv + offset;
-      float* dk = dq + C;
-      float* dv = dq + 2 * C;
       const float* p = probs + pair * T * T;
       const float* weights = p;
       if (dropout.active()) {
@@ -289,36 +286,37 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
           dropped[i] = p[i] * dropout.factor(static_cast<std::uint64_t>(pair * T * T + i));
         weights = dropped;
       }
-      // out = weights @ v: d(weights) = dy @ v^T, dv = weights^T @ dy.
-      // Row t of dp is used up to column t (the softmax backward below zeroes the rest).
       const kernels::PanelView values = transposed_panels(thread_scratch(4, transposed_panels_floats(T, hd)), v, hd, T, hd);
-      causal_blocks(T, [&](std::int64_t t0, std::int64_t rows) {
-        kernels::gemm_view(dp + t0 * T, T, dy + t0 * hd, hd, values, rows, t0 + rows, hd);
-      });
-      transpose_lower(transposed, weights, T);
-      causal_blocks(T, [&](std::int64_t s0, std::int64_t rows) {
-        kernels::gemm_nn(dv + s0 * ld, ld, transposed + s0 * T + s0, T, dy + s0 * hd, hd, rows, hd, T - s0);
-      });
-      if (dropout.active())
-        for (std::int64_t i = 0; i < T * T; ++i)
-          dp[i] *= dropout.factor(static_cast<std::uint64_t>(pair * T * T + i));
-      // Softmax backward per row, then the 1/sqrt(hd) of the scores.
-      for (std::int64_t t = 0; t < T; ++t) {
-        const float* pr = p + t * T;
-        float* d = dp + t * T;
-        const float fdot =
-            static_cast<float>(lane_sum(t + 1, [&](std::int64_t s) { return static_cast<double>(pr[s]) * d[s]; }));
-        for (std::int64_t s = 0; s <= t; ++s) d[s] = pr[s] * (d[s] - fdot) * scale;
-        std::fill(d + t + 1, d + T, 0.0f);
+      // Rows [t0, t0 + rows) at a time; row t's weights are zero past column t, so the block
+      // needs columns [0, S) only.
+      for (std::int64_t t0 = 0; t0 < T; t0 += kBackwardRows) {
+        const std::int64_t rows = std::min(kBackwardRows, T - t0), S = t0 + rows;
+        // out = weights @ v: d(weights) = dy @ v^T (row t used up to column t: the softmax
+        // backward below zeroes the rest), dv += weights^T @ dy.
+        for (std::int64_t r0 = 0; r0 < rows; r0 += kCausalRows) {
+          const std::int64_t r = std::min(kCausalRows, rows - r0);
+          kernels::gemm_view(dp + r0 * S, S, dy + (t0 + r0) * hd, hd, values, r, t0 + r0 + r, hd);
+        }
+        kernels::gemm_tn(dv, ld, weights + t0 * T, T, dy + t0 * hd, hd, S, hd, rows, /*accumulate=*/true);
+        for (std::int64_t i = 0; i < rows; ++i) {
+          const std::int64_t t = t0 + i;
+          const float* pr = p + t * T;
+          float* d = dp + i * S;
+          if (dropout.active())
+            for (std::int64_t s = 0; s <= t; ++s) d[s] *= dropout.factor(static_cast<std::uint64_t>(pair * T * T + t * T + s));
+          // Softmax backward, then the 1/sqrt(hd) of the scores.
+          const float fdot =
+              static_cast<float>(lane_sum(t + 1, [&](std::int64_t s) { return static_cast<double>(pr[s]) * d[s]; }));
+          for (std::int64_t s = 0; s <= t; ++s) d[s] = pr[s] * (d[s] - fdot) * scale;
+          std::fill(d + t + 1, d + S, 0.0f);
+        }
+        // scores = q @ k^T: dq = dS @ k, dk += dS^T @ q.
+        for (std::int64_t r0 = 0; r0 < rows; r0 += kCausalRows) {
+          const std::int64_t r = std::min(kCausalRows, rows - r0);
+          kernels::gemm_nn(dq + (t0 + r0) * ld, ld, dp + r0 * S, S, k, hd, r, hd, t0 + r0 + r);
+        }
+        kernels::gemm_tn(dk, ld, dp, S, q + t0 * hd, hd, S, hd, rows, /*accumulate=*/true);
       }
-      // scores = q @ k^T: dq = dS @ k, dk = dS^T @ q.
-      causal_blocks(T, [&](std::int64_t t0, std::int64_t rows) {
-        kernels::gemm_nn(dq + t0 * ld, ld, dp + t0 * T, T, k, hd, rows, hd, t0 + rows);
-      });
-      transpose_lower(transposed, dp, T);
-      causal_blocks(T, [&](std::int64_t s0, std::int64_t rows) {
-        kernels::gemm_nn(dk + s0 * ld, ld, transposed + s0 * T + s0, T, q + s0 * hd, hd, rows, hd, T - s0);
-      });
     }
   });
 }
