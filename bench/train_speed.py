@@ -175,6 +175,40 @@ def main() -> None:
     print()
     print(f"estimate = 16 bytes x {k['parameters']:,} parameters (weights, gradients, AdamW's m and v) + what kael "
           f"holds for one micro-batch (activations and scratch); load average {os.getloadavg()[0]:.2f} at the end")
+    print_fma_bound(args, rows)
+
+
+def fma_peak(kael: str, threads: int) -> dict | None:
+    """build/bench/fma_peak beside the kael binary (independent FMA chains of the widest FMA, on CPU
+    time), or None where it was not built."""
+    probe = pathlib.Path(kael).resolve().parent / "bench" / "fma_peak"
+    if not probe.exists():
+        return None
+    out = subprocess.run([str(probe), str(threads), "1"], check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def print_fma_bound(args, rows) -> None:
+    """What twice PyTorch's F32 speed asks of the FMA units: the step's products (6 flops per parameter
+    and token; attention left out, so the rate needed is if anything higher) against the F32 FMA peak
+    of the same threads, measured now by two methods (throughput, and clock from latency)."""
+    peak = fma_peak(args.kael, args.threads)
+    if peak is None:
+        print("(build/bench/fma_peak not found beside the kael binary: no FMA bound printed)")
+        return
+    latency_peak = peak["peak_per_core_from_latency"] * peak["threads"]
+    print()
+    print(f"F32 FMA peak of {peak['threads']} threads ({peak['isa']}, {peak['vector_bits']}-bit; bench/fma_peak): "
+          f"{peak['peak_gflops']:.0f} GFLOP/s from throughput, {latency_peak:.0f} from the clock its latency gives")
+    print("| B x T | GFLOP a step (6 x parameters x tokens) | kael GFLOP/s | PyTorch GFLOP/s "
+          "| 2x PyTorch needs | needed / FMA peak |")
+    print("|---|---|---|---|---|---|")
+    for shape, k, t in rows:
+        B, T = map(int, shape.split("x"))
+        gflop = 6 * k["parameters"] * B * T / 1e9
+        needed = 2 * gflop / t["step_s"]
+        print(f"| {shape} | {gflop:.0f} | {gflop / k['step_s']:.0f} | {gflop / t['step_s']:.0f} | {needed:.0f} "
+              f"| {needed / peak['peak_gflops']:.2f} |")
 
 
 def bf16_comparison(args, model: pathlib.Path, data: pathlib.Path, tokens) -> None:
