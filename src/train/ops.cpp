@@ -79,11 +79,11 @@ float lane_max(const float* x, std::int64_t n) {
   return largest;
 }
 
-// Rows of a head's (T, T) attention matrices taken at a time: row t of the weights (and of
-// their gradient) is zero past column t, so a block of rows multiplies only the columns up to
-// its last row (and its transpose only from its first), about half of the T x T products.
-// Only exact zeros are skipped: each sum is the same chain of nonzero terms. Two tiles of the
-// micro-kernel's 12 rows.
+// Rows of a head's (T, T) attention matrices taken at a time by the products that yield them
+// or read them by rows: row t of the weights (and of their gradient) is zero past column t, so
+// a block of rows multiplies only the columns up to its last row, about half of the T x T
+// products. Only exact zeros are skipped: each sum is the same chain of nonzero terms. Two
+// tiles of the micro-kernel's 12 rows.
 constexpr std::int64_t kCausalRows = 24;
 
 // Calls fn(t0, rows) for the row blocks of [0, T).
