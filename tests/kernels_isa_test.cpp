@@ -237,11 +237,11 @@ TEST_P(IsaKernels, GemmTnMatchesReferenceAndItsCopyBitForBit) {
           std::vector<float> rows(M * K);  // op(a) (M, K)
           for (std::int64_t k = 0; k < K; ++k)
             for (std::int64_t i = 0; i < M; ++i) rows[i * K + k] = a[k * lda + i];
-          std::vector<float> fast = random_vector(M * ldc, 63), slow = fast, copy(M * ldc, 0.0f);
+          const auto before = random_vector(M * ldc, 63);
+          std::vector<float> fast = before, slow = before, copy(M * ldc, 0.0f);
           gemm_tn(fast.data(), ldc, a.data(), lda, b.data(), ldb, M, N, K, accumulate);
           ref::gemm_tn(slow.data(), ldc, a.data(), lda, b.data(), ldb, M, N, K, accumulate);
           gemm_nn(copy.data(), ldc, rows.data(), K, b.data(), ldb, M, N, K);
-          const auto before = random_vector(M * ldc, 63);
           for (std::int64_t i = 0; i < M; ++i)
             for (std::int64_t j = 0; j < N; ++j) {
               const float want = accumulate ? before[i * ldc + j] + copy[i * ldc + j] : copy[i * ldc + j];

@@ -41,7 +41,7 @@ constexpr std::int64_t kElementGrain = 1 << 14;
 // A per-thread buffer of at least n floats, kept between calls (so a step allocates nothing
 // once the largest size has been seen).
 float* thread_scratch(int which, std::int64_t n) {
-  thread_local std::vector<float> buffers[5];
+  thread_local std::vector<float> buffers[4];
   std::vector<float>& b = buffers[which];
   if (static_cast<std::int64_t>(b.size()) < n) b.resize(static_cast<std::size_t>(n));
   return b.data();
@@ -219,9 +219,9 @@ void attention_forward(float* out, float* probs, const float* qkv, const Dropout
       const float* k = q + C;
       const float* v = q + 2 * C;
       float* p = probs + pair * T * T;  // (T, T)
-      const kernels::PanelView keys = transposed_panels(thread_scratch(4, transposed_panels_floats(T, hd)), k, ld, T, hd);
+      const kernels::PanelView keys = transposed_panels(thread_scratch(3, transposed_panels_floats(T, hd)), k, ld, T, hd);
       // v (T, hd) contiguous, as in attention_backward.
-      float* values = thread_scratch(3, T * hd);
+      float* values = thread_scratch(2, T * hd);
       for (std::int64_t t = 0; t < T; ++t) std::copy(v + t * ld, v + t * ld + hd, values + t * hd);
       float* o = out + b * T * C + h * hd;
       // A block of rows at a time, from the scores to the output, while its rows are in cache
@@ -254,11 +254,11 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
   const std::int64_t C = NH * hd, ld = 3 * C;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   kernels::parallel_for(B * NH, 1, [&](std::int64_t p0, std::int64_t p1) {
-    float* dp = thread_scratch(0, kBackwardRows * T);  // (rows, S): a block's d(weights), then d(scores)
-    float* dropped = dropout.active() ? thread_scratch(2, T * T) : nullptr;  // (T, T): the weights after dropout
+    float* dp = thread_scratch(0, kBackwardRows * T);       // (rows, S): a block's d(weights), then d(scores)
+    float* dropped = dropout.active() ? thread_scratch(1, kBackwardRows * T) : nullptr;  // (rows, S): a block's weights after dropout
     // The head's q, k, v and dy, each (T, hd) contiguous: as the B operand of a product, rows
     // 3C floats apart would touch a new page at every k.
-    float* head = thread_scratch(3, 4 * T * hd);
+    float* head = thread_scratch(2, 4 * T * hd);
     float* q = head;
     float* k = head + T * hd;
     float* v = head + 2 * T * hd;
@@ -280,24 +280,28 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
         std::fill(dv + t * ld, dv + t * ld + hd, 0.0f);
       }
       const float* p = probs + pair * T * T;
-      const float* weights = p;
-      if (dropout.active()) {
-        for (std::int64_t i = 0; i < T * T; ++i)
-          dropped[i] = p[i] * dropout.factor(static_cast<std::uint64_t>(pair * T * T + i));
-        weights = dropped;
-      }
-      const kernels::PanelView values = transposed_panels(thread_scratch(4, transposed_panels_floats(T, hd)), v, hd, T, hd);
+      const kernels::PanelView values = transposed_panels(thread_scratch(3, transposed_panels_floats(T, hd)), v, hd, T, hd);
       // Rows [t0, t0 + rows) at a time; row t's weights are zero past column t, so the block
       // needs columns [0, S) only.
       for (std::int64_t t0 = 0; t0 < T; t0 += kBackwardRows) {
         const std::int64_t rows = std::min(kBackwardRows, T - t0), S = t0 + rows;
+        // The block's weights (rows, S; rows lda apart), through the forward's dropout.
+        const float* weights = p + t0 * T;
+        std::int64_t lda = T;
+        if (dropout.active()) {
+          for (std::int64_t i = 0; i < rows; ++i)
+            for (std::int64_t s = 0; s < S; ++s)
+              dropped[i * S + s] = weights[i * T + s] * dropout.factor(static_cast<std::uint64_t>(pair * T * T + (t0 + i) * T + s));
+          weights = dropped;
+          lda = S;
+        }
         // out = weights @ v: d(weights) = dy @ v^T (row t used up to column t: the softmax
         // backward below zeroes the rest), dv += weights^T @ dy.
         for (std::int64_t r0 = 0; r0 < rows; r0 += kCausalRows) {
           const std::int64_t r = std::min(kCausalRows, rows - r0);
           kernels::gemm_view(dp + r0 * S, S, dy + (t0 + r0) * hd, hd, values, r, t0 + r0 + r, hd);
         }
-        kernels::gemm_tn(dv, ld, weights + t0 * T, T, dy + t0 * hd, hd, S, hd, rows, /*accumulate=*/true);
+        kernels::gemm_tn(dv, ld, weights, lda, dy + t0 * hd, hd, S, hd, rows, /*accumulate=*/true);
         for (std::int64_t i = 0; i < rows; ++i) {
           const std::int64_t t = t0 + i;
           const float* pr = p + t * T;
