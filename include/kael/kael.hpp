@@ -1,4 +1,6 @@
-// kael's C++ API for programs that run GPT-2: the one header to include.
+// kael's C++ API: the one header to include. It brings the GPT-2 engine (kael::Model below),
+// the tensor library (kael::Tensor's operations and autograd: tensor/ops.hpp, tensor/autograd.hpp;
+// docs/tensor.md) and safetensors I/O (io/safetensors.hpp).
 //
 //   kael::Model model = kael::Model::load("data/gpt2", {.threads = 2});
 //   kael::GenerateOptions options;
@@ -31,6 +33,9 @@
 #include "kael/core/error.hpp"
 #include "kael/generate/generator.hpp"
 #include "kael/model/gpt2.hpp"
+#include "kael/io/safetensors.hpp"
+#include "kael/tensor/autograd.hpp"
+#include "kael/tensor/ops.hpp"
 #include "kael/text/tokenizer.hpp"
 #include "kael/version.hpp"
 

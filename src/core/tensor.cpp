@@ -71,6 +71,7 @@ Tensor Tensor::zeros(DType dtype, Shape shape) {
   t.shape_ = std::move(shape);
   t.owner_ = allocate_aligned(bytes);
   t.data_ = static_cast<std::byte*>(t.owner_.get());
+  t.version_ = std::make_shared<std::uint64_t>(0);
   return t;
 }
 
@@ -92,6 +93,7 @@ Tensor Tensor::borrow(DType dtype, Shape shape, std::byte* data, std::shared_ptr
   t.owner_ = std::move(owner);
   t.data_ = data;
   t.borrowed_ = true;
+  t.version_ = std::make_shared<std::uint64_t>(0);
   return t;
 }
 
@@ -202,6 +204,18 @@ Tensor Tensor::transpose() const {
   Tensor view = *this;
   std::swap(view.shape_[0], view.shape_[1]);
   std::swap(view.strides_[0], view.strides_[1]);
+  return view;
+}
+
+Tensor Tensor::as_strided(Shape shape, std::vector<std::int64_t> strides, std::int64_t offset) const {
+  if (shape.size() != strides.size())
+    throw ValueError(str("as_strided: shape ", shape_to_string(shape), " and ", strides.size(), " strides"));
+  Tensor view = *this;
+  view.numel_ = shape_numel(shape);
+  view.shape_ = std::move(shape);
+  view.strides_ = std::move(strides);
+  view.data_ = data_ + offset * static_cast<std::int64_t>(element_size());
+  view.autograd_ = nullptr;  // a view made here has no history; the tensor layer adds one
   return view;
 }
 

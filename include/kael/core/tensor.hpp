@@ -1,19 +1,29 @@
 // A strided n-dimensional array. Its bytes are either owned (64-byte aligned heap memory)
 // or borrowed from something else, such as a file mapping, through a shared owner that keeps
 // that memory alive as long as any tensor still points into it.
+//
+// Copies of a Tensor are handles to the same values, gradient and history (as libtorch's).
+// The operations, views and autograd declared as members below are defined by the tensor
+// layer (src/tensor/, include/kael/tensor/); the core layer keeps only storage and layout.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <string>
 #include <vector>
 
+#include "kael/core/device.hpp"
 #include "kael/core/dtype.hpp"
 #include "kael/core/error.hpp"
 
 namespace kael {
+
+namespace autograd {
+struct Meta;  // requires_grad, the gradient, the node that made the tensor (tensor/autograd.hpp)
+}
 
 using Shape = std::vector<std::int64_t>;
 
@@ -88,6 +98,81 @@ class Tensor {
   // A contiguous owned F32 copy of any dtype (integers and BOOL by value, F16/BF16 exactly).
   Tensor to_f32() const;
 
+  // False only for a default-constructed tensor (an absent gradient, for one).
+  bool defined() const { return owner_ != nullptr; }
+  Device device() const { return device_; }
+  // Bumped by every in-place write through the tensor library; shared by all views of the
+  // same bytes, so autograd can tell that a value it saved has changed since.
+  std::uint64_t version() const { return version_ ? *version_ : 0; }
+  void bump_version() const {
+    if (version_) ++*version_;
+  }
+  // A view of the same bytes with another shape and strides (in elements, from `offset`).
+  Tensor as_strided(Shape shape, std::vector<std::int64_t> strides, std::int64_t offset = 0) const;
+
+  // --- the tensor library (defined in src/tensor/) ---
+  // Views (share the bytes; dims may be negative, counted from the end).
+  Tensor view(Shape shape) const;
+  Tensor reshape(Shape shape) const;
+  Tensor flatten() const;
+  Tensor transpose(int dim0, int dim1) const;
+  Tensor T() const;  // reverses the dimensions
+  Tensor permute(std::vector<int> dims) const;
+  Tensor unsqueeze(int dim) const;
+  Tensor squeeze() const;
+  Tensor squeeze(int dim) const;
+  Tensor select(int dim, std::int64_t index) const;
+  Tensor narrow(int dim, std::int64_t start, std::int64_t length) const;
+  Tensor slice(int dim, std::int64_t start, std::int64_t end, std::int64_t step = 1) const;
+  Tensor expand(Shape shape) const;
+  Tensor detach() const;
+  // Conversions: a copy unless already of that dtype / on that device.
+  Tensor to(DType dtype) const;
+  Tensor to(Device device) const;
+  Tensor to(std::string_view device) const;
+  Tensor cpu() const { return to(Device::cpu()); }
+
+  // The single value of a one-element tensor, and all values in row-major order.
+  template <class T>
+  T item() const;
+  template <class T>
+  std::vector<T> to_vector() const;
+
+  // Autograd.
+  bool requires_grad() const;
+  Tensor& requires_grad_(bool enabled = true);
+  bool is_leaf() const;
+  Tensor grad() const;  // undefined (defined() false) until a backward reaches this leaf
+  void zero_grad();     // drops the gradient, as PyTorch's set_to_none
+  // Gradient of this tensor with respect to every leaf that requires one. Without `gradient`
+  // the tensor must hold one element. The graph is freed after, unless retain_graph.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  const std::shared_ptr<autograd::Meta>& autograd_meta() const { return autograd_; }
+  void set_autograd_meta(std::shared_ptr<autograd::Meta> meta) { autograd_ = std::move(meta); }
+
+  // Math (see tensor/ops.hpp for the free functions and broadcasting rules).
+  Tensor sum() const;
+  Tensor sum(std::vector<int> dims, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(std::vector<int> dims, bool keepdim = false) const;
+  Tensor matmul(const Tensor& other) const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor pow(double exponent) const;
+  Tensor& fill_(double value);
+  Tensor& zero_() { return fill_(0.0); }
+  Tensor& add_(const Tensor& other, double alpha = 1.0);
+  Tensor& mul_(double value);
+  Tensor& copy_(const Tensor& source);
+  Tensor& operator+=(const Tensor& other);
+  Tensor& operator-=(const Tensor& other);
+  Tensor& operator*=(const Tensor& other);
+  Tensor& operator/=(const Tensor& other);
+  Tensor& operator+=(double value);
+  Tensor& operator-=(double value);
+  Tensor& operator*=(double value);
+  Tensor& operator/=(double value);
+
  private:
   void check_type(DType expected) const;
   std::int64_t offset_of(std::initializer_list<std::int64_t> index) const;
@@ -99,6 +184,9 @@ class Tensor {
   std::shared_ptr<void> owner_;  // keeps data_ alive
   std::byte* data_ = nullptr;
   bool borrowed_ = false;
+  Device device_ = Device::cpu();
+  std::shared_ptr<std::uint64_t> version_;        // shared by the views of one storage
+  std::shared_ptr<autograd::Meta> autograd_;      // null: no gradient, no history
 };
 
 }  // namespace kael

@@ -1,0 +1,167 @@
+// The tensor library's operations, with PyTorch's names and semantics: NumPy broadcasting for
+// elementwise ops, PyTorch's type promotion (a float operand wins over integers, the wider
+// float wins; BOOL < I64 < F32 < F64; `/` on integers gives F32), dims that may be negative,
+// and reverse-mode gradients for every differentiable op (tensor/autograd.hpp). Errors name the
+// op and the shapes: ValueError for shapes, TypeError for dtypes, IndexError for dims/indices.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <optional>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "kael/core/tensor.hpp"
+
+namespace kael {
+
+// A number given beside a tensor: integral ones keep an integer tensor's dtype, others make
+// the result floating (as a Python int or float would in PyTorch).
+struct Scalar {
+  double value;
+  bool integral;
+  template <class T>
+    requires std::is_arithmetic_v<T>
+  Scalar(T v) : value(static_cast<double>(v)), integral(std::is_integral_v<T>) {}  // NOLINT: implicit on purpose
+};
+
+// --- creation (default dtype F32) ---
+Tensor empty(Shape shape, DType dtype = DType::F32);
+Tensor zeros(Shape shape, DType dtype = DType::F32);
+Tensor ones(Shape shape, DType dtype = DType::F32);
+Tensor full(Shape shape, Scalar value, DType dtype = DType::F32);
+Tensor zeros_like(const Tensor& like);
+Tensor ones_like(const Tensor& like);
+Tensor full_like(const Tensor& like, Scalar value);
+// [start, end) in steps of step: ceil((end - start) / step) values.
+Tensor arange(double start, double end, double step = 1.0, DType dtype = DType::F32);
+Tensor arange(double end, DType dtype = DType::F32);
+Tensor linspace(double start, double end, std::int64_t steps, DType dtype = DType::F32);
+Tensor eye(std::int64_t n, DType dtype = DType::F32);
+// A tensor holding a copy of `values` with `shape` (numel must match); T's dtype.
+template <class T>
+Tensor from_vector(const std::vector<T>& values, Shape shape);
+// A 1-D F32 tensor of the values, or 2-D from nested rows of equal length.
+Tensor tensor(std::initializer_list<double> values, DType dtype = DType::F32);
+Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, DType dtype = DType::F32);
+
+// --- random numbers: one process-wide generator (a 64-bit Mersenne Twister), reseeded by
+// manual_seed; the same seed gives the same stream of draws in the same order of calls. ---
+void manual_seed(std::uint64_t seed);
+Tensor rand(Shape shape, DType dtype = DType::F32);   // uniform in [0, 1)
+Tensor randn(Shape shape, DType dtype = DType::F32);  // standard normal
+Tensor randint(std::int64_t low, std::int64_t high, Shape shape, DType dtype = DType::I64);  // [low, high)
+
+// --- dtypes ---
+DType promote_types(DType a, DType b);
+bool is_integral(DType dtype, bool include_bool = false);
+
+// --- elementwise, broadcasting ---
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op = "broadcast");
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha = 1);
+Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha = 1);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor add(const Tensor& a, Scalar b);
+Tensor sub(const Tensor& a, Scalar b);
+Tensor mul(const Tensor& a, Scalar b);
+Tensor div(const Tensor& a, Scalar b);
+Tensor pow(const Tensor& a, Scalar exponent);
+Tensor pow(const Tensor& a, const Tensor& exponent);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor neg(const Tensor& a);
+Tensor abs(const Tensor& a);
+Tensor exp(const Tensor& a);
+Tensor log(const Tensor& a);
+Tensor sqrt(const Tensor& a);
+Tensor rsqrt(const Tensor& a);
+Tensor tanh(const Tensor& a);
+Tensor sigmoid(const Tensor& a);
+Tensor relu(const Tensor& a);
+// approximate "none" (the erf form) or "tanh" (GPT-2's gelu_new).
+Tensor gelu(const Tensor& a, const char* approximate = "none");
+// Comparisons give BOOL.
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, Scalar b);
+Tensor lt(const Tensor& a, Scalar b);
+Tensor gt(const Tensor& a, Scalar b);
+// condition ? a : b, all three broadcast.
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
+Tensor masked_fill(const Tensor& a, const Tensor& mask, Scalar value);
+
+// --- reductions (dims may be negative; an empty list means every dim) ---
+Tensor sum(const Tensor& a, std::vector<int> dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& a, std::vector<int> dims = {}, bool keepdim = false);
+// correction 1 is the unbiased estimate (PyTorch's default).
+Tensor var(const Tensor& a, std::vector<int> dims = {}, bool keepdim = false, int correction = 1);
+// The largest (smallest) value along `dim` and its first index (I64).
+std::pair<Tensor, Tensor> max(const Tensor& a, int dim, bool keepdim = false);
+std::pair<Tensor, Tensor> min(const Tensor& a, int dim, bool keepdim = false);
+Tensor max(const Tensor& a);  // of all elements
+Tensor min(const Tensor& a);
+Tensor argmax(const Tensor& a, int dim, bool keepdim = false);
+Tensor argmax(const Tensor& a);  // flat index of the first largest element
+Tensor argmin(const Tensor& a, int dim, bool keepdim = false);
+
+// --- products ---
+// torch.matmul: 1-D @ 1-D is a dot product, 2-D the matrix product, more dims batched with the
+// batch dims broadcast. F32 runs on the kernel table's threaded GEMM.
+Tensor matmul(const Tensor& a, const Tensor& b);
+// x (..., in) @ weight (out, in)^T + bias (out).
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+// --- neural-network functions ---
+Tensor softmax(const Tensor& a, int dim);
+Tensor log_softmax(const Tensor& a, int dim);
+// Normalizes over the last dims of `normalized_shape`, then * weight + bias (either may be undefined).
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
+                  const Tensor& bias = Tensor(), double eps = 1e-5);
+// --- joining and indexing ---
+Tensor cat(const std::vector<Tensor>& tensors, int dim = 0);
+Tensor stack(const std::vector<Tensor>& tensors, int dim = 0);
+Tensor index_select(const Tensor& a, int dim, const Tensor& index);
+// weight (num, dim) rows picked by integer ids of any shape: (ids..., dim).
+Tensor embedding(const Tensor& ids, const Tensor& weight);
+// Mean negative log-likelihood of `target` (I64 class ids, (N)) under logits (N, C);
+// targets equal to ignore_index count for nothing.
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, std::int64_t ignore_index = -100);
+// Zeroes each element with probability p and scales the rest by 1 / (1 - p) when training;
+// the mask comes from the process-wide generator.
+Tensor dropout(const Tensor& a, double p, bool training = true);
+
+// --- operators ---
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator+(const Tensor& a, Scalar b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, Scalar b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, Scalar b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, Scalar b) { return div(a, b); }
+inline Tensor operator+(Scalar a, const Tensor& b) { return add(b, a); }
+inline Tensor operator-(Scalar a, const Tensor& b) { return add(neg(b), a); }
+inline Tensor operator*(Scalar a, const Tensor& b) { return mul(b, a); }
+Tensor operator/(Scalar a, const Tensor& b);
+inline Tensor operator-(const Tensor& a) { return neg(a); }
+inline Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+inline Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+inline Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+inline Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+inline Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+inline Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+
+// Prints the values (PyTorch's layout, elided past 1000 elements) with shape and dtype.
+std::ostream& operator<<(std::ostream& out, const Tensor& t);
+
+// True when every element of a and b (broadcast) is within atol + rtol * |b|.
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8);
+
+}  // namespace kael

@@ -1,0 +1,174 @@
+// Creation functions and the process-wide random generator.
+#include <cmath>
+#include <mutex>
+#include <random>
+
+#include "kael/tensor/ops.hpp"
+#include "tensor/strided.hpp"
+
+namespace kael {
+
+using namespace tensor_detail;
+
+Tensor empty(Shape shape, DType dtype) { return Tensor::zeros(dtype, std::move(shape)); }
+Tensor zeros(Shape shape, DType dtype) { return Tensor::zeros(dtype, std::move(shape)); }
+Tensor ones(Shape shape, DType dtype) { return full(std::move(shape), 1, dtype); }
+
+Tensor full(Shape shape, Scalar value, DType dtype) {
+  Tensor t = Tensor::zeros(dtype, std::move(shape));
+  if (value.value != 0.0) t.fill_(value.value);
+  return t;
+}
+
+Tensor zeros_like(const Tensor& like) { return Tensor::zeros(like.dtype(), like.shape()); }
+Tensor ones_like(const Tensor& like) { return full(like.shape(), 1, like.dtype()); }
+Tensor full_like(const Tensor& like, Scalar value) { return full(like.shape(), value, like.dtype()); }
+
+Tensor arange(double start, double end, double step, DType dtype) {
+  if (step == 0.0) throw ValueError("arange: step must be nonzero");
+  if (!std::isfinite(start) || !std::isfinite(end) || !std::isfinite(step))
+    throw ValueError(str("arange: start ", start, ", end ", end, " and step ", step, " must be finite"));
+  const double count = std::ceil((end - start) / step);
+  if (count > 1e12) throw ValueError(str("arange: ", count, " values is too many"));
+  const std::int64_t n = count > 0 ? static_cast<std::int64_t>(count) : 0;
+  Tensor t = Tensor::zeros(dtype, {n});
+  const auto elem = static_cast<std::int64_t>(t.element_size());
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double v = start + static_cast<double>(i) * step;
+    if (is_integral(dtype, true)) store(dtype, t.raw_data() + i * elem, static_cast<std::int64_t>(v));
+    else store(dtype, t.raw_data() + i * elem, v);
+  }
+  return t;
+}
+
+Tensor arange(double end, DType dtype) { return arange(0.0, end, 1.0, dtype); }
+
+Tensor linspace(double start, double end, std::int64_t steps, DType dtype) {
+  if (steps < 0) throw ValueError(str("linspace: steps must be non-negative, got ", steps));
+  Tensor t = Tensor::zeros(dtype, {steps});
+  const auto elem = static_cast<std::int64_t>(t.element_size());
+  const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+  // Both halves count from their own end, as PyTorch does, so the last value is exactly `end`.
+  for (std::int64_t i = 0; i < steps; ++i) {
+    const double v = i < steps / 2 ? start + step * static_cast<double>(i)
+                                   : end - step * static_cast<double>(steps - 1 - i);
+    store(dtype, t.raw_data() + i * elem, v);
+  }
+  return t;
+}
+
+Tensor eye(std::int64_t n, DType dtype) {
+  Tensor t = Tensor::zeros(dtype, {n, n});
+  const auto elem = static_cast<std::int64_t>(t.element_size());
+  for (std::int64_t i = 0; i < n; ++i) store(dtype, t.raw_data() + (i * n + i) * elem, 1);
+  return t;
+}
+
+template <class T>
+Tensor from_vector(const std::vector<T>& values, Shape shape) {
+  const std::int64_t n = shape_numel(shape);
+  if (n != static_cast<std::int64_t>(values.size()))
+    throw ValueError(str("from_vector: ", values.size(), " values do not fill shape ", shape_to_string(shape)));
+  Tensor t = Tensor::zeros(dtype_of<T>(), std::move(shape));
+  T* out = t.data<T>();
+  for (std::int64_t i = 0; i < n; ++i) out[i] = values[static_cast<std::size_t>(i)];
+  return t;
+}
+
+template Tensor from_vector(const std::vector<float>&, Shape);
+template Tensor from_vector(const std::vector<double>&, Shape);
+template Tensor from_vector(const std::vector<std::int64_t>&, Shape);
+template Tensor from_vector(const std::vector<std::int32_t>&, Shape);
+template Tensor from_vector(const std::vector<std::uint8_t>&, Shape);
+
+template <>
+Tensor from_vector(const std::vector<bool>& values, Shape shape) {
+  std::vector<std::uint8_t> bytes(values.begin(), values.end());
+  Tensor t = from_vector(bytes, std::move(shape));
+  return Tensor::from_bytes(DType::BOOL, t.shape(), t.bytes());
+}
+
+Tensor tensor(std::initializer_list<double> values, DType dtype) {
+  Tensor t = from_vector(std::vector<double>(values), {static_cast<std::int64_t>(values.size())});
+  return dtype == DType::F64 ? t : t.to(dtype);
+}
+
+Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, DType dtype) {
+  std::vector<double> values;
+  const std::size_t width = rows.size() ? rows.begin()->size() : 0;
+  for (const auto& row : rows) {
+    if (row.size() != width)
+      throw ValueError(str("tensor: rows of different lengths (", width, " and ", row.size(), ")"));
+    values.insert(values.end(), row.begin(), row.end());
+  }
+  Tensor t = from_vector(values, {static_cast<std::int64_t>(rows.size()), static_cast<std::int64_t>(width)});
+  return dtype == DType::F64 ? t : t.to(dtype);
+}
+
+// --- random ---
+
+namespace {
+
+struct Generator {
+  std::mutex mutex;
+  std::mt19937_64 engine{0x6b61656cULL};  // a fixed default seed: runs are reproducible without manual_seed
+};
+
+Generator& generator() {
+  static Generator g;
+  return g;
+}
+
+// Uniform in [0, 1) with 53 random bits.
+double uniform(std::mt19937_64& engine) { return static_cast<double>(engine() >> 11) * 0x1.0p-53; }
+
+template <class F>
+Tensor fill_random(Shape shape, DType dtype, F draw) {
+  Tensor t = Tensor::zeros(dtype, std::move(shape));
+  const auto elem = static_cast<std::int64_t>(t.element_size());
+  Generator& g = generator();
+  const std::lock_guard lock(g.mutex);
+  for (std::int64_t i = 0; i < t.numel(); ++i) store(dtype, t.raw_data() + i * elem, draw(g.engine));
+  return t;
+}
+
+void require_floating(const char* op, DType dtype) {
+  if (!is_floating(dtype)) throw TypeError(str(op, ": dtype must be floating, got ", dtype_name(dtype)));
+}
+
+}  // namespace
+
+void manual_seed(std::uint64_t seed) {
+  Generator& g = generator();
+  const std::lock_guard lock(g.mutex);
+  g.engine.seed(seed);
+}
+
+Tensor rand(Shape shape, DType dtype) {
+  require_floating("rand", dtype);
+  return fill_random(std::move(shape), dtype, [](std::mt19937_64& e) { return uniform(e); });
+}
+
+Tensor randn(Shape shape, DType dtype) {
+  require_floating("randn", dtype);
+  // Box-Muller, one normal per pair of uniforms, so each element costs the same two draws.
+  return fill_random(std::move(shape), dtype, [](std::mt19937_64& e) {
+    const double u1 = 1.0 - uniform(e);  // (0, 1]: log stays finite
+    const double u2 = uniform(e);
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  });
+}
+
+Tensor randint(std::int64_t low, std::int64_t high, Shape shape, DType dtype) {
+  if (high <= low) throw ValueError(str("randint: high (", high, ") must be greater than low (", low, ")"));
+  const auto span = static_cast<std::uint64_t>(high - low);
+  return fill_random(std::move(shape), dtype, [low, span](std::mt19937_64& e) {
+    // Rejection keeps every value equally likely.
+    const std::uint64_t limit = UINT64_MAX - UINT64_MAX % span;
+    std::uint64_t r;
+    do r = e(); while (r >= limit);
+    return low + static_cast<std::int64_t>(r % span);
+  });
+}
+
+}  // namespace kael

@@ -1,0 +1,418 @@
+// Elementwise ops: broadcasting, type promotion, and their gradients.
+#include <cmath>
+
+#include "kael/tensor/autograd.hpp"
+#include "kael/tensor/ops.hpp"
+#include "tensor/strided.hpp"
+
+namespace kael {
+
+using namespace tensor_detail;
+
+namespace tensor_detail {
+
+std::vector<std::int64_t> broadcast_byte_strides(const Tensor& t, const Shape& shape) {
+  std::vector<std::int64_t> strides(shape.size(), 0);
+  const std::size_t offset = shape.size() - t.shape().size();
+  const auto elem = static_cast<std::int64_t>(t.element_size());
+  for (std::size_t i = 0; i < t.shape().size(); ++i)
+    if (t.shape()[i] != 1) strides[offset + i] = t.strides()[i] * elem;
+  return strides;
+}
+
+int wrap_dim(int dim, int rank, const char* op) {
+  const int extent = rank == 0 ? 1 : rank;  // a 0-D tensor accepts dim 0 and -1, as PyTorch
+  if (dim < -extent || dim >= extent)
+    throw IndexError(str(op, ": dim ", dim, " out of range for a ", rank, "-D tensor (expected in [", -extent, ", ",
+                         extent - 1, "])"));
+  return dim < 0 ? dim + extent : dim;
+}
+
+Tensor sum_to(const Tensor& grad, const Shape& shape) {
+  if (grad.shape() == shape) return grad;
+  std::vector<int> dims;
+  const int lead = grad.dim() - static_cast<int>(shape.size());
+  for (int i = 0; i < grad.dim(); ++i)
+    if (i < lead || (shape[static_cast<std::size_t>(i - lead)] == 1 && grad.shape()[static_cast<std::size_t>(i)] != 1))
+      dims.push_back(i);
+  Tensor reduced = dims.empty() ? grad : sum(grad, dims, true);
+  return reduced.reshape(shape);
+}
+
+}  // namespace tensor_detail
+
+bool is_integral(DType dtype, bool include_bool) {
+  if (dtype == DType::BOOL) return include_bool;
+  return !is_floating(dtype);
+}
+
+namespace {
+
+int float_rank(DType d) {
+  switch (d) {
+    case DType::F16: return 1;
+    case DType::BF16: return 1;
+    case DType::F32: return 2;
+    case DType::F64: return 3;
+    default: return 0;
+  }
+}
+
+// The dtype an elementwise result takes from a tensor and a scalar (PyTorch: a scalar decides
+// only the category, never the width).
+DType promote_with_scalar(DType t, const Scalar& s) {
+  if (is_floating(t)) return t;
+  if (!s.integral) return DType::F32;
+  if (t == DType::BOOL) return DType::I64;
+  return t;
+}
+
+Tensor scalar_tensor(const Scalar& s, DType dtype) {
+  Tensor t = Tensor::zeros(dtype, {});
+  store(dtype, t.raw_data(), s.value);
+  return t;
+}
+
+// out = f(a, b) elementwise over the broadcast shape, computed in `compute`, stored as `out_dtype`.
+template <class F>
+Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType compute, DType out_dtype, F f) {
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
+  Tensor out = Tensor::zeros(out_dtype, shape);
+  if (compute == DType::F32 && a.dtype() == DType::F32 && b.dtype() == DType::F32 && out_dtype == DType::F32 &&
+      a.shape() == shape && b.shape() == shape && a.is_contiguous() && b.is_contiguous()) {
+    const float* pa = a.data<float>();
+    const float* pb = b.data<float>();
+    float* po = out.data<float>();
+    for (std::int64_t i = 0; i < out.numel(); ++i) po[i] = static_cast<float>(f(pa[i], pb[i]));
+    return out;
+  }
+  const std::vector<std::int64_t> strides[3] = {broadcast_byte_strides(out, shape), broadcast_byte_strides(a, shape),
+                                                broadcast_byte_strides(b, shape)};
+  dispatch(compute, [&]<class C>() {
+    std::byte* po = out.raw_data();
+    const std::byte* pa = a.raw_data();
+    const std::byte* pb = b.raw_data();
+    walk(shape, strides, [&](const std::int64_t* o) {
+      store(out_dtype, po + o[0], f(load<C>(a.dtype(), pa + o[1]), load<C>(b.dtype(), pb + o[2])));
+    });
+  });
+  return out;
+}
+
+template <class F>
+Tensor unary_kernel(const Tensor& a, DType compute, DType out_dtype, F f) {
+  Tensor out = Tensor::zeros(out_dtype, a.shape());
+  if (a.dtype() == DType::F32 && out_dtype == DType::F32 && a.is_contiguous()) {
+    const float* pa = a.data<float>();
+    float* po = out.data<float>();
+    for (std::int64_t i = 0; i < out.numel(); ++i) po[i] = static_cast<float>(f(pa[i]));
+    return out;
+  }
+  const std::vector<std::int64_t> strides[2] = {broadcast_byte_strides(out, a.shape()),
+                                                broadcast_byte_strides(a, a.shape())};
+  dispatch(compute, [&]<class C>() {
+    walk(a.shape(), strides, [&](const std::int64_t* o) {
+      store(out_dtype, out.raw_data() + o[0], f(load<C>(a.dtype(), a.raw_data() + o[1])));
+    });
+  });
+  return out;
+}
+
+// The type a floating function computes in (the integer instantiations are never run: such
+// inputs are computed as F32, but every branch of dispatch is compiled).
+template <class T>
+using FloatOf = std::conditional_t<std::is_floating_point_v<T>, T, float>;
+
+// The floating dtype a math function (exp, log, ...) returns for `a`.
+DType float_result(DType d) { return is_floating(d) ? d : DType::F32; }
+
+void require_not_bool(const char* op, const Tensor& a) {
+  if (a.dtype() == DType::BOOL) throw TypeError(str(op, ": not defined for BOOL tensors"));
+}
+
+}  // namespace
+
+DType promote_types(DType a, DType b) {
+  if (a == b) return a;
+  const int fa = float_rank(a), fb = float_rank(b);
+  if (fa || fb) {
+    if (fa == fb) return DType::F32;  // F16 with BF16
+    return fa > fb ? a : b;
+  }
+  if (a == DType::BOOL) return b;
+  if (b == DType::BOOL) return a;
+  const bool signed_a = a == DType::I8 || a == DType::I16 || a == DType::I32 || a == DType::I64;
+  const bool signed_b = b == DType::I8 || b == DType::I16 || b == DType::I32 || b == DType::I64;
+  if (signed_a == signed_b) return dtype_size(a) >= dtype_size(b) ? a : b;
+  // Mixed signedness: a signed type wide enough for both, capped at I64.
+  const std::size_t width = std::max(dtype_size(signed_a ? b : a) * 2, dtype_size(signed_a ? a : b));
+  return width >= 8 ? DType::I64 : width >= 4 ? DType::I32 : DType::I16;
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  Shape out(std::max(a.size(), b.size()));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const std::int64_t da = i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
+    const std::int64_t db = i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
+    if (da != db && da != 1 && db != 1)
+      throw ValueError(str(op, ": shapes ", shape_to_string(a), " and ", shape_to_string(b),
+                           " cannot be broadcast (dim ", i, ": ", da, " vs ", db, ")"));
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
+  const DType dt = promote_types(a.dtype(), b.dtype());
+  const double al = alpha.value;
+  Tensor out = al == 1.0 ? binary_kernel("add", a, b, dt, dt, [](auto x, auto y) { return x + y; })
+                         : binary_kernel("add", a, b, dt, dt, [al](auto x, auto y) {
+                             using C = decltype(x);
+                             return static_cast<C>(x + static_cast<C>(al) * y);
+                           });
+  const Shape sa = a.shape(), sb = b.shape();
+  return autograd::record("add", std::move(out), {&a, &b}, [sa, sb, al](const Tensor& g) {
+    return std::vector<Tensor>{sum_to(g, sa), sum_to(al == 1.0 ? g : mul(g, al), sb)};
+  });
+}
+
+Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
+  if (a.dtype() == DType::BOOL && b.dtype() == DType::BOOL)
+    throw TypeError("sub: subtracting two BOOL tensors is not supported; use logical_xor");
+  return add(a, b, Scalar(-alpha.value));
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+  const DType dt = promote_types(a.dtype(), b.dtype());
+  Tensor out = binary_kernel("mul", a, b, dt, dt, [](auto x, auto y) { return x * y; });
+  const bool need = autograd::any_requires_grad({&a, &b});
+  if (!need) return out;
+  autograd::SavedTensor sa(a), sb(b);
+  const bool ga = a.requires_grad(), gb = b.requires_grad();
+  return autograd::record("mul", std::move(out), {&a, &b}, [sa, sb, ga, gb](const Tensor& g) {
+    const Tensor& va = sa.get("mul");
+    const Tensor& vb = sb.get("mul");
+    return std::vector<Tensor>{ga ? sum_to(mul(g, vb), va.shape()) : Tensor(),
+                               gb ? sum_to(mul(g, va), vb.shape()) : Tensor()};
+  });
+}
+
+Tensor div(const Tensor& a, const Tensor& b) {
+  DType dt = promote_types(a.dtype(), b.dtype());
+  if (!is_floating(dt)) dt = DType::F32;  // true division
+  Tensor out = binary_kernel("div", a, b, dt, dt, [](auto x, auto y) { return x / y; });
+  if (!autograd::any_requires_grad({&a, &b})) return out;
+  autograd::SavedTensor sa(a), sb(b);
+  const bool ga = a.requires_grad(), gb = b.requires_grad();
+  return autograd::record("div", std::move(out), {&a, &b}, [sa, sb, ga, gb](const Tensor& g) {
+    const Tensor& va = sa.get("div");
+    const Tensor& vb = sb.get("div");
+    return std::vector<Tensor>{ga ? sum_to(div(g, vb), va.shape()) : Tensor(),
+                               gb ? sum_to(neg(div(mul(g, va), mul(vb, vb))), vb.shape()) : Tensor()};
+  });
+}
+
+Tensor add(const Tensor& a, Scalar b) { return add(a, scalar_tensor(b, promote_with_scalar(a.dtype(), b))); }
+Tensor sub(const Tensor& a, Scalar b) { return add(a, Scalar(-b.value)); }
+Tensor mul(const Tensor& a, Scalar b) { return mul(a, scalar_tensor(b, promote_with_scalar(a.dtype(), b))); }
+Tensor div(const Tensor& a, Scalar b) {
+  DType dt = promote_with_scalar(a.dtype(), b);
+  return div(a, scalar_tensor(b, is_floating(dt) ? dt : DType::F32));
+}
+Tensor operator/(Scalar a, const Tensor& b) { return div(full_like(b, a).to(promote_with_scalar(b.dtype(), a)), b); }
+
+Tensor pow(const Tensor& a, Scalar exponent) {
+  const DType dt = promote_with_scalar(a.dtype(), exponent);
+  const double e = exponent.value;
+  Tensor out = unary_kernel(a, dt, dt, [e](auto x) {
+    using C = decltype(x);
+    if constexpr (std::is_floating_point_v<C>) return static_cast<C>(std::pow(x, static_cast<C>(e)));
+    else return static_cast<C>(std::llround(std::pow(static_cast<double>(x), e)));
+  });
+  if (!autograd::any_requires_grad({&a})) return out;
+  autograd::SavedTensor sa(a);
+  return autograd::record("pow", std::move(out), {&a}, [sa, e](const Tensor& g) {
+    const Tensor& va = sa.get("pow");
+    return std::vector<Tensor>{e == 0.0 ? zeros_like(va) : mul(g, mul(pow(va, e - 1.0), e))};
+  });
+}
+
+Tensor pow(const Tensor& a, const Tensor& exponent) {
+  DType dt = promote_types(a.dtype(), exponent.dtype());
+  if (!is_floating(dt)) dt = DType::F32;
+  Tensor out = binary_kernel("pow", a, exponent, dt, dt, [](auto x, auto y) {
+    using C = decltype(x);
+    if constexpr (std::is_floating_point_v<C>) return static_cast<C>(std::pow(x, y));
+    else return static_cast<C>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+  });
+  if (!autograd::any_requires_grad({&a, &exponent})) return out;
+  autograd::SavedTensor sa(a), se(exponent), so(out);
+  const bool ga = a.requires_grad(), ge = exponent.requires_grad();
+  return autograd::record("pow", std::move(out), {&a, &exponent}, [sa, se, so, ga, ge](const Tensor& g) {
+    const Tensor& va = sa.get("pow");
+    const Tensor& ve = se.get("pow");
+    return std::vector<Tensor>{ga ? sum_to(mul(g, mul(ve, pow(va, sub(ve, 1)))), va.shape()) : Tensor(),
+                               ge ? sum_to(mul(g, mul(so.get("pow"), log(va))), ve.shape()) : Tensor()};
+  });
+}
+
+namespace {
+Tensor pick(const char* op, const Tensor& a, const Tensor& b, bool larger) {
+  const DType dt = promote_types(a.dtype(), b.dtype());
+  Tensor out = binary_kernel(op, a, b, dt, dt, [larger](auto x, auto y) {
+    if (x != x) return x;  // NaN propagates
+    if (y != y) return y;
+    return larger ? (x < y ? y : x) : (y < x ? y : x);
+  });
+  if (!autograd::any_requires_grad({&a, &b})) return out;
+  autograd::SavedTensor sa(a), sb(b);
+  return autograd::record(op, std::move(out), {&a, &b}, [sa, sb, larger, op](const Tensor& g) {
+    const Tensor& va = sa.get(op);
+    const Tensor& vb = sb.get(op);
+    // Ties split the gradient evenly, as PyTorch's maximum does.
+    const Tensor a_wins = (larger ? gt(va, vb) : lt(va, vb)).to(g.dtype());
+    const Tensor tie = mul(eq(va, vb).to(g.dtype()), 0.5);
+    const Tensor share = add(a_wins, tie);
+    return std::vector<Tensor>{sum_to(mul(g, share), va.shape()), sum_to(mul(g, sub(ones_like(share), share)), vb.shape())};
+  });
+}
+}  // namespace
+
+Tensor maximum(const Tensor& a, const Tensor& b) { return pick("maximum", a, b, true); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return pick("minimum", a, b, false); }
+
+Tensor neg(const Tensor& a) {
+  require_not_bool("neg", a);
+  Tensor out = unary_kernel(a, a.dtype(), a.dtype(), [](auto x) { return -x; });
+  return autograd::record("neg", std::move(out), {&a}, [](const Tensor& g) { return std::vector<Tensor>{neg(g)}; });
+}
+
+Tensor abs(const Tensor& a) {
+  Tensor out = unary_kernel(a, a.dtype(), a.dtype(), [](auto x) { return x < decltype(x){} ? -x : x; });
+  if (!autograd::any_requires_grad({&a})) return out;
+  autograd::SavedTensor sa(a);
+  return autograd::record("abs", std::move(out), {&a}, [sa](const Tensor& g) {
+    const Tensor& v = sa.get("abs");
+    const Tensor sign = sub(gt(v, 0).to(g.dtype()), lt(v, 0).to(g.dtype()));
+    return std::vector<Tensor>{mul(g, sign)};
+  });
+}
+
+// A floating function of one tensor whose derivative is given from the input x and output y.
+#define KAEL_FLOAT_UNARY(name, expr, grad_expr)                                                  \
+  Tensor name(const Tensor& a) {                                                                 \
+    const DType dt = float_result(a.dtype());                                                    \
+    Tensor out = unary_kernel(a, dt, dt, [](auto x) {                                            \
+      using C = FloatOf<decltype(x)>;                                                            \
+      return static_cast<C>(expr);                                                               \
+    });                                                                                          \
+    if (!autograd::any_requires_grad({&a})) return out;                                          \
+    autograd::SavedTensor sx(a), sy(out);                                                        \
+    return autograd::record(#name, std::move(out), {&a}, [sx, sy](const Tensor& g) {             \
+      [[maybe_unused]] const Tensor& x = sx.get(#name);                                          \
+      [[maybe_unused]] const Tensor& y = sy.get(#name);                                          \
+      return std::vector<Tensor>{grad_expr};                                                     \
+    });                                                                                          \
+  }
+
+KAEL_FLOAT_UNARY(exp, std::exp(x), mul(g, y))
+KAEL_FLOAT_UNARY(log, std::log(x), div(g, x))
+KAEL_FLOAT_UNARY(sqrt, std::sqrt(x), div(g, mul(y, 2)))
+KAEL_FLOAT_UNARY(rsqrt, C(1) / std::sqrt(x), mul(g, mul(pow(y, 3), -0.5)))
+KAEL_FLOAT_UNARY(tanh, std::tanh(x), mul(g, sub(ones_like(y), mul(y, y))))
+KAEL_FLOAT_UNARY(sigmoid, C(1) / (C(1) + std::exp(-x)), mul(g, mul(y, sub(ones_like(y), y))))
+#undef KAEL_FLOAT_UNARY
+
+Tensor relu(const Tensor& a) {
+  require_not_bool("relu", a);
+  Tensor out = unary_kernel(a, a.dtype(), a.dtype(), [](auto x) { return x > decltype(x){} ? x : decltype(x){}; });
+  if (!autograd::any_requires_grad({&a})) return out;
+  autograd::SavedTensor sy(out);
+  return autograd::record("relu", std::move(out), {&a}, [sy](const Tensor& g) {
+    return std::vector<Tensor>{mul(g, gt(sy.get("relu"), 0).to(g.dtype()))};
+  });
+}
+
+Tensor gelu(const Tensor& a, const char* approximate) {
+  const std::string mode = approximate;
+  if (mode != "none" && mode != "tanh")
+    throw ValueError(str("gelu: approximate must be \"none\" or \"tanh\", got \"", mode, "\""));
+  const bool use_tanh = mode == "tanh";
+  const DType dt = float_result(a.dtype());
+  Tensor out = unary_kernel(a, dt, dt, [use_tanh](auto x) {
+    using C = FloatOf<decltype(x)>;
+    if (use_tanh) {
+      const C inner = C(0.7978845608028654) * (x + C(0.044715) * x * x * x);
+      return static_cast<C>(C(0.5) * x * (C(1) + std::tanh(inner)));
+    }
+    return static_cast<C>(C(0.5) * x * (C(1) + std::erf(x * C(0.7071067811865476))));
+  });
+  if (!autograd::any_requires_grad({&a})) return out;
+  autograd::SavedTensor sx(a);
+  return autograd::record("gelu", std::move(out), {&a}, [sx, use_tanh, dt](const Tensor& g) {
+    const Tensor& x = sx.get("gelu");
+    Tensor d = unary_kernel(x, dt, dt, [use_tanh](auto v) {
+      using C = FloatOf<decltype(v)>;
+      if (use_tanh) {
+        const C k = C(0.7978845608028654);
+        const C t = std::tanh(k * (v + C(0.044715) * v * v * v));
+        return static_cast<C>(C(0.5) * (C(1) + t) + C(0.5) * v * (C(1) - t * t) * k * (C(1) + C(3 * 0.044715) * v * v));
+      }
+      const C cdf = C(0.5) * (C(1) + std::erf(v * C(0.7071067811865476)));
+      const C pdf = std::exp(C(-0.5) * v * v) * C(0.3989422804014327);
+      return static_cast<C>(cdf + v * pdf);
+    });
+    return std::vector<Tensor>{mul(g, d)};
+  });
+}
+
+#define KAEL_COMPARE(name, op)                                                                   \
+  Tensor name(const Tensor& a, const Tensor& b) {                                                \
+    const DType dt = promote_types(a.dtype(), b.dtype());                                        \
+    return binary_kernel(#name, a, b, dt, DType::BOOL, [](auto x, auto y) { return x op y; });   \
+  }
+KAEL_COMPARE(eq, ==)
+KAEL_COMPARE(ne, !=)
+KAEL_COMPARE(lt, <)
+KAEL_COMPARE(le, <=)
+KAEL_COMPARE(gt, >)
+KAEL_COMPARE(ge, >=)
+#undef KAEL_COMPARE
+
+Tensor eq(const Tensor& a, Scalar b) { return eq(a, scalar_tensor(b, promote_with_scalar(a.dtype(), b))); }
+Tensor lt(const Tensor& a, Scalar b) { return lt(a, scalar_tensor(b, promote_with_scalar(a.dtype(), b))); }
+Tensor gt(const Tensor& a, Scalar b) { return gt(a, scalar_tensor(b, promote_with_scalar(a.dtype(), b))); }
+
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  if (condition.dtype() != DType::BOOL)
+    throw TypeError(str("where: condition must be BOOL, got ", dtype_name(condition.dtype())));
+  const Shape shape = broadcast_shapes(broadcast_shapes(condition.shape(), a.shape(), "where"), b.shape(), "where");
+  const DType dt = promote_types(a.dtype(), b.dtype());
+  Tensor out = Tensor::zeros(dt, shape);
+  const std::vector<std::int64_t> strides[4] = {broadcast_byte_strides(out, shape), broadcast_byte_strides(condition, shape),
+                                                broadcast_byte_strides(a, shape), broadcast_byte_strides(b, shape)};
+  dispatch(dt, [&]<class C>() {
+    walk(shape, strides, [&](const std::int64_t* o) {
+      const bool c = load<bool>(DType::BOOL, condition.raw_data() + o[1]);
+      store(dt, out.raw_data() + o[0], c ? load<C>(a.dtype(), a.raw_data() + o[2]) : load<C>(b.dtype(), b.raw_data() + o[3]));
+    });
+  });
+  if (!autograd::any_requires_grad({&a, &b})) return out;
+  const Tensor cond = condition.detach();
+  const Shape sa = a.shape(), sb = b.shape();
+  return autograd::record("where", std::move(out), {&a, &b}, [cond, sa, sb](const Tensor& g) {
+    const Tensor zero = zeros_like(g);
+    return std::vector<Tensor>{sum_to(where(cond, g, zero), sa), sum_to(where(cond, zero, g), sb)};
+  });
+}
+
+Tensor masked_fill(const Tensor& a, const Tensor& mask, Scalar value) {
+  if (mask.dtype() != DType::BOOL) throw TypeError(str("masked_fill: mask must be BOOL, got ", dtype_name(mask.dtype())));
+  const Shape shape = broadcast_shapes(a.shape(), mask.shape(), "masked_fill");
+  if (shape != a.shape())
+    throw ValueError(str("masked_fill: mask of shape ", shape_to_string(mask.shape()),
+                         " does not broadcast to the tensor's shape ", shape_to_string(a.shape())));
+  return where(mask, scalar_tensor(value, a.dtype()), a);
+}
+
+}  // namespace kael

@@ -1,0 +1,103 @@
+// Joining and indexing: cat, stack, index_select, embedding.
+#include "kael/tensor/autograd.hpp"
+#include "kael/tensor/ops.hpp"
+#include "tensor/strided.hpp"
+
+namespace kael {
+
+using namespace tensor_detail;
+
+Tensor cat(const std::vector<Tensor>& tensors, int dim) {
+  if (tensors.empty()) throw ValueError("cat: expects a non-empty list of tensors");
+  const Tensor& first = tensors.front();
+  if (first.dim() == 0) throw ValueError("cat: 0-D tensors cannot be concatenated; use stack");
+  const int at = wrap_dim(dim, first.dim(), "cat");
+  DType dt = first.dtype();
+  std::int64_t total = 0;
+  for (const Tensor& t : tensors) {
+    dt = promote_types(dt, t.dtype());
+    bool same = t.dim() == first.dim();
+    for (int d = 0; same && d < t.dim(); ++d)
+      same = d == at || t.shape()[static_cast<std::size_t>(d)] == first.shape()[static_cast<std::size_t>(d)];
+    if (!same)
+      throw ValueError(str("cat: shapes ", shape_to_string(first.shape()), " and ", shape_to_string(t.shape()),
+                           " differ outside dim ", at));
+    total += t.shape()[static_cast<std::size_t>(at)];
+  }
+  Shape shape = first.shape();
+  shape[static_cast<std::size_t>(at)] = total;
+  Tensor out = Tensor::zeros(dt, shape);
+  std::vector<const Tensor*> inputs;
+  std::vector<std::int64_t> starts;
+  std::int64_t start = 0;
+  {
+    autograd::NoGradGuard no_grad;
+    for (const Tensor& t : tensors) {
+      const std::int64_t n = t.shape()[static_cast<std::size_t>(at)];
+      out.narrow(at, start, n).copy_(t);
+      inputs.push_back(&t);
+      starts.push_back(start);
+      start += n;
+    }
+  }
+  starts.push_back(start);
+  return autograd::record("cat", std::move(out), inputs, [at, starts](const Tensor& g) {
+    std::vector<Tensor> grads;
+    for (std::size_t i = 0; i + 1 < starts.size(); ++i) grads.push_back(g.narrow(at, starts[i], starts[i + 1] - starts[i]));
+    return grads;
+  });
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, int dim) {
+  if (tensors.empty()) throw ValueError("stack: expects a non-empty list of tensors");
+  const int at = wrap_dim(dim, tensors.front().dim() + 1, "stack");
+  std::vector<Tensor> expanded;
+  for (const Tensor& t : tensors) {
+    if (t.shape() != tensors.front().shape())
+      throw ValueError(str("stack: shapes ", shape_to_string(tensors.front().shape()), " and ", shape_to_string(t.shape()),
+                           " differ; stack needs equal shapes"));
+    expanded.push_back(t.unsqueeze(at));
+  }
+  return cat(expanded, at);
+}
+
+Tensor index_select(const Tensor& a, int dim, const Tensor& index) {
+  if (!is_integral(index.dtype()) || index.dim() > 1)
+    throw TypeError(str("index_select: index must be a 1-D integer tensor, got ", dtype_name(index.dtype()), " of shape ",
+                        shape_to_string(index.shape())));
+  const int at = wrap_dim(dim, a.dim(), "index_select");
+  const Tensor ids = index.to(DType::I64).contiguous().reshape({index.numel()});
+  const std::int64_t size = a.dim() ? a.shape()[static_cast<std::size_t>(at)] : 1;
+  Shape shape = a.shape();
+  if (a.dim()) shape[static_cast<std::size_t>(at)] = ids.numel();
+  Tensor out = Tensor::zeros(a.dtype(), shape);
+  const std::int64_t* p = ids.data<std::int64_t>();
+  {
+    autograd::NoGradGuard no_grad;
+    for (std::int64_t i = 0; i < ids.numel(); ++i) {
+      if (p[i] < -size || p[i] >= size)
+        throw IndexError(str("index_select: index ", p[i], " out of range for dim ", at, " of size ", size, " (shape ",
+                             shape_to_string(a.shape()), ")"));
+      out.select(at, i).copy_(a.select(at, p[i] < 0 ? p[i] + size : p[i]));
+    }
+  }
+  const Shape from = a.shape();
+  return autograd::record("index_select", std::move(out), {&a}, [ids, at, from, size](const Tensor& g) {
+    Tensor grad = Tensor::zeros(g.dtype(), from);
+    const std::int64_t* q = ids.data<std::int64_t>();
+    for (std::int64_t i = 0; i < ids.numel(); ++i) {
+      Tensor row = grad.select(at, q[i] < 0 ? q[i] + size : q[i]);
+      row.copy_(add(row, g.select(at, i)));  // repeated ids add up
+    }
+    return std::vector<Tensor>{grad};
+  });
+}
+
+Tensor embedding(const Tensor& ids, const Tensor& weight) {
+  if (weight.dim() != 2) throw ValueError(str("embedding: weight must be 2-D (num, dim), got ", shape_to_string(weight.shape())));
+  Shape shape = ids.shape();
+  shape.push_back(weight.shape()[1]);
+  return index_select(weight, 0, ids.reshape({ids.numel()})).reshape(shape);
+}
+
+}  // namespace kael

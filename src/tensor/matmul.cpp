@@ -1,0 +1,132 @@
+// matmul and linear. F32 products run on the kernel table's threaded GEMM (kernels::gemm),
+// reading transposed operands in place; other floating dtypes use a plain loop.
+#include "kael/tensor/autograd.hpp"
+#include "kael/tensor/ops.hpp"
+#include "kernels/gemm.hpp"
+#include "tensor/strided.hpp"
+
+namespace kael {
+
+using namespace tensor_detail;
+
+namespace {
+
+// A 2-D operand as the GEMM reads it: its rows `ld` elements apart, maybe transposed.
+struct Operand {
+  const float* data;
+  std::int64_t ld;
+  bool transposed;
+};
+
+// m (M, K) as the kernel can read it, or a contiguous copy of it.
+Operand operand_of(const Tensor& m, Tensor& keep) {
+  const auto& s = m.strides();
+  if (s[1] == 1 && s[0] >= std::max<std::int64_t>(m.shape()[1], 1)) return {m.data<float>(), s[0], false};
+  if (s[0] == 1 && s[1] >= std::max<std::int64_t>(m.shape()[0], 1)) return {m.data<float>(), s[1], true};
+  keep = m.contiguous();
+  return {keep.data<float>(), std::max<std::int64_t>(m.shape()[1], 1), false};
+}
+
+// out (M, N) = a (M, K) @ b (K, N), 2-D, same floating dtype.
+void product_2d(Tensor& out, const Tensor& a, const Tensor& b) {
+  const std::int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
+  if (M == 0 || N == 0) return;
+  if (a.dtype() == DType::F32) {
+    Tensor ka, kb;
+    const Operand oa = operand_of(a, ka), ob = operand_of(b, kb);
+    if (K == 0) return;  // out stays zero
+    kernels::gemm(out.data<float>(), N, oa.data, oa.ld, oa.transposed, ob.data, ob.ld, ob.transposed, M, N, K);
+    return;
+  }
+  dispatch(a.dtype(), [&]<class C>() {
+    const auto ea = static_cast<std::int64_t>(a.element_size());
+    for (std::int64_t i = 0; i < M; ++i)
+      for (std::int64_t j = 0; j < N; ++j) {
+        C acc{};
+        for (std::int64_t k = 0; k < K; ++k)
+          acc += load<C>(a.dtype(), a.raw_data() + (i * a.strides()[0] + k * a.strides()[1]) * ea) *
+                 load<C>(b.dtype(), b.raw_data() + (k * b.strides()[0] + j * b.strides()[1]) * ea);
+        store(out.dtype(), out.raw_data() + (i * N + j) * ea, acc);
+      }
+  });
+}
+
+// a (..., M, K) @ b (..., K, N), batch dims broadcast, no autograd.
+Tensor batched_product(const Tensor& a, const Tensor& b) {
+  const Shape batch_a(a.shape().begin(), a.shape().end() - 2), batch_b(b.shape().begin(), b.shape().end() - 2);
+  const Shape batch = broadcast_shapes(batch_a, batch_b, "matmul");
+  const std::int64_t M = a.shape()[a.shape().size() - 2], N = b.shape().back();
+  Shape out_shape = batch;
+  out_shape.push_back(M);
+  out_shape.push_back(N);
+  Tensor out = Tensor::zeros(a.dtype(), out_shape);
+  Shape full_a = batch, full_b = batch;
+  full_a.insert(full_a.end(), a.shape().end() - 2, a.shape().end());
+  full_b.insert(full_b.end(), b.shape().end() - 2, b.shape().end());
+  const Tensor ea = a.expand(full_a), eb = b.expand(full_b);
+  const std::int64_t count = shape_numel(batch);
+  std::vector<std::int64_t> index(batch.size(), 0);
+  for (std::int64_t n = 0; n < count; ++n) {
+    Tensor sa = ea, sb = eb, so = out;
+    for (std::size_t d = 0; d < batch.size(); ++d) {
+      sa = sa.select(0, index[d]);
+      sb = sb.select(0, index[d]);
+      so = so.select(0, index[d]);
+    }
+    product_2d(so, sa, sb);
+    for (std::size_t d = batch.size(); d-- > 0;) {
+      if (++index[d] < batch[d]) break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  if (a_in.dim() == 0 || b_in.dim() == 0)
+    throw ValueError(str("matmul: both operands need at least one dim, got shapes ", shape_to_string(a_in.shape()), " and ",
+                         shape_to_string(b_in.shape())));
+  if (!is_floating(a_in.dtype()) || a_in.dtype() != b_in.dtype() || a_in.dtype() == DType::F16 || a_in.dtype() == DType::BF16)
+    throw TypeError(str("matmul: needs two F32 or two F64 tensors, got ", dtype_name(a_in.dtype()), " and ",
+                        dtype_name(b_in.dtype())));
+  // 1-D operands become matrices, and their added dim is removed from the result (torch.matmul).
+  const bool vec_a = a_in.dim() == 1, vec_b = b_in.dim() == 1;
+  const Tensor a = vec_a ? a_in.unsqueeze(0) : a_in;
+  const Tensor b = vec_b ? b_in.unsqueeze(1) : b_in;
+  const std::int64_t K = a.shape().back(), Kb = b.shape()[b.shape().size() - 2];
+  if (K != Kb)
+    throw ValueError(str("matmul: shapes ", shape_to_string(a_in.shape()), " and ", shape_to_string(b_in.shape()),
+                         " cannot be multiplied (", K, " vs ", Kb, ")"));
+  Tensor out;
+  {
+    autograd::NoGradGuard inner;
+    out = batched_product(a.detach(), b.detach());
+  }
+  if (autograd::any_requires_grad({&a, &b})) {
+    autograd::SavedTensor sa(a), sb(b);
+    const bool ga = a.requires_grad(), gb = b.requires_grad();
+    out = autograd::record("matmul", std::move(out), {&a, &b}, [sa, sb, ga, gb](const Tensor& g) {
+      const Tensor& va = sa.get("matmul");
+      const Tensor& vb = sb.get("matmul");
+      return std::vector<Tensor>{ga ? sum_to(batched_product(g, vb.transpose(-1, -2)), va.shape()) : Tensor(),
+                                 gb ? sum_to(batched_product(va.transpose(-1, -2), g), vb.shape()) : Tensor()};
+    });
+  }
+  if (vec_a) out = out.squeeze(-2);
+  if (vec_b) out = out.squeeze(-1);
+  return out;
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (weight.dim() != 2)
+    throw ValueError(str("linear: weight must be 2-D (out, in), got shape ", shape_to_string(weight.shape())));
+  if (x.dim() == 0 || x.shape().back() != weight.shape()[1])
+    throw ValueError(str("linear: input of shape ", shape_to_string(x.shape()), " does not match weight of shape ",
+                         shape_to_string(weight.shape()), " (in features ", weight.shape()[1], ")"));
+  Tensor y = matmul(x, weight.transpose(0, 1));
+  return bias.defined() ? add(y, bias) : y;
+}
+
+}  // namespace kael

@@ -1,0 +1,175 @@
+// Reductions: sums in double (floats) or int64 (integers and BOOL), max/min with indices.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kael/tensor/autograd.hpp"
+#include "kael/tensor/ops.hpp"
+#include "tensor/strided.hpp"
+
+namespace kael {
+
+using namespace tensor_detail;
+
+namespace {
+
+// Which dims a reduction removes (all when `dims` is empty), validated.
+std::vector<bool> reduced_dims(const char* op, const Tensor& a, const std::vector<int>& dims) {
+  std::vector<bool> reduce(static_cast<std::size_t>(a.dim()), dims.empty());
+  for (int d : dims) {
+    const int at = wrap_dim(d, a.dim(), op);
+    if (a.dim() == 0) continue;
+    if (reduce[static_cast<std::size_t>(at)]) throw ValueError(str(op, ": dim ", at, " appears twice"));
+    reduce[static_cast<std::size_t>(at)] = true;
+  }
+  return reduce;
+}
+
+Shape kept_shape(const Tensor& a, const std::vector<bool>& reduce, bool keepdim) {
+  Shape out;
+  for (std::size_t i = 0; i < reduce.size(); ++i)
+    if (!reduce[i]) out.push_back(a.shape()[i]);
+    else if (keepdim) out.push_back(1);
+  return out;
+}
+
+// out (a's shape with reduced dims 1) = the sum of a over them, in double or int64.
+Tensor sum_raw(const Tensor& a, const std::vector<bool>& reduce, DType out_dtype) {
+  Shape keep_shape = a.shape();
+  for (std::size_t i = 0; i < reduce.size(); ++i)
+    if (reduce[i]) keep_shape[i] = 1;
+  const bool floating = is_floating(out_dtype);
+  Tensor acc = Tensor::zeros(floating ? DType::F64 : DType::I64, keep_shape);
+  const std::vector<std::int64_t> strides[2] = {broadcast_byte_strides(acc, a.shape()), broadcast_byte_strides(a, a.shape())};
+  if (floating) {
+    double* out = acc.data<double>();
+    walk(a.shape(), strides, [&](const std::int64_t* o) {
+      out[o[0] / 8] += load<double>(a.dtype(), a.raw_data() + o[1]);
+    });
+  } else {
+    std::int64_t* out = acc.data<std::int64_t>();
+    walk(a.shape(), strides, [&](const std::int64_t* o) {
+      out[o[0] / 8] += load<std::int64_t>(a.dtype(), a.raw_data() + o[1]);
+    });
+  }
+  return acc.to(out_dtype);
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& a, std::vector<int> dims, bool keepdim) {
+  const std::vector<bool> reduce = reduced_dims("sum", a, dims);
+  const DType dt = is_floating(a.dtype()) ? a.dtype() : DType::I64;
+  Tensor out = sum_raw(a, reduce, dt).reshape(kept_shape(a, reduce, keepdim));
+  const Shape from = a.shape();
+  Shape keep_shape = from;
+  for (std::size_t i = 0; i < reduce.size(); ++i)
+    if (reduce[i]) keep_shape[i] = 1;
+  return autograd::record("sum", std::move(out), {&a}, [from, keep_shape](const Tensor& g) {
+    return std::vector<Tensor>{g.reshape(keep_shape).expand(from).contiguous()};
+  });
+}
+
+Tensor mean(const Tensor& a, std::vector<int> dims, bool keepdim) {
+  if (!is_floating(a.dtype()))
+    throw TypeError(str("mean: needs a floating tensor, got ", dtype_name(a.dtype()), "; convert with to(DType::F32)"));
+  const std::vector<bool> reduce = reduced_dims("mean", a, dims);
+  std::int64_t count = 1;
+  for (std::size_t i = 0; i < reduce.size(); ++i)
+    if (reduce[i]) count *= a.shape()[i];
+  return div(sum(a, dims, keepdim), static_cast<double>(count));
+}
+
+Tensor var(const Tensor& a, std::vector<int> dims, bool keepdim, int correction) {
+  if (!is_floating(a.dtype())) throw TypeError(str("var: needs a floating tensor, got ", dtype_name(a.dtype())));
+  const std::vector<bool> reduce = reduced_dims("var", a, dims);
+  std::int64_t count = 1;
+  for (std::size_t i = 0; i < reduce.size(); ++i)
+    if (reduce[i]) count *= a.shape()[i];
+  const Tensor centered = sub(a, mean(a, dims, true));
+  return div(sum(mul(centered, centered), dims, keepdim), static_cast<double>(std::max<std::int64_t>(count - correction, 0)));
+}
+
+namespace {
+
+std::pair<Tensor, Tensor> extreme(const char* op, const Tensor& a, int dim, bool keepdim, bool largest) {
+  const int at = wrap_dim(dim, a.dim(), op);
+  const std::int64_t n = a.dim() ? a.shape()[static_cast<std::size_t>(at)] : 1;
+  if (n == 0) throw IndexError(str(op, ": dim ", at, " of shape ", shape_to_string(a.shape()), " is empty"));
+  // Move `dim` last and walk rows.
+  std::vector<int> order;
+  for (int i = 0; i < a.dim(); ++i)
+    if (i != at) order.push_back(i);
+  if (a.dim()) order.push_back(at);
+  const Tensor moved = (a.dim() ? a.detach().permute(order) : a.detach()).contiguous().to(
+      is_floating(a.dtype()) ? DType::F64 : DType::I64);
+  const std::int64_t rows = moved.numel() / n;
+  Shape out_shape = a.shape();
+  if (a.dim()) out_shape[static_cast<std::size_t>(at)] = 1;
+  Tensor indices = Tensor::zeros(DType::I64, out_shape);
+  Tensor values = Tensor::zeros(a.dtype(), out_shape);
+  dispatch(moved.dtype(), [&]<class C>() {
+    const C* p = reinterpret_cast<const C*>(moved.raw_data());
+    std::int64_t* idx = indices.data<std::int64_t>();
+    const auto elem = static_cast<std::int64_t>(values.element_size());
+    for (std::int64_t r = 0; r < rows; ++r) {
+      std::int64_t best = 0;
+      for (std::int64_t i = 1; i < n; ++i) {
+        const C v = p[r * n + i], b = p[r * n + best];
+        if (b != b) break;  // NaN wins, as in PyTorch
+        if (v != v || (largest ? v > b : v < b)) best = i;
+      }
+      idx[r] = best;
+      store(a.dtype(), values.raw_data() + r * elem, p[r * n + best]);
+    }
+  });
+  if (!keepdim && a.dim()) {
+    values = values.squeeze(at);
+    indices = indices.squeeze(at);
+  }
+  if (!autograd::any_requires_grad({&a})) return {values, indices};
+  const Shape from = a.shape();
+  const Tensor kept_indices = keepdim || !a.dim() ? indices : indices.unsqueeze(at);
+  values = autograd::record(op, values, {&a}, [from, at, kept_indices, keepdim](const Tensor& g) {
+    Tensor grad = Tensor::zeros(g.dtype(), from);
+    const Tensor gk = keepdim || from.empty() ? g : g.unsqueeze(at);
+    // Scatter each row's gradient to its chosen index.
+    const Tensor gc = gk.contiguous();
+    const std::int64_t* idx = kept_indices.contiguous().data<std::int64_t>();
+    const Shape& s = kept_indices.shape();
+    std::vector<std::int64_t> index(s.size(), 0);
+    for (std::int64_t k = 0; k < kept_indices.numel(); ++k) {
+      std::int64_t offset = 0;
+      for (std::size_t d = 0; d < s.size(); ++d)
+        offset += (static_cast<int>(d) == at ? idx[k] : index[d]) * grad.strides()[d];
+      store(g.dtype(), grad.raw_data() + offset * static_cast<std::int64_t>(grad.element_size()), gc.value_as_double(k));
+      for (std::size_t d = s.size(); d-- > 0;) {
+        if (++index[d] < s[d]) break;
+        index[d] = 0;
+      }
+    }
+    return std::vector<Tensor>{grad};
+  });
+  return {values, indices};
+}
+
+}  // namespace
+
+std::pair<Tensor, Tensor> max(const Tensor& a, int dim, bool keepdim) { return extreme("max", a, dim, keepdim, true); }
+std::pair<Tensor, Tensor> min(const Tensor& a, int dim, bool keepdim) { return extreme("min", a, dim, keepdim, false); }
+Tensor max(const Tensor& a) {
+  if (a.numel() == 0) throw IndexError("max: the tensor is empty");
+  return extreme("max", a.reshape({a.numel()}), 0, false, true).first;
+}
+Tensor min(const Tensor& a) {
+  if (a.numel() == 0) throw IndexError("min: the tensor is empty");
+  return extreme("min", a.reshape({a.numel()}), 0, false, false).first;
+}
+Tensor argmax(const Tensor& a, int dim, bool keepdim) { return extreme("argmax", a.detach(), dim, keepdim, true).second; }
+Tensor argmin(const Tensor& a, int dim, bool keepdim) { return extreme("argmin", a.detach(), dim, keepdim, false).second; }
+Tensor argmax(const Tensor& a) {
+  if (a.numel() == 0) throw IndexError("argmax: the tensor is empty");
+  return extreme("argmax", a.detach().reshape({a.numel()}), 0, false, true).second;
+}
+
+}  // namespace kael

@@ -1,0 +1,378 @@
+// Tensor's members from the tensor layer: views (sharing the bytes, with their gradients),
+// conversions, element access and autograd entry points.
+#include <algorithm>
+#include <numeric>
+
+#include "kael/tensor/autograd.hpp"
+#include "kael/tensor/ops.hpp"
+#include "tensor/strided.hpp"
+
+namespace kael {
+
+using namespace tensor_detail;
+
+namespace {
+
+// A view of `base` with its gradient flowing back through `backward`.
+Tensor view_of(const char* op, const Tensor& base, Shape shape, std::vector<std::int64_t> strides, std::int64_t offset,
+               std::function<Tensor(const Tensor&)> backward) {
+  Tensor v = base.as_strided(std::move(shape), std::move(strides), offset);
+  return autograd::record(op, std::move(v), {&base},
+                          [backward = std::move(backward)](const Tensor& g) { return std::vector<Tensor>{backward(g)}; });
+}
+
+
+}  // namespace
+
+Tensor Tensor::view(Shape shape) const {
+  // One dim may be -1: inferred from the others.
+  std::int64_t known = 1;
+  int inferred = -1;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (inferred >= 0) throw ValueError(str("view: only one dim can be -1, got ", shape_to_string(shape)));
+      inferred = static_cast<int>(i);
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (inferred >= 0) {
+    if (known == 0 || numel_ % known != 0)
+      throw ValueError(str("view: shape ", shape_to_string(shape), " is invalid for input of shape ",
+                           shape_to_string(shape_)));
+    shape[static_cast<std::size_t>(inferred)] = numel_ / known;
+  }
+  if (shape_numel(shape) != numel_)
+    throw ValueError(str("view: shape ", shape_to_string(shape), " is invalid for input of shape ", shape_to_string(shape_),
+                         " (", numel_, " elements)"));
+  if (!is_contiguous())
+    throw ValueError(str("view: the tensor of shape ", shape_to_string(shape_),
+                         " is not contiguous; use reshape() or contiguous() first"));
+  std::vector<std::int64_t> strides(shape.size());
+  std::int64_t stride = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
+  const Shape from = shape_;
+  return view_of("view", *this, std::move(shape), std::move(strides), 0, [from](const Tensor& g) { return g.reshape(from); });
+}
+
+Tensor Tensor::reshape(Shape shape) const {
+  if (is_contiguous()) return view(std::move(shape));
+  const Tensor copy = autograd::record("reshape", clone(), {this}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
+  return copy.view(std::move(shape));
+}
+
+Tensor Tensor::flatten() const { return reshape({numel_}); }
+
+Tensor Tensor::transpose(int dim0, int dim1) const {
+  const int a = wrap_dim(dim0, dim(), "transpose"), b = wrap_dim(dim1, dim(), "transpose");
+  std::vector<int> order(static_cast<std::size_t>(dim()));
+  std::iota(order.begin(), order.end(), 0);
+  if (dim() > 0) std::swap(order[static_cast<std::size_t>(a)], order[static_cast<std::size_t>(b)]);
+  return permute(order);
+}
+
+Tensor Tensor::T() const {
+  std::vector<int> order(static_cast<std::size_t>(dim()));
+  std::iota(order.rbegin(), order.rend(), 0);
+  return permute(order);
+}
+
+Tensor Tensor::permute(std::vector<int> dims) const {
+  if (static_cast<int>(dims.size()) != dim())
+    throw ValueError(str("permute: ", dims.size(), " dims given for a tensor of shape ", shape_to_string(shape_)));
+  std::vector<bool> used(dims.size(), false);
+  Shape shape(dims.size());
+  std::vector<std::int64_t> strides(dims.size());
+  std::vector<int> inverse(dims.size());
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    const int d = wrap_dim(dims[i], dim(), "permute");
+    if (used[static_cast<std::size_t>(d)]) throw ValueError(str("permute: dim ", d, " repeated"));
+    used[static_cast<std::size_t>(d)] = true;
+    shape[i] = shape_[static_cast<std::size_t>(d)];
+    strides[i] = strides_[static_cast<std::size_t>(d)];
+    inverse[static_cast<std::size_t>(d)] = static_cast<int>(i);
+  }
+  return view_of("permute", *this, std::move(shape), std::move(strides), 0,
+                 [inverse](const Tensor& g) { return g.permute(inverse); });
+}
+
+Tensor Tensor::unsqueeze(int d) const {
+  const int at = wrap_dim(d, dim() + 1, "unsqueeze");
+  Shape shape = shape_;
+  std::vector<std::int64_t> strides = strides_;
+  const std::int64_t stride = at < dim() ? strides_[static_cast<std::size_t>(at)] * shape_[static_cast<std::size_t>(at)] : 1;
+  shape.insert(shape.begin() + at, 1);
+  strides.insert(strides.begin() + at, stride);
+  return view_of("unsqueeze", *this, std::move(shape), std::move(strides), 0, [at](const Tensor& g) { return g.squeeze(at); });
+}
+
+Tensor Tensor::squeeze() const {
+  Shape shape;
+  std::vector<std::int64_t> strides;
+  for (std::size_t i = 0; i < shape_.size(); ++i)
+    if (shape_[i] != 1) {
+      shape.push_back(shape_[i]);
+      strides.push_back(strides_[i]);
+    }
+  const Shape from = shape_;
+  return view_of("squeeze", *this, std::move(shape), std::move(strides), 0, [from](const Tensor& g) { return g.reshape(from); });
+}
+
+Tensor Tensor::squeeze(int d) const {
+  const int at = wrap_dim(d, dim(), "squeeze");
+  if (dim() == 0 || shape_[static_cast<std::size_t>(at)] != 1) return view_of("squeeze", *this, shape_, strides_, 0, [](const Tensor& g) { return g; });
+  Shape shape = shape_;
+  std::vector<std::int64_t> strides = strides_;
+  shape.erase(shape.begin() + at);
+  strides.erase(strides.begin() + at);
+  return view_of("squeeze", *this, std::move(shape), std::move(strides), 0, [at](const Tensor& g) { return g.unsqueeze(at); });
+}
+
+Tensor Tensor::select(int d, std::int64_t index) const {
+  if (dim() == 0) throw IndexError("select: cannot select from a 0-D tensor");
+  const int at = wrap_dim(d, dim(), "select");
+  const std::int64_t size = shape_[static_cast<std::size_t>(at)];
+  if (index < -size || index >= size)
+    throw IndexError(str("select: index ", index, " out of range for dim ", at, " of size ", size, " (shape ",
+                         shape_to_string(shape_), ")"));
+  if (index < 0) index += size;
+  Shape shape = shape_;
+  std::vector<std::int64_t> strides = strides_;
+  const std::int64_t offset = index * strides_[static_cast<std::size_t>(at)];
+  shape.erase(shape.begin() + at);
+  strides.erase(strides.begin() + at);
+  const Shape from = shape_;
+  return view_of("select", *this, std::move(shape), std::move(strides), offset, [from, at, index](const Tensor& g) {
+    Tensor full = Tensor::zeros(g.dtype(), from);
+    full.select(at, index).copy_(g);
+    return full;
+  });
+}
+
+Tensor Tensor::slice(int d, std::int64_t start, std::int64_t end, std::int64_t step) const {
+  if (dim() == 0) throw IndexError("slice: cannot slice a 0-D tensor");
+  if (step <= 0) throw ValueError(str("slice: step must be positive, got ", step));
+  const int at = wrap_dim(d, dim(), "slice");
+  const std::int64_t size = shape_[static_cast<std::size_t>(at)];
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  start = std::clamp<std::int64_t>(start, 0, size);
+  end = std::clamp<std::int64_t>(end, start, size);
+  Shape shape = shape_;
+  std::vector<std::int64_t> strides = strides_;
+  shape[static_cast<std::size_t>(at)] = (end - start + step - 1) / step;
+  strides[static_cast<std::size_t>(at)] *= step;
+  const std::int64_t offset = start * strides_[static_cast<std::size_t>(at)];
+  const Shape from = shape_;
+  return view_of("slice", *this, std::move(shape), std::move(strides), offset, [from, at, start, end, step](const Tensor& g) {
+    Tensor full = Tensor::zeros(g.dtype(), from);
+    full.slice(at, start, end, step).copy_(g);
+    return full;
+  });
+}
+
+Tensor Tensor::narrow(int d, std::int64_t start, std::int64_t length) const {
+  const int at = wrap_dim(d, dim(), "narrow");
+  const std::int64_t size = dim() ? shape_[static_cast<std::size_t>(at)] : 0;
+  if (start < 0) start += size;
+  if (start < 0 || length < 0 || start + length > size)
+    throw IndexError(str("narrow: start ", start, " and length ", length, " out of range for dim ", at, " of size ", size));
+  return slice(at, start, start + length);
+}
+
+Tensor Tensor::expand(Shape shape) const {
+  if (shape.size() < shape_.size())
+    throw ValueError(str("expand: shape ", shape_to_string(shape), " has fewer dims than the tensor's ",
+                         shape_to_string(shape_)));
+  const std::size_t lead = shape.size() - shape_.size();
+  std::vector<std::int64_t> strides(shape.size(), 0);
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i < lead) {
+      if (shape[i] < 0) throw ValueError(str("expand: -1 is not allowed in a new leading dim, got ", shape_to_string(shape)));
+      continue;
+    }
+    const std::int64_t have = shape_[i - lead];
+    if (shape[i] == -1) shape[i] = have;
+    if (have == shape[i]) strides[i] = strides_[i - lead];
+    else if (have != 1)
+      throw ValueError(str("expand: the tensor of shape ", shape_to_string(shape_), " cannot be expanded to ",
+                           shape_to_string(shape), " (dim ", i, ")"));
+  }
+  const Shape from = shape_;
+  return view_of("expand", *this, std::move(shape), std::move(strides), 0, [from](const Tensor& g) { return sum_to(g, from); });
+}
+
+Tensor Tensor::detach() const {
+  Tensor t = *this;
+  t.autograd_ = nullptr;
+  return t;
+}
+
+Tensor Tensor::to(DType dtype) const {
+  if (dtype == dtype_) return *this;
+  Tensor out = Tensor::zeros(dtype, shape_);
+  const std::vector<std::int64_t> strides[2] = {broadcast_byte_strides(out, shape_), broadcast_byte_strides(*this, shape_)};
+  const DType from = dtype_;
+  dispatch(is_floating(dtype) || is_floating(from) ? (dtype == DType::F64 || from == DType::F64 ? DType::F64 : DType::F32)
+                                                    : DType::I64,
+           [&]<class C>() {
+             walk(shape_, strides, [&](const std::int64_t* o) {
+               store(dtype, out.raw_data() + o[0], load<C>(from, data_ + o[1]));
+             });
+           });
+  if (!is_floating(dtype) || !requires_grad() || !autograd::grad_mode_enabled()) return out;
+  return autograd::record("to", std::move(out), {this}, [from](const Tensor& g) { return std::vector<Tensor>{g.to(from)}; });
+}
+
+Tensor Tensor::to(Device device) const {
+  check_device_available(device);
+  return *this;
+}
+
+Tensor Tensor::to(std::string_view device) const { return to(parse_device(device)); }
+
+template <class T>
+T Tensor::item() const {
+  if (numel_ != 1)
+    throw ValueError(str("item: a tensor with ", numel_, " elements (shape ", shape_to_string(shape_),
+                         ") cannot be converted to a scalar"));
+  if constexpr (std::is_same_v<T, bool>) return load<double>(dtype_, data_) != 0.0;
+  else if constexpr (std::is_floating_point_v<T>) return static_cast<T>(load<double>(dtype_, data_));
+  else return static_cast<T>(is_floating(dtype_) ? static_cast<std::int64_t>(load<double>(dtype_, data_))
+                                                : load<std::int64_t>(dtype_, data_));
+}
+
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  if (dtype_of<T>() != dtype_)
+    throw TypeError(str("to_vector: the tensor has dtype ", dtype_name(dtype_), ", asked for ", dtype_name(dtype_of<T>())));
+  const Tensor flat = contiguous();
+  const T* p = reinterpret_cast<const T*>(flat.raw_data());
+  return std::vector<T>(p, p + numel_);
+}
+
+template float Tensor::item<float>() const;
+template double Tensor::item<double>() const;
+template std::int64_t Tensor::item<std::int64_t>() const;
+template std::int32_t Tensor::item<std::int32_t>() const;
+template bool Tensor::item<bool>() const;
+template std::vector<float> Tensor::to_vector<float>() const;
+template std::vector<double> Tensor::to_vector<double>() const;
+template std::vector<std::int64_t> Tensor::to_vector<std::int64_t>() const;
+template std::vector<std::int32_t> Tensor::to_vector<std::int32_t>() const;
+template std::vector<std::uint8_t> Tensor::to_vector<std::uint8_t>() const;
+
+template <>
+std::vector<bool> Tensor::to_vector<bool>() const {
+  if (dtype_ != DType::BOOL) throw TypeError(str("to_vector: the tensor has dtype ", dtype_name(dtype_), ", asked for BOOL"));
+  std::vector<bool> out(static_cast<std::size_t>(numel_));
+  for (std::int64_t i = 0; i < numel_; ++i) out[static_cast<std::size_t>(i)] = value_as_double(i) != 0.0;
+  return out;
+}
+
+// --- autograd ---
+
+bool Tensor::requires_grad() const { return autograd_ && autograd_->requires_grad; }
+
+Tensor& Tensor::requires_grad_(bool enabled) {
+  if (autograd_ && autograd_->grad_fn) {
+    if (!enabled)
+      throw ValueError("requires_grad_(false) on a tensor that is not a leaf; use detach() for one without history");
+    return *this;
+  }
+  if (enabled && !is_floating(dtype_))
+    throw TypeError(str("requires_grad_: only floating tensors can require a gradient, got ", dtype_name(dtype_)));
+  if (!autograd_) autograd_ = std::make_shared<autograd::Meta>();
+  autograd_->requires_grad = enabled;
+  return *this;
+}
+
+bool Tensor::is_leaf() const { return !autograd_ || !autograd_->grad_fn; }
+
+Tensor Tensor::grad() const { return autograd_ ? autograd_->grad : Tensor(); }
+
+void Tensor::zero_grad() {
+  if (autograd_) autograd_->grad = Tensor();
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
+  if (!requires_grad()) throw ValueError("backward: the tensor does not require a gradient and has no grad_fn");
+  Tensor seed;
+  if (!gradient.defined()) {
+    if (numel_ != 1)
+      throw ValueError(str("backward: the gradient can be implied only for a one-element output, got shape ",
+                           shape_to_string(shape_), "; pass a gradient of that shape"));
+    seed = ones(shape_, dtype_);
+  } else {
+    if (gradient.shape() != shape_)
+      throw ValueError(str("backward: the gradient has shape ", shape_to_string(gradient.shape()), ", the tensor ",
+                           shape_to_string(shape_)));
+    seed = gradient.detach().to(dtype_);
+  }
+  autograd::run_backward(*this, seed, retain_graph);
+}
+
+// --- members that forward to the free functions ---
+
+Tensor Tensor::sum() const { return kael::sum(*this); }
+Tensor Tensor::sum(std::vector<int> dims, bool keepdim) const { return kael::sum(*this, std::move(dims), keepdim); }
+Tensor Tensor::mean() const { return kael::mean(*this); }
+Tensor Tensor::mean(std::vector<int> dims, bool keepdim) const { return kael::mean(*this, std::move(dims), keepdim); }
+Tensor Tensor::matmul(const Tensor& other) const { return kael::matmul(*this, other); }
+Tensor Tensor::exp() const { return kael::exp(*this); }
+Tensor Tensor::log() const { return kael::log(*this); }
+Tensor Tensor::pow(double exponent) const { return kael::pow(*this, exponent); }
+
+// --- in place ---
+
+namespace {
+// PyTorch's rule: a leaf that requires a gradient cannot be written in place while grad mode is
+// on (the write would be invisible to autograd).
+void check_inplace(const Tensor& t, const char* op) {
+  if (autograd::grad_mode_enabled() && t.requires_grad())
+    throw ValueError(str(op, ": a tensor that requires a gradient cannot be modified in place; wrap the update in "
+                         "NoGradGuard (kael.no_grad() in Python) or use the out-of-place op"));
+}
+}  // namespace
+
+Tensor& Tensor::copy_(const Tensor& source) {
+  check_inplace(*this, "copy_");
+  const Shape shape = broadcast_shapes(shape_, source.shape(), "copy_");
+  if (shape != shape_)
+    throw ValueError(str("copy_: source of shape ", shape_to_string(source.shape()), " does not broadcast to ",
+                         shape_to_string(shape_)));
+  const std::vector<std::int64_t> strides[2] = {broadcast_byte_strides(*this, shape_), broadcast_byte_strides(source, shape_)};
+  const DType to = dtype_, from = source.dtype();
+  std::byte* out = data_;
+  const std::byte* in = source.raw_data();
+  dispatch(is_floating(to) || is_floating(from) ? DType::F64 : DType::I64, [&]<class C>() {
+    walk(shape_, strides, [&](const std::int64_t* o) { store(to, out + o[0], load<C>(from, in + o[1])); });
+  });
+  bump_version();
+  return *this;
+}
+
+Tensor& Tensor::fill_(double value) {
+  check_inplace(*this, "fill_");
+  const DType via = is_floating(dtype_) ? DType::F64 : DType::I64;
+  Tensor scalar = Tensor::zeros(via, {});
+  if (via == DType::F64) store(via, scalar.raw_data(), value);
+  else store(via, scalar.raw_data(), static_cast<std::int64_t>(value));
+  return copy_(scalar);
+}
+
+Tensor& Tensor::add_(const Tensor& other, double alpha) { return copy_(add(detach(), other.detach(), alpha)); }
+Tensor& Tensor::mul_(double value) { return copy_(mul(detach(), value)); }
+Tensor& Tensor::operator+=(const Tensor& other) { return copy_(add(detach(), other.detach())); }
+Tensor& Tensor::operator-=(const Tensor& other) { return copy_(sub(detach(), other.detach())); }
+Tensor& Tensor::operator*=(const Tensor& other) { return copy_(mul(detach(), other.detach())); }
+Tensor& Tensor::operator/=(const Tensor& other) { return copy_(div(detach(), other.detach())); }
+Tensor& Tensor::operator+=(double value) { return copy_(add(detach(), value)); }
+Tensor& Tensor::operator-=(double value) { return copy_(sub(detach(), value)); }
+Tensor& Tensor::operator*=(double value) { return copy_(mul(detach(), value)); }
+Tensor& Tensor::operator/=(double value) { return copy_(div(detach(), value)); }
+
+}  // namespace kael
