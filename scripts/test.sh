@@ -27,7 +27,7 @@ cmake --build build-fuzz -j "$JOBS" --target fuzz_safetensors
 fuzz/run.sh build-fuzz/fuzz/fuzz_safetensors "${KAEL_FUZZ_SECONDS:-60}"
 
 echo "== python package (pip install .)"
-PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check -Cbuild-dir=build-python .
+PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check --config-settings=build-dir=build-python .
 
 echo "== python tests"
 KAEL_BINARY="$PWD/build/kael" python3 -m pytest -q tests/python
