@@ -22,6 +22,23 @@ Tensor view_of(const char* op, const Tensor& base, Shape shape, std::vector<std:
 }
 
 
+// Writes `source`, broadcast to out's shape, into `out` in out's dtype: through double when
+// either side is F64, float when either is another float (so an integer becomes a float in
+// one correctly rounded step), int64 otherwise. The one conversion of to() and copy_().
+void convert_into(Tensor& out, const Tensor& source) {
+  const std::vector<std::int64_t> strides[2] = {broadcast_byte_strides(out, out.shape()),
+                                                broadcast_byte_strides(source, out.shape())};
+  const DType to = out.dtype(), from = source.dtype();
+  const DType via = !is_floating(to) && !is_floating(from)       ? DType::I64
+                    : to == DType::F64 || from == DType::F64 ? DType::F64
+                                                             : DType::F32;
+  std::byte* dst = out.raw_data();
+  const std::byte* src = source.raw_data();
+  dispatch(via, [&]<class C>() {
+    walk(out.shape(), strides, [&](const std::int64_t* o) { store(to, dst + o[0], load<C>(from, src + o[1])); });
+  });
+}
+
 }  // namespace
 
 Tensor Tensor::view(Shape shape) const {
@@ -214,15 +231,8 @@ Tensor Tensor::detach() const {
 Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return *this;
   Tensor out = Tensor::zeros(dtype, shape_);
-  const std::vector<std::int64_t> strides[2] = {broadcast_byte_strides(out, shape_), broadcast_byte_strides(*this, shape_)};
+  convert_into(out, *this);
   const DType from = dtype_;
-  dispatch(is_floating(dtype) || is_floating(from) ? (dtype == DType::F64 || from == DType::F64 ? DType::F64 : DType::F32)
-                                                    : DType::I64,
-           [&]<class C>() {
-             walk(shape_, strides, [&](const std::int64_t* o) {
-               store(dtype, out.raw_data() + o[0], load<C>(from, data_ + o[1]));
-             });
-           });
   if (!is_floating(dtype) || !requires_grad() || !autograd::grad_mode_enabled()) return out;
   return autograd::record("to", std::move(out), {this}, [from](const Tensor& g) { return std::vector<Tensor>{g.to(from)}; });
 }
@@ -344,13 +354,7 @@ Tensor& Tensor::copy_(const Tensor& source) {
   if (shape != shape_)
     throw ValueError(str("copy_: source of shape ", shape_to_string(source.shape()), " does not broadcast to ",
                          shape_to_string(shape_)));
-  const std::vector<std::int64_t> strides[2] = {broadcast_byte_strides(*this, shape_), broadcast_byte_strides(source, shape_)};
-  const DType to = dtype_, from = source.dtype();
-  std::byte* out = data_;
-  const std::byte* in = source.raw_data();
-  dispatch(is_floating(to) || is_floating(from) ? DType::F64 : DType::I64, [&]<class C>() {
-    walk(shape_, strides, [&](const std::int64_t* o) { store(to, out + o[0], load<C>(from, in + o[1])); });
-  });
+  convert_into(*this, source);
   bump_version();
   return *this;
 }
