@@ -14,12 +14,24 @@ checkpoint, kael.train(config, data, out_dir, ...) trains a fresh one; both take
 
 Also: kael.BpeTokenizer (ids equal tiktoken's gpt2 encoding), kael.load_safetensors /
 save_safetensors / read_safetensors_metadata (numpy views share memory with mapped files),
-and a small book-style API (kael.GPT, kael.tensor).
+and a small book-style API (kael.GPT).
+
+The tensor library, with PyTorch's names (docs/tensor.md)::
+
+    x = kael.randn(8, 3, requires_grad=True)
+    loss = (x @ kael.ones(3, 1)).relu().mean()
+    loss.backward()          # x.grad now holds d(loss)/dx
+    with kael.no_grad():
+        x -= 0.1 * x.grad
+
+kael.from_numpy / Tensor.numpy() share memory with numpy; kael.nn.functional holds linear,
+layer_norm, cross_entropy and the other neural-network functions.
 """
 from __future__ import annotations
 
 from ._kael import (  # noqa: F401  (re-exported)
     BpeTokenizer,
+    Node,
     Error,
     GenerationStream,
     IncrementalDecoder,
@@ -36,6 +48,21 @@ from ._kael import (  # noqa: F401  (re-exported)
     tensor,
     train,
 )
+# The tensor library (python/src/tensor*.cpp), with PyTorch's names.
+from ._kael import (  # noqa: F401  (re-exported)
+    abs, add, allclose, arange, argmax, argmin, as_tensor, broadcast_shapes, cat, device, div, dtype, empty,
+    empty_like, eq, exp, eye, flatten, from_numpy, full, full_like, ge, gelu, gt, index_select, is_tensor, le,
+    linspace, log, log_softmax, lt, manual_seed, masked_fill, matmul, max, maximum, mean, min, minimum, mul, ne,
+    neg, numel, ones, ones_like, permute, pow, promote_types, rand, rand_like, randint, randn, randn_like, relu,
+    reshape, rsqrt, sigmoid, softmax, sqrt, squeeze, stack, sub, sum, tanh, transpose, unsqueeze, var, where,
+    zeros, zeros_like,
+)
+from ._kael import (  # noqa: F401  (dtypes, as torch.float32 ...)
+    bfloat16, bool, double, float, float16, float32, float64, half, int, int8, int16, int32, int64, long, short,
+    uint8, uint16, uint32, uint64,
+)
+from . import nn  # noqa: F401,E402
+from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401,E402
 
 from ._kael import __version__  # noqa: F401  (the CMake project version)
 from .book import GPT, GPT2_SMALL  # noqa: F401  (the book-style API)

@@ -8,15 +8,41 @@
 
 #include "kael/core/tensor.hpp"
 #include "kael/model/gpt2.hpp"
+#include "kael/tensor/ops.hpp"
 
 namespace kael::python {
 
 using namespace pybind11::literals;
 
-// The kael dtype of a numpy dtype, if safetensors has one.
+// What kael.dtype objects hold (python/src/dtype.cpp).
+struct DTypeObject {
+  DType value;
+};
+
+// The kael dtype of a numpy dtype, if kael has one.
 std::optional<DType> dtype_from_numpy(const pybind11::dtype& dtype);
+// The kael.dtype object of `dtype` (one per dtype).
+pybind11::object dtype_object(DType dtype);
+// A dtype argument: None (nullopt), a kael.dtype, a name ("F32" or "float32") or a numpy dtype.
+std::optional<DType> optional_dtype_arg(const pybind11::handle& object);
+DType dtype_arg(const pybind11::handle& object, DType default_dtype);
+// A device argument: a kael.device or a name ("cpu").
+Device device_arg(const pybind11::handle& object);
+
 // A kael.Tensor as is, or a copy of anything numpy.asarray accepts (optionally converted to F32).
 Tensor tensor_from_object(const pybind11::handle& object, std::optional<std::string> dtype_name = std::nullopt);
+// A Python number (bool, int, float or a numpy scalar) as a Scalar; nullopt for anything else.
+std::optional<Scalar> scalar_arg(const pybind11::handle& object);
+// A kael.Tensor argument of `op`; TypeError naming the op for anything else.
+Tensor tensor_arg(const pybind11::handle& object, const char* op);
+// A tensor or a number, as a tensor: numbers become 0-d tensors of the dtype PyTorch would give
+// them beside `like` (an int keeps an integer tensor's dtype, a float a floating one's).
+Tensor operand_like(const pybind11::handle& object, const Tensor& like, const char* op);
+// Dims from a Python int, a sequence of ints or None (every dim).
+std::vector<int> dims_arg(const pybind11::handle& object);
+// A shape from a sequence of ints, or from *args as PyTorch allows (t.view(2, 3) or t.view((2, 3))).
+Shape shape_from_args(const pybind11::args& args, const char* op);
+Shape shape_arg(const pybind11::handle& object, const char* op);
 
 }  // namespace kael::python
 

@@ -5,7 +5,12 @@
 PYBIND11_MODULE(_kael, m) {
   m.doc() = "kael: GPT-2 inference in C++ (native extension; import kael, not kael._kael)";
   kael::python::init_errors(m);
+  kael::python::init_dtype(m);
   kael::python::init_tensor(m);
+  kael::python::init_tensor_math(m);
+  kael::python::init_tensor_creation(m);
+  kael::python::init_tensor_index(m);
+  kael::python::init_autograd(m);
   kael::python::init_io(m);
   kael::python::init_text(m);
   kael::python::init_model(m);

@@ -1,19 +1,20 @@
-// kael.Tensor: a view of a kael tensor through the buffer protocol, so numpy.asarray(t)
-// shares its memory (a mapped tensor stays valid as long as any view of it lives).
+// kael.Tensor: the tensor library's Tensor in Python. Its memory is shared with NumPy both ways
+// (the buffer protocol, numpy(), kael.from_numpy); kael.tensor copies. This file holds the class,
+// creation and conversions; tensor_math.cpp, tensor_index.cpp and autograd.cpp add the rest.
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
-#include <cstring>
+#include <sstream>
 
 #include "bindings.hpp"
 #include "convert.hpp"
-#include "kael/core/tensor.hpp"
 
 namespace py = pybind11;
 
 namespace kael::python {
 
 namespace {
+
 std::string buffer_format(DType dtype) {
   switch (dtype) {
     case DType::BOOL: return "?";
@@ -32,100 +33,245 @@ std::string buffer_format(DType dtype) {
   }
   throw TypeError("unknown dtype");
 }
-}  // namespace
 
-std::optional<DType> dtype_from_numpy(const py::dtype& dtype) {
-  const char kind = dtype.kind();
-  const auto size = dtype.itemsize();
-  if (kind == 'b' && size == 1) return DType::BOOL;
-  if (kind == 'u') {
-    if (size == 1) return DType::U8;
-    if (size == 2) return DType::U16;
-    if (size == 4) return DType::U32;
-    if (size == 8) return DType::U64;
-  }
-  if (kind == 'i') {
-    if (size == 1) return DType::I8;
-    if (size == 2) return DType::I16;
-    if (size == 4) return DType::I32;
-    if (size == 8) return DType::I64;
-  }
-  if (kind == 'f') {
-    if (size == 2) return DType::F16;
-    if (size == 4) return DType::F32;
-    if (size == 8) return DType::F64;
-  }
-  return std::nullopt;
+py::object numpy_module() { return py::module_::import("numpy"); }
+
+// A C-contiguous native-order numpy copy of `object` and its kael dtype.
+std::pair<py::array, DType> numpy_copy_source(const py::handle& object) {
+  py::array array = numpy_module().attr("ascontiguousarray")(object);
+  if (!array.dtype().attr("isnative").cast<bool>()) array = array.attr("astype")(array.dtype().attr("newbyteorder")("="));
+  std::optional<DType> dtype = dtype_from_numpy(array.dtype());
+  if (!dtype) throw TypeError(str("numpy dtype ", std::string(py::str(array.dtype())), " has no kael equivalent"));
+  return {array, *dtype};
 }
+
+Tensor copy_of_array(const py::array& array, DType dtype) {
+  Shape shape(array.shape(), array.shape() + array.ndim());
+  const auto* begin = static_cast<const std::byte*>(array.data());
+  return Tensor::from_bytes(dtype, shape, {begin, static_cast<std::size_t>(array.nbytes())});
+}
+
+// kael.tensor(data): PyTorch's torch.tensor. Python floats become F32 (PyTorch's default
+// dtype), ints I64, bools BOOL; a numpy array keeps its dtype. Always a copy.
+Tensor new_tensor(const py::handle& data, const py::handle& dtype, bool requires_grad) {
+  Tensor tensor;
+  if (py::isinstance<Tensor>(data)) {
+    tensor = data.cast<Tensor>().detach().clone();
+  } else {
+    const bool from_python = !py::isinstance<py::array>(data) && !py::hasattr(data, "__array_interface__");
+    auto [array, kind] = numpy_copy_source(data);
+    tensor = copy_of_array(array, kind);
+    if (from_python && kind == DType::F64) tensor = tensor.to(DType::F32);
+  }
+  if (auto wanted = optional_dtype_arg(dtype)) tensor = tensor.to(*wanted);
+  if (requires_grad) tensor.requires_grad_(true);
+  return tensor;
+}
+
+// Keeps a numpy array alive for the tensors that borrow its memory; the last one to go may be
+// released on a thread without the GIL.
+std::shared_ptr<void> hold(py::object object) {
+  return std::shared_ptr<void>(new py::object(std::move(object)), [](void* p) {
+    if (!Py_IsInitialized()) return;  // the interpreter is gone: nothing left to release
+    py::gil_scoped_acquire gil;
+    delete static_cast<py::object*>(p);
+  });
+}
+
+// kael.from_numpy: a tensor over the array's memory (no copy), as torch.from_numpy.
+Tensor from_numpy(const py::array& array) {
+  std::optional<DType> dtype = dtype_from_numpy(array.dtype());
+  if (!dtype) throw TypeError(str("from_numpy: numpy dtype ", std::string(py::str(array.dtype())), " has no kael equivalent"));
+  if (!array.dtype().attr("isnative").cast<bool>())
+    throw TypeError("from_numpy: the array is not in native byte order (use array.astype(array.dtype.newbyteorder('=')))");
+  if (!array.writeable())
+    throw ValueError("from_numpy: the array is read-only, and the tensor would share its memory (kael.tensor(array) copies)");
+  const auto itemsize = static_cast<py::ssize_t>(dtype_size(*dtype));
+  Shape shape;
+  std::vector<std::int64_t> strides;
+  std::int64_t extent = 1;  // elements from the first to the last one, inclusive
+  bool empty = false;
+  for (py::ssize_t d = 0; d < array.ndim(); ++d) {
+    const auto stride = array.strides(d);
+    if (stride < 0 || stride % itemsize != 0)
+      throw ValueError(str("from_numpy: stride ", stride, " bytes of dim ", d,
+                           " is negative or not a multiple of the element size (copy with kael.tensor)"));
+    shape.push_back(array.shape(d));
+    strides.push_back(stride / itemsize);
+    if (array.shape(d) == 0) empty = true;
+    else extent += (array.shape(d) - 1) * (stride / itemsize);
+  }
+  if (empty) return zeros(shape, *dtype);
+  auto* data = static_cast<std::byte*>(const_cast<void*>(array.data()));
+  return Tensor::borrow(*dtype, {extent}, data, hold(array)).as_strided(shape, strides);
+}
+
+// The values of a floating or integer tensor as a nested Python list.
+py::object to_list(const Tensor& t) {
+  if (t.dim() == 0) return py::cast(t).attr("item")();
+  py::list out;
+  for (std::int64_t i = 0; i < t.size(0); ++i) out.append(to_list(t.select(0, i)));
+  return out;
+}
+
+py::object item(const Tensor& t) {
+  if (t.numel() != 1)
+    throw ValueError(str("item: a tensor with ", t.numel(), " elements (shape ", shape_to_string(t.shape()),
+                         ") has no single value"));
+  if (t.dtype() == DType::BOOL) return py::bool_(t.item<bool>());
+  if (is_floating(t.dtype())) return py::float_(t.to(DType::F64).item<double>());
+  if (t.dtype() == DType::U64) return py::int_(*reinterpret_cast<const std::uint64_t*>(t.contiguous().raw_data()));
+  return py::int_(t.to(DType::I64).item<std::int64_t>());
+}
+
+std::string repr(const Tensor& t) {
+  std::ostringstream out;
+  out << t;
+  return out.str();
+}
+
+Tensor converted(const Tensor& t, DType dtype) { return t.to(dtype); }
+
+bool is_device_name(const std::string& name) { return name == "cpu" || name.rfind("cuda", 0) == 0; }
+
+// kael.as_tensor: shares the memory of a tensor or a numpy array where it can, else copies.
+Tensor as_tensor(const py::object& data, const py::object& dtype) {
+  Tensor t;
+  if (py::isinstance<Tensor>(data)) {
+    t = data.cast<Tensor>();
+  } else if (py::isinstance<py::array>(data)) {
+    try {
+      t = from_numpy(data.cast<py::array>());
+    } catch (const Error&) {  // read-only, reversed strides, byte-swapped: a copy
+      t = new_tensor(data, py::none(), false);
+    }
+  } else {
+    t = new_tensor(data, py::none(), false);
+  }
+  if (auto wanted = optional_dtype_arg(dtype)) t = t.to(*wanted);
+  return t;
+}
+
+}  // namespace
 
 Tensor tensor_from_object(const py::handle& object, std::optional<std::string> dtype_name_wanted) {
   if (py::isinstance<Tensor>(object) && !dtype_name_wanted) return object.cast<Tensor>();
-  py::module_ numpy = py::module_::import("numpy");
-  py::array array = numpy.attr("ascontiguousarray")(object);
-  if (!array.dtype().attr("isnative").cast<bool>()) array = array.attr("astype")(array.dtype().attr("newbyteorder")("="));
-  std::optional<DType> dtype = dtype_from_numpy(array.dtype());
-  if (!dtype) throw TypeError(str("numpy dtype ", std::string(py::str(array.dtype())), " has no safetensors equivalent"));
-  Shape shape(array.shape(), array.shape() + array.ndim());
-  const auto* begin = static_cast<const std::byte*>(array.data());
-  Tensor tensor = Tensor::from_bytes(*dtype, shape, {begin, static_cast<std::size_t>(array.nbytes())});
-  if (dtype_name_wanted) {
-    auto wanted = kael::dtype_from_name(*dtype_name_wanted);
-    if (!wanted) throw TypeError(str("unknown dtype '", *dtype_name_wanted, "'"));
-    if (*wanted != *dtype) {
-      if (*wanted != DType::F32) throw TypeError(str("kael.tensor converts only to F32, not ", *dtype_name_wanted));
-      tensor = tensor.to_f32();
-    }
-  }
+  auto [array, dtype] = numpy_copy_source(object);
+  Tensor tensor = copy_of_array(array, dtype);
+  if (dtype_name_wanted) tensor = tensor.to(dtype_arg(py::str(*dtype_name_wanted), dtype));
   return tensor;
 }
 
 void init_tensor(py::module_& m) {
-  py::class_<Tensor>(m, "Tensor", py::buffer_protocol(), R"doc(
-An n-dimensional array owned by kael or borrowed from a memory-mapped safetensors file.
-numpy.asarray(t) shares its memory (BF16 shows as the raw uint16 bits; use t.numpy()).)doc")
-      .def_buffer([](Tensor& t) {
-        std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
-        std::vector<py::ssize_t> strides;
-        for (auto s : t.strides()) strides.push_back(static_cast<py::ssize_t>(s * static_cast<std::int64_t>(t.element_size())));
-        return py::buffer_info(t.raw_data(), static_cast<py::ssize_t>(t.element_size()), buffer_format(t.dtype()),
-                               t.dim(), shape, strides, /*readonly=*/false);
-      })
-      .def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
-      .def_property_readonly("dtype", [](const Tensor& t) { return std::string(dtype_name(t.dtype())); },
-                             "The safetensors dtype name, e.g. 'F32'.")
-      .def_property_readonly("numel", &Tensor::numel)
+  py::class_<Tensor> cls(m, "Tensor", py::buffer_protocol(), R"doc(
+An n-dimensional array with PyTorch's operations and autograd, owned by kael or borrowing the
+memory of a numpy array or a memory-mapped safetensors file. numpy.asarray(t) shares its memory
+(BF16 shows as the raw uint16 bits; use t.numpy()).)doc");
+  cls.def_buffer([](Tensor& t) {
+    std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
+    std::vector<py::ssize_t> strides;
+    for (auto s : t.strides()) strides.push_back(static_cast<py::ssize_t>(s * static_cast<std::int64_t>(t.element_size())));
+    return py::buffer_info(t.raw_data(), static_cast<py::ssize_t>(t.element_size()), buffer_format(t.dtype()), t.dim(),
+                           shape, strides, /*readonly=*/false);
+  });
+  cls.def_property_readonly("shape", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
+      .def_property_readonly("dtype", [](const Tensor& t) { return dtype_object(t.dtype()); },
+                             "The element type, a kael.dtype (equal to its safetensors name too: t.dtype == 'F32').")
+      .def_property_readonly("device", &Tensor::device)
+      .def_property_readonly("ndim", &Tensor::dim)
       .def_property_readonly("nbytes", &Tensor::nbytes)
+      .def_property_readonly("itemsize", &Tensor::element_size)
       .def_property_readonly("is_borrowed", &Tensor::is_borrowed,
-                             "True when the data points into a memory-mapped file rather than owned memory.")
+                             "True when the data belongs to something else (a numpy array, a mapped file).")
+      .def("size", [](const Tensor& t) { return py::tuple(py::cast(t.shape())); })
+      .def("size", [](const Tensor& t, int dim) { return t.size(dim); }, "dim"_a)
+      .def("dim", &Tensor::dim)
+      .def("numel", &Tensor::numel)
+      .def("element_size", &Tensor::element_size)
+      .def("is_contiguous", &Tensor::is_contiguous)
+      .def("is_floating_point", [](const Tensor& t) { return is_floating(t.dtype()); })
+      .def("contiguous", &Tensor::contiguous, "The tensor itself if contiguous, else a contiguous copy.")
+      .def("clone", &Tensor::clone)
+      .def("detach", &Tensor::detach, "The same values, cut from the graph (shares memory).")
+      .def("item", &item, "The value of a one-element tensor as a Python bool, int or float.")
+      .def("tolist", &to_list)
       .def(
           "numpy",
           [](py::object self) -> py::object {
             const Tensor& t = self.cast<const Tensor&>();
-            if (t.dtype() == DType::BF16) {
-              Tensor f = t.to_f32();
-              return py::module_::import("numpy").attr("array")(py::cast(f), "copy"_a = true);
-            }
-            return py::module_::import("numpy").attr("asarray")(self);
+            if (t.requires_grad())
+              throw py::type_error("numpy() on a tensor that requires grad: use tensor.detach().numpy()");
+            if (t.dtype() == DType::BF16) return numpy_module().attr("array")(py::cast(t.to(DType::F32)), "copy"_a = true);
+            return numpy_module().attr("asarray")(self);
           },
-          "A numpy array of the values: a shared view, except BF16, which is converted to a float32 copy.")
+          "A numpy array sharing the memory (BF16: a float32 copy, numpy has no bfloat16).")
       .def("__array__",
            [](py::object self, py::object dtype, py::object copy) {
-             py::object numpy = py::module_::import("numpy");
-             py::object view = numpy.attr("asarray")(py::memoryview(self));
+             py::object view = numpy_module().attr("asarray")(py::memoryview(self));
              if (!dtype.is_none()) view = view.attr("astype")(dtype, "copy"_a = false);
              if (!copy.is_none() && copy.cast<bool>()) view = view.attr("copy")();
              return view;
            },
            "dtype"_a = py::none(), "copy"_a = py::none())
-      .def("__repr__", [](const Tensor& t) {
-        return str("kael.Tensor(dtype=", dtype_name(t.dtype()), ", shape=", shape_to_string(t.shape()),
-                   t.is_borrowed() ? ", mapped" : "", ")");
-      });
+      .def(
+          "to",
+          [](const Tensor& t, const py::object& target, const py::object& dtype) {
+            Tensor out = t;
+            if (!target.is_none()) {
+              const bool is_device = py::isinstance<Device>(target) ||
+                                     (py::isinstance<py::str>(target) && is_device_name(target.cast<std::string>()));
+              out = is_device ? out.to(device_arg(target)) : out.to(dtype_arg(target, t.dtype()));
+            }
+            if (!dtype.is_none()) out = out.to(dtype_arg(dtype, t.dtype()));
+            return out;
+          },
+          "device_or_dtype"_a = py::none(), "dtype"_a = py::none(),
+          "t.to(kael.float64), t.to('cpu'), t.to(dtype=...); the tensor itself when nothing changes.")
+      .def("cpu", &Tensor::cpu)
+      .def("float", [](const Tensor& t) { return converted(t, DType::F32); })
+      .def("double", [](const Tensor& t) { return converted(t, DType::F64); })
+      .def("half", [](const Tensor& t) { return converted(t, DType::F16); })
+      .def("bfloat16", [](const Tensor& t) { return converted(t, DType::BF16); })
+      .def("long", [](const Tensor& t) { return converted(t, DType::I64); })
+      .def("int", [](const Tensor& t) { return converted(t, DType::I32); })
+      .def("bool", [](const Tensor& t) { return converted(t, DType::BOOL); })
+      .def("__len__",
+           [](const Tensor& t) {
+             if (t.dim() == 0) throw py::type_error("len() of a 0-d tensor");
+             return t.size(0);
+           })
+      .def("__bool__", [](const Tensor& t) {
+        if (t.numel() != 1)
+          throw ValueError(str("the truth value of a tensor with ", t.numel(), " elements is ambiguous"));
+        return t.to(DType::BOOL).item<bool>();
+      })
+      .def("__float__", [](const Tensor& t) { return item(t).cast<double>(); })
+      .def("__int__", [](const Tensor& t) { return py::int_(item(t)); })
+      .def("__index__", [](const Tensor& t) {
+        if (is_floating(t.dtype()) || t.dtype() == DType::BOOL)
+          throw py::type_error("only integer tensors of a single element can be used as an index");
+        return item(t);
+      })
+      .def("__hash__", [](const py::object& self) { return py::hash(py::int_(reinterpret_cast<std::intptr_t>(self.ptr()))); })
+      .def("__repr__", &repr)
+      .def(py::pickle([](const Tensor& t) { return py::make_tuple(py::cast(t.contiguous()).attr("numpy")()); },
+                      [](const py::tuple& state) { return tensor_from_object(state[0]); }));
 
   m.def(
-      "tensor", [](py::object data, std::optional<std::string> dtype) { return tensor_from_object(data, dtype); },
-      "data"_a, "dtype"_a = py::none(),
-      "A new kael.Tensor holding a copy of `data` (anything numpy.asarray accepts). dtype='F32' converts.");
+      "tensor",
+      [](const py::object& data, const py::object& dtype, const py::object& device, bool requires_grad) {
+        Tensor t = new_tensor(data, dtype, requires_grad);
+        if (!device.is_none()) check_device_available(device_arg(device));
+        return t;
+      },
+      "data"_a, "dtype"_a = py::none(), "device"_a = py::none(), "requires_grad"_a = false,
+      "A new tensor holding a copy of `data` (a number, nested lists, a numpy array or a tensor). "
+      "Python floats give float32, ints int64, bools bool; numpy arrays keep their dtype.");
+  m.def("from_numpy", &from_numpy, "array"_a,
+        "A tensor sharing the memory of a numpy array (writes show on both sides); the array stays alive "
+        "as long as the tensor.");
+  m.def("as_tensor", &as_tensor, "data"_a, "dtype"_a = py::none(),
+        "Shares memory with a tensor or a numpy array when it can (and the dtype matches), else copies.");
 }
 
 }  // namespace kael::python

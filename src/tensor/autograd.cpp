@@ -12,6 +12,7 @@ thread_local bool grad_mode = true;
 }
 
 bool grad_mode_enabled() { return grad_mode; }
+void set_grad_enabled(bool enabled) { grad_mode = enabled; }
 
 NoGradGuard::NoGradGuard() : previous_(grad_mode) { grad_mode = false; }
 NoGradGuard::~NoGradGuard() { grad_mode = previous_; }

@@ -47,6 +47,8 @@ struct Node {
 
 // Whether ops record history on this thread (PyTorch's grad mode); on by default.
 bool grad_mode_enabled();
+// Turns recording on or off on this thread (torch.set_grad_enabled); NoGradGuard scopes it.
+void set_grad_enabled(bool enabled);
 
 // Turns recording off for its scope on this thread, as torch.no_grad().
 class NoGradGuard {
