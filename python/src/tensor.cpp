@@ -38,7 +38,8 @@ py::object numpy_module() { return py::module_::import("numpy"); }
 
 // A C-contiguous native-order numpy copy of `object` and its kael dtype.
 std::pair<py::array, DType> numpy_copy_source(const py::handle& object) {
-  py::array array = numpy_module().attr("ascontiguousarray")(object);
+  // asarray, not ascontiguousarray, which turns a 0-d array into a 1-d one.
+  py::array array = numpy_module().attr("asarray")(object, "order"_a = "C");
   if (!array.dtype().attr("isnative").cast<bool>()) array = array.attr("astype")(array.dtype().attr("newbyteorder")("="));
   std::optional<DType> dtype = dtype_from_numpy(array.dtype());
   if (!dtype) throw TypeError(str("numpy dtype ", std::string(py::str(array.dtype())), " has no kael equivalent"));

@@ -176,10 +176,18 @@ Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
   });
 }
 
+namespace {
+// -s, integral when s is (so int64 - 1 stays int64).
+Scalar negated(Scalar s) {
+  s.value = -s.value;
+  return s;
+}
+}  // namespace
+
 Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
   if (a.dtype() == DType::BOOL && b.dtype() == DType::BOOL)
     throw TypeError("sub: subtracting two BOOL tensors is not supported; use logical_xor");
-  return add(a, b, Scalar(-alpha.value));
+  return add(a, b, negated(alpha));
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
@@ -213,7 +221,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
 }
 
 Tensor add(const Tensor& a, Scalar b) { return add(a, scalar_tensor(b, promote_with_scalar(a.dtype(), b))); }
-Tensor sub(const Tensor& a, Scalar b) { return add(a, Scalar(-b.value)); }
+Tensor sub(const Tensor& a, Scalar b) { return add(a, negated(b)); }
 Tensor mul(const Tensor& a, Scalar b) { return mul(a, scalar_tensor(b, promote_with_scalar(a.dtype(), b))); }
 Tensor div(const Tensor& a, Scalar b) {
   DType dt = promote_with_scalar(a.dtype(), b);
