@@ -149,6 +149,13 @@ Shape sizes(const py::args& args, const char* op) { return shape_from_args(args,
 void init_tensor_index(py::module_& m) {
   auto cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
   cls.def("__getitem__", [](const Tensor& t, const py::object& key) { return subscript(t, key).result; })
+      .def("__iter__",
+           [](const Tensor& t) {
+             if (t.dim() == 0) throw py::type_error("iteration over a 0-d tensor");
+             py::list rows;  // views along dim 0, as torch's unbind
+             for (std::int64_t i = 0; i < t.size(0); ++i) rows.append(t.select(0, i));
+             return py::iter(rows);
+           })
       .def("__setitem__", [](Tensor& t, const py::object& key, const py::object& value) { assign(t, key, value); })
       .def("view", [](const Tensor& t, const py::args& shape) { return t.view(sizes(shape, "view")); },
            "A tensor of the given shape (one size may be -1) over the same memory.")
