@@ -7,6 +7,8 @@ sliced or expanded views. The F64 finite-difference checks are in
 tests/library_tensor_gradcheck_test.cpp."""
 from __future__ import annotations
 
+import pathlib
+
 import numpy as np
 import pytest
 import torch
@@ -420,3 +422,20 @@ def test_repr_shows_values_shape_and_dtype():
     text = repr(kael.tensor([[1.0, 2.5]], requires_grad=True))
     assert "1.0000" in text and "2.5000" in text and "shape=[1, 2]" in text and "requires_grad=True" in text
     assert repr(kael.float32) == "kael.float32" and kael.float32 == "F32" and kael.ones(1).dtype is kael.float32
+
+
+def test_the_readme_tensor_example_runs_and_learns():
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    start = readme.index("The tensor library in Python has PyTorch's names")
+    block = readme[readme.index("```python\n", start) + len("```python\n"):readme.index("```\n", readme.index("```python\n", start) + 10)]
+    namespace: dict = {}
+    exec(compile(block.replace("print(", "_ = ("), "README.md", "exec"), namespace)
+    w, x = namespace["w"], namespace["x"]
+    before = ((x * namespace["w"].detach() - 3 * x) ** 2).mean().item()
+    assert w.grad.shape == (1, 1)
+    kael.manual_seed(0)
+    w0 = kael.randn(1, 1).item()
+    grad = ((2 * (x * w0 - 3 * x) * x).mean()).item()  # d/dw mean((x w - 3x)^2)
+    assert w.grad.item() == pytest.approx(grad, rel=1e-5)
+    assert w.item() == pytest.approx(w0 - 0.1 * grad, rel=1e-6)
+    assert before < ((x * w0 - 3 * x) ** 2).mean().item()  # the step lowered the loss
