@@ -379,9 +379,17 @@ KAEL_COMPARE(gt, >)
 KAEL_COMPARE(ge, >=)
 #undef KAEL_COMPARE
 
-Tensor eq(const Tensor& a, Scalar b) { return eq(a, scalar_tensor(b, promote_with_scalar(a.dtype(), b))); }
-Tensor lt(const Tensor& a, Scalar b) { return lt(a, scalar_tensor(b, promote_with_scalar(a.dtype(), b))); }
-Tensor gt(const Tensor& a, Scalar b) { return gt(a, scalar_tensor(b, promote_with_scalar(a.dtype(), b))); }
+// The scalar becomes a 0-D tensor of the dtype the comparison computes in (1.5 against an
+// integer tensor compares as F32, as PyTorch).
+#define KAEL_COMPARE_SCALAR(name) \
+  Tensor name(const Tensor& a, Scalar b) { return name(a, scalar_tensor(b, promote_with_scalar(a.dtype(), b))); }
+KAEL_COMPARE_SCALAR(eq)
+KAEL_COMPARE_SCALAR(ne)
+KAEL_COMPARE_SCALAR(lt)
+KAEL_COMPARE_SCALAR(le)
+KAEL_COMPARE_SCALAR(gt)
+KAEL_COMPARE_SCALAR(ge)
+#undef KAEL_COMPARE_SCALAR
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   if (condition.dtype() != DType::BOOL)
