@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -14,6 +15,7 @@
 #include "kael/io/safetensors.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "kernels/thread_pool.hpp"
 
 namespace kael {
 // sin has no op of its own yet; the target is computed outside the library.
@@ -338,6 +340,59 @@ TEST(TensorAutograd, TheGraphIsFreedAfterEachBackward) {
   // Each step's graph holds over 100 KiB (its saved (64, 64) tensors), so keeping them would
   // grow by ~90 MiB; allocator noise is far below the bound.
   EXPECT_LT(at_1000 - at_100, 4096) << "VmRSS " << at_100 << " KiB at step 100, " << at_1000 << " KiB at step 1000";
+}
+
+// Runs f with the kernel pool at `threads` threads, then restores it.
+template <class F>
+auto with_threads(int threads, F f) {
+  const int before = kernels::num_threads();
+  kernels::set_num_threads(threads);
+  auto result = f();
+  kernels::set_num_threads(before);
+  return result;
+}
+
+// Large contiguous elementwise ops split over the pool; every element is computed alone, so
+// the bits equal the single-threaded run's (and std::exp's for exp).
+TEST(TensorThreads, ElementwiseOpsGiveTheSameBitsOnAnyNumberOfThreads) {
+  manual_seed(31);
+  const std::int64_t n = (std::int64_t{1} << 21) + 37;  // several threads' worth, ragged
+  const Tensor a = randn({n}), b = randn({n});
+  const Tensor ia = randint(-1000, 1000, {n}), ib = randint(-1000, 1000, {n});
+  const auto run = [&] {
+    return std::vector<Tensor>{a + b, a * b, a * 0.5, 2.0 - a, 1.0 / a, exp(a), tanh(a), gelu(a), relu(a),
+                               ia + ib, ia * 3, ia + a, lt(a, b), a.to(DType::F64) * 2.0};
+  };
+  const std::vector<Tensor> one = with_threads(1, run), many = with_threads(4, run);
+  for (std::size_t k = 0; k < one.size(); ++k) {
+    ASSERT_EQ(one[k].dtype(), many[k].dtype()) << k;
+    ASSERT_EQ(one[k].nbytes(), many[k].nbytes()) << k;
+    EXPECT_EQ(std::memcmp(one[k].raw_data(), many[k].raw_data(), one[k].nbytes()), 0) << "op " << k;
+  }
+  const std::vector<float> e = many[5].to_vector<float>(), x = a.to_vector<float>();
+  for (std::int64_t i = 0; i < n; i += 4099) EXPECT_EQ(e[static_cast<std::size_t>(i)], std::exp(x[static_cast<std::size_t>(i)])) << i;
+}
+
+// Sums over large contiguous inputs split too: over rows (the same bits), or for a whole-tensor
+// sum in fixed blocks (the same on any thread count, within rounding of the strided walk).
+TEST(TensorThreads, ReductionsAgreeWithTheStridedWalk) {
+  manual_seed(32);
+  const Tensor a = randn({1024, 2053});  // 2.1M elements
+  const auto run = [&] {
+    return std::vector<Tensor>{sum(a), mean(a), sum(a, {1}), sum(a, {0}), mean(a, {-1}, true),
+                               sum(a.reshape({4, 256, 2053}), {1})};
+  };
+  const std::vector<Tensor> one = with_threads(1, run), many = with_threads(4, run);
+  for (std::size_t k = 0; k < one.size(); ++k)
+    EXPECT_EQ(std::memcmp(one[k].raw_data(), many[k].raw_data(), one[k].nbytes()), 0) << "reduction " << k;
+  // The transposed copy takes the strided walk: one chain per output in the same order.
+  const Tensor t = a.T().contiguous().T();  // a's values, not contiguous
+  EXPECT_EQ(std::memcmp(sum(t, {1}).raw_data(), many[2].raw_data(), many[2].nbytes()), 0);
+  EXPECT_TRUE(allclose(sum(t), many[0], 1e-6, 1e-3));
+  EXPECT_TRUE(allclose(mean(t), many[1], 1e-6, 1e-6));
+  const Tensor ints = randint(-5, 5, {1 << 20});
+  EXPECT_EQ(with_threads(4, [&] { return sum(ints); }).item<std::int64_t>(),
+            sum(ints.reshape({1024, 1024}).T()).item<std::int64_t>());
 }
 
 }  // namespace
