@@ -92,8 +92,11 @@ FlatSplit flat_split(const Tensor& a, const std::vector<bool>& reduce) {
   FlatSplit split;
   if (!a.is_contiguous() || a.numel() == 0) return split;
   std::size_t first = reduce.size(), last = 0;
-  for (std::size_t i = 0; i < reduce.size(); ++i)
-    if (reduce[i]) first = std::min(first, i), last = i;
+  for (std::size_t i = 0; i < reduce.size(); ++i) {
+    if (!reduce[i]) continue;
+    first = std::min(first, i);
+    last = i;
+  }
   if (first == reduce.size()) return split;
   std::int64_t R = 1;
   for (std::size_t i = 0; i < reduce.size(); ++i) {
