@@ -333,10 +333,13 @@ TEST(TensorAutograd, TheGraphIsFreedAfterEachBackward) {
     if (step == 100) at_100 = resident_kib();
     if (step == 1000) at_1000 = resident_kib();
   }
-  if (at_100 < 0) GTEST_SKIP() << "no /proc/self/status";
 #if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "AddressSanitizer's quarantine holds freed memory; its leak check covers this build";
+  // AddressSanitizer's quarantine holds freed memory, so VmRSS grows there; its leak check at
+  // exit covers that build, and the nodes' expiry above is checked on every build.
+  RecordProperty("vmrss", "not compared under AddressSanitizer");
+  return;
 #endif
+  if (at_100 < 0) GTEST_SKIP() << "no /proc/self/status";
   // Each step's graph holds over 100 KiB (its saved (64, 64) tensors), so keeping them would
   // grow by ~90 MiB; allocator noise is far below the bound.
   EXPECT_LT(at_1000 - at_100, 4096) << "VmRSS " << at_100 << " KiB at step 100, " << at_1000 << " KiB at step 1000";
