@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "kael/tensor/autograd.hpp"
@@ -109,6 +110,23 @@ TEST(TensorGradcheck, NetworkFunctions) {
                   {r({5, 3})});
   check_gradients("cross_entropy",
                   [](auto& v) { return cross_entropy(v[0], from_vector<std::int64_t>({2, -100, 0, 4}, {4})); }, {r({4, 5})});
+}
+
+TEST(TensorGradcheck, ScaledDotProductAttention) {
+  manual_seed(5);
+  const auto sdpa = [](bool causal, Tensor mask = Tensor(), std::optional<double> scale = std::nullopt) {
+    return [=](auto& v) { return scaled_dot_product_attention(v[0], v[1], v[2], causal, mask, scale); };
+  };
+  check_gradients("sdpa", sdpa(false), {r({2, 7, 13}), r({2, 5, 13}), r({2, 5, 4})});
+  check_gradients("sdpa causal", sdpa(true), {r({2, 7, 13}), r({2, 7, 13}), r({2, 7, 13})});
+  check_gradients("sdpa causal L != S", sdpa(true), {r({7, 6}), r({5, 6}), r({5, 3})});
+  // BOOL mask broadcast over the batch, its row 2 hidden entirely (that row's output is 0).
+  Tensor keep = gt(rand({7, 5}, DType::F64), 0.3);
+  keep.select(0, 2).fill_(0.0);
+  check_gradients("sdpa bool mask", sdpa(false, keep), {r({2, 7, 6}), r({2, 5, 6}), r({2, 5, 4})});
+  // A float mask added to the scores, a given scale, and batch dims that broadcast; transposed q.
+  check_gradients("sdpa float mask", sdpa(false, r({1, 7, 5}), 0.3),
+                  {r({2, 1, 6, 7}).transpose(-1, -2), r({3, 5, 6}), r({3, 5, 4})});
 }
 
 }  // namespace

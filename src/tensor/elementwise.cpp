@@ -3,6 +3,7 @@
 
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "tensor/parallel.hpp"
 #include "tensor/strided.hpp"
 
 namespace kael {
@@ -73,17 +74,56 @@ Tensor scalar_tensor(const Scalar& s, DType dtype) {
   return t;
 }
 
-// out = f(a, b) elementwise over the broadcast shape, computed in `compute`, stored as `out_dtype`.
+// An operand an elementwise op reads by flat index: contiguous in the result's shape (step 1)
+// or a single element broadcast to all of it (step 0).
+bool flat_operand(const Tensor& t, const Shape& shape) { return (t.shape() == shape && t.is_contiguous()) || t.numel() == 1; }
+
+// out (n, contiguous) = f(a[i * step_a], b[i * step_b]), threaded by ranges of elements. F32
+// throughout reads typed pointers (the steps fixed at compile time, so the loop vectorizes);
+// any other mix goes through load/store in `compute`. Each element is computed alone, so the
+// thread split never changes a bit.
 template <class F>
-Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType compute, DType out_dtype, F f) {
-  const Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
-  Tensor out = Tensor::zeros(out_dtype, shape);
-  if (compute == DType::F32 && a.dtype() == DType::F32 && b.dtype() == DType::F32 && out_dtype == DType::F32 &&
-      a.shape() == shape && b.shape() == shape && a.is_contiguous() && b.is_contiguous()) {
+void flat_binary(Tensor& out, const Tensor& a, const Tensor& b, DType compute, std::int64_t work, F& f) {
+  const std::int64_t n = out.numel();
+  const bool step_a = a.numel() == n && a.is_contiguous(), step_b = b.numel() == n && b.is_contiguous();
+  if (compute == DType::F32 && a.dtype() == DType::F32 && b.dtype() == DType::F32 && out.dtype() == DType::F32) {
     const float* pa = a.data<float>();
     const float* pb = b.data<float>();
     float* po = out.data<float>();
-    for (std::int64_t i = 0; i < out.numel(); ++i) po[i] = static_cast<float>(f(pa[i], pb[i]));
+    const auto run = [&]<bool StepA, bool StepB>() {
+      parallel_range(n, work, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) po[i] = static_cast<float>(f(pa[StepA ? i : 0], pb[StepB ? i : 0]));
+      });
+    };
+    if (step_a && step_b) run.template operator()<true, true>();
+    else if (step_a) run.template operator()<true, false>();
+    else if (step_b) run.template operator()<false, true>();
+    else run.template operator()<false, false>();
+    return;
+  }
+  const DType da = a.dtype(), db = b.dtype(), dout = out.dtype();
+  const std::int64_t ea = step_a ? static_cast<std::int64_t>(a.element_size()) : 0;
+  const std::int64_t eb = step_b ? static_cast<std::int64_t>(b.element_size()) : 0;
+  const auto eo = static_cast<std::int64_t>(out.element_size());
+  dispatch(compute, [&]<class C>() {
+    const std::byte* pa = a.raw_data();
+    const std::byte* pb = b.raw_data();
+    std::byte* po = out.raw_data();
+    parallel_range(n, work, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) store(dout, po + i * eo, f(load<C>(da, pa + i * ea), load<C>(db, pb + i * eb)));
+    });
+  });
+}
+
+// out = f(a, b) elementwise over the broadcast shape, computed in `compute`, stored as
+// `out_dtype`; `work` is the cost of one element in the thread pool's units.
+template <class F>
+Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType compute, DType out_dtype, F f,
+                     std::int64_t work = 1) {
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
+  Tensor out = Tensor::zeros(out_dtype, shape);
+  if (flat_operand(a, shape) && flat_operand(b, shape)) {
+    flat_binary(out, a, b, compute, work, f);
     return out;
   }
   const std::vector<std::int64_t> strides[3] = {broadcast_byte_strides(out, shape), broadcast_byte_strides(a, shape),
@@ -99,13 +139,29 @@ Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType com
   return out;
 }
 
+// out = f(a) elementwise; contiguous inputs are threaded by ranges as flat_binary's.
 template <class F>
-Tensor unary_kernel(const Tensor& a, DType compute, DType out_dtype, F f) {
+Tensor unary_kernel(const Tensor& a, DType compute, DType out_dtype, F f, std::int64_t work = 1) {
   Tensor out = Tensor::zeros(out_dtype, a.shape());
+  const std::int64_t n = out.numel();
   if (a.dtype() == DType::F32 && out_dtype == DType::F32 && a.is_contiguous()) {
     const float* pa = a.data<float>();
     float* po = out.data<float>();
-    for (std::int64_t i = 0; i < out.numel(); ++i) po[i] = static_cast<float>(f(pa[i]));
+    parallel_range(n, work, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) po[i] = static_cast<float>(f(pa[i]));
+    });
+    return out;
+  }
+  if (a.is_contiguous()) {
+    const DType da = a.dtype();
+    const auto ea = static_cast<std::int64_t>(a.element_size()), eo = static_cast<std::int64_t>(out.element_size());
+    dispatch(compute, [&]<class C>() {
+      const std::byte* pa = a.raw_data();
+      std::byte* po = out.raw_data();
+      parallel_range(n, work, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) store(out_dtype, po + i * eo, f(load<C>(da, pa + i * ea)));
+      });
+    });
     return out;
   }
   const std::vector<std::int64_t> strides[2] = {broadcast_byte_strides(out, a.shape()),
@@ -117,6 +173,10 @@ Tensor unary_kernel(const Tensor& a, DType compute, DType out_dtype, F f) {
   });
   return out;
 }
+
+// Thread-pool units per element of the transcendental functions (exp, tanh, erf, ...): a few
+// tens of flops, so far fewer elements are worth a thread than for an add.
+constexpr std::int64_t kMathWork = 16;
 
 // The type a floating function computes in (the integer instantiations are never run: such
 // inputs are computed as F32, but every branch of dispatch is compiled).
@@ -313,7 +373,7 @@ Tensor abs(const Tensor& a) {
     Tensor out = unary_kernel(a, dt, dt, [](auto x) {                                            \
       using C = FloatOf<decltype(x)>;                                                            \
       return static_cast<C>(expr);                                                               \
-    });                                                                                          \
+    }, kMathWork);                                                                               \
     if (!autograd::any_requires_grad({&a})) return out;                                          \
     autograd::SavedTensor sx(a), sy(out);                                                        \
     return autograd::record(#name, std::move(out), {&a}, [sx, sy](const Tensor& g) {             \
@@ -354,7 +414,7 @@ Tensor gelu(const Tensor& a, const char* approximate) {
       return static_cast<C>(C(0.5) * x * (C(1) + std::tanh(inner)));
     }
     return static_cast<C>(C(0.5) * x * (C(1) + std::erf(x * C(0.7071067811865476))));
-  });
+  }, kMathWork);
   if (!autograd::any_requires_grad({&a})) return out;
   autograd::SavedTensor sx(a);
   return autograd::record("gelu", std::move(out), {&a}, [sx, use_tanh, dt](const Tensor& g) {
@@ -369,7 +429,7 @@ Tensor gelu(const Tensor& a, const char* approximate) {
       const C cdf = C(0.5) * (C(1) + std::erf(v * C(0.7071067811865476)));
       const C pdf = std::exp(C(-0.5) * v * v) * C(0.3989422804014327);
       return static_cast<C>(cdf + v * pdf);
-    });
+    }, kMathWork);
     return std::vector<Tensor>{mul(g, d)};
   });
 }
@@ -387,9 +447,17 @@ KAEL_COMPARE(gt, >)
 KAEL_COMPARE(ge, >=)
 #undef KAEL_COMPARE
 
-Tensor eq(const Tensor& a, Scalar b) { return eq(a, scalar_tensor(b, promote_with_scalar(a.dtype(), b))); }
-Tensor lt(const Tensor& a, Scalar b) { return lt(a, scalar_tensor(b, promote_with_scalar(a.dtype(), b))); }
-Tensor gt(const Tensor& a, Scalar b) { return gt(a, scalar_tensor(b, promote_with_scalar(a.dtype(), b))); }
+// The scalar becomes a 0-D tensor of the dtype the comparison computes in (1.5 against an
+// integer tensor compares as F32, as PyTorch).
+#define KAEL_COMPARE_SCALAR(name) \
+  Tensor name(const Tensor& a, Scalar b) { return name(a, scalar_tensor(b, promote_with_scalar(a.dtype(), b))); }
+KAEL_COMPARE_SCALAR(eq)
+KAEL_COMPARE_SCALAR(ne)
+KAEL_COMPARE_SCALAR(lt)
+KAEL_COMPARE_SCALAR(le)
+KAEL_COMPARE_SCALAR(gt)
+KAEL_COMPARE_SCALAR(ge)
+#undef KAEL_COMPARE_SCALAR
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   if (condition.dtype() != DType::BOOL)

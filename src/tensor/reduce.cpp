@@ -5,6 +5,7 @@
 
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "tensor/parallel.hpp"
 #include "tensor/strided.hpp"
 
 namespace kael {
@@ -33,6 +34,82 @@ Shape kept_shape(const Tensor& a, const std::vector<bool>& reduce, bool keepdim)
   return out;
 }
 
+// Elements per block of a whole-tensor sum: blocks are summed alone and then in order, so the
+// result is the same whatever the number of threads.
+constexpr std::int64_t kSumBlock = std::int64_t{1} << 14;
+
+// The sum of read(i) for i in [begin, end) in 8 interleaved chains (a fixed order, which the
+// compiler can keep in vector lanes), then added together.
+template <class Acc, class Read>
+Acc block_sum(const Read& read, std::int64_t begin, std::int64_t end) {
+  Acc lane[8] = {};
+  std::int64_t i = begin;
+  for (; i + 8 <= end; i += 8)
+    for (int l = 0; l < 8; ++l) lane[l] += read(i + l);
+  for (; i < end; ++i) lane[0] += read(i);
+  Acc total{};
+  for (const Acc v : lane) total += v;
+  return total;
+}
+
+// out (outer, inner) = the sums over r of a (outer, R, inner) read by flat index: the
+// reduced dims of a contiguous tensor when they are consecutive. A whole-tensor sum goes in
+// blocks; otherwise each output is one chain over r in order (the strided walk's order), with
+// threads taking rows of `outer` or, for a single row, columns of `inner`.
+template <class Acc, class Read>
+void flat_sum(Acc* out, std::int64_t outer, std::int64_t R, std::int64_t inner, const Read& read) {
+  if (outer * inner == 1) {
+    const std::int64_t blocks = (R + kSumBlock - 1) / kSumBlock;
+    std::vector<Acc> partial(static_cast<std::size_t>(blocks));
+    parallel_range(blocks, kSumBlock, [&](std::int64_t b0, std::int64_t b1) {
+      for (std::int64_t b = b0; b < b1; ++b)
+        partial[static_cast<std::size_t>(b)] = block_sum<Acc>(read, b * kSumBlock, std::min(R, (b + 1) * kSumBlock));
+    });
+    Acc total{};
+    for (const Acc v : partial) total += v;
+    out[0] = total;
+    return;
+  }
+  if (outer > 1) {
+    parallel_range(outer, R * inner, [&](std::int64_t o0, std::int64_t o1) {
+      for (std::int64_t o = o0; o < o1; ++o)
+        for (std::int64_t r = 0; r < R; ++r)
+          for (std::int64_t i = 0; i < inner; ++i) out[o * inner + i] += read((o * R + r) * inner + i);
+    });
+    return;
+  }
+  parallel_range(inner, R, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t r = 0; r < R; ++r)
+      for (std::int64_t i = i0; i < i1; ++i) out[i] += read(r * inner + i);
+  });
+}
+
+// (outer, R, inner) when a is contiguous and its reduced dims are consecutive, else R = -1.
+struct FlatSplit {
+  std::int64_t outer = 1, R = -1, inner = 1;
+};
+FlatSplit flat_split(const Tensor& a, const std::vector<bool>& reduce) {
+  FlatSplit split;
+  if (!a.is_contiguous() || a.numel() == 0) return split;
+  std::size_t first = reduce.size(), last = 0;
+  for (std::size_t i = 0; i < reduce.size(); ++i) {
+    if (!reduce[i]) continue;
+    first = std::min(first, i);
+    last = i;
+  }
+  if (first == reduce.size()) return split;
+  std::int64_t R = 1;
+  for (std::size_t i = 0; i < reduce.size(); ++i) {
+    const std::int64_t d = a.shape()[i];
+    if (i < first) split.outer *= d;
+    else if (i > last) split.inner *= d;
+    else if (!reduce[i]) return split;  // a kept dim between reduced ones
+    else R *= d;
+  }
+  split.R = R;
+  return split;
+}
+
 // out (a's shape with reduced dims 1) = the sum of a over them, in double or int64.
 Tensor sum_raw(const Tensor& a, const std::vector<bool>& reduce, DType out_dtype) {
   Shape keep_shape = a.shape();
@@ -40,18 +117,26 @@ Tensor sum_raw(const Tensor& a, const std::vector<bool>& reduce, DType out_dtype
     if (reduce[i]) keep_shape[i] = 1;
   const bool floating = is_floating(out_dtype);
   Tensor acc = Tensor::zeros(floating ? DType::F64 : DType::I64, keep_shape);
-  const std::vector<std::int64_t> strides[2] = {broadcast_byte_strides(acc, a.shape()), broadcast_byte_strides(a, a.shape())};
-  if (floating) {
-    double* out = acc.data<double>();
+  const auto accumulate = [&]<class Acc>(Acc* out) {
+    if (const FlatSplit split = flat_split(a, reduce); split.R >= 0) {
+      const DType dt = a.dtype();
+      const std::byte* base = a.raw_data();
+      const auto elem = static_cast<std::int64_t>(a.element_size());
+      if (dt == DType::F32) {
+        const float* p = a.data<float>();
+        flat_sum(out, split.outer, split.R, split.inner, [p](std::int64_t i) { return static_cast<Acc>(p[i]); });
+      } else {
+        flat_sum(out, split.outer, split.R, split.inner, [=](std::int64_t i) { return load<Acc>(dt, base + i * elem); });
+      }
+      return;
+    }
+    const std::vector<std::int64_t> strides[2] = {broadcast_byte_strides(acc, a.shape()), broadcast_byte_strides(a, a.shape())};
     walk(a.shape(), strides, [&](const std::int64_t* o) {
-      out[o[0] / 8] += load<double>(a.dtype(), a.raw_data() + o[1]);
+      out[o[0] / 8] += load<Acc>(a.dtype(), a.raw_data() + o[1]);
     });
-  } else {
-    std::int64_t* out = acc.data<std::int64_t>();
-    walk(a.shape(), strides, [&](const std::int64_t* o) {
-      out[o[0] / 8] += load<std::int64_t>(a.dtype(), a.raw_data() + o[1]);
-    });
-  }
+  };
+  if (floating) accumulate(acc.data<double>());
+  else accumulate(acc.data<std::int64_t>());
   return acc.to(out_dtype);
 }
 

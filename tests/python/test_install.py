@@ -6,6 +6,7 @@ import json
 import os
 import pathlib
 import shutil
+import struct
 import subprocess
 
 import pytest
@@ -64,6 +65,39 @@ def test_cmake_consumer_generates_the_cli_tokens(installed_prefix, gpt2_f16_dir,
     # the shared one really is linked to the installed libkael.so
     ldd = run(["ldd", build / "consumer"]).stdout
     assert str(installed_prefix / "lib" / "libkael.so") in ldd, ldd
+
+
+def book_snippet_bytes() -> bytes:
+    """The 160 bytes the book shows for save_safetensors(path, {{"b", ones({2, 2})}, {"a", arange(0, 3, 1, I64)}}),
+    from the format's rules: a little-endian u64 header length, the JSON header with the names sorted and no
+    spaces, then each tensor's little-endian data in the header's order ("a" first)."""
+    header = ('{"a":{"data_offsets":[0,24],"dtype":"I64","shape":[3]},'
+              '"b":{"data_offsets":[24,40],"dtype":"F32","shape":[2,2]}}').encode()
+    assert len(header) == 112  # a multiple of 8 already, so no padding
+    data = struct.pack("<3q", 0, 1, 2) + struct.pack("<4f", 1.0, 1.0, 1.0, 1.0)
+    return struct.pack("<Q", len(header)) + header + data
+
+
+def test_book_snippet_writes_the_books_bytes(installed_prefix, tmp_path):
+    """tests/consumer/book_snippet.cpp, the book's first snippet through kael/kael.hpp, built against the
+    installed kael: every byte of the file it writes, and the safetensors package reads it back."""
+    expected = book_snippet_bytes()
+    assert len(expected) == 160
+    build = build_against(installed_prefix, ROOT / "tests" / "consumer", tmp_path / "consumer")
+    path = tmp_path / "book.safetensors"
+    run([build / "book_snippet", path])
+    written = path.read_bytes()
+    assert len(written) == len(expected), (len(written), written)
+    first = next((i for i, (x, y) in enumerate(zip(written, expected)) if x != y), None)
+    assert first is None, f"byte {first} differs: {written[first:first + 16]!r} vs {expected[first:first + 16]!r}"
+    try:
+        from safetensors.numpy import load_file
+    except ImportError:
+        return
+    loaded = load_file(str(path))
+    assert sorted(loaded) == ["a", "b"]
+    assert loaded["a"].dtype.str == "<i8" and loaded["a"].tolist() == [0, 1, 2]
+    assert loaded["b"].dtype.str == "<f4" and loaded["b"].tolist() == [[1.0, 1.0], [1.0, 1.0]]
 
 
 @pytest.mark.skipif(shutil.which("pkg-config") is None, reason="pkg-config is not installed")

@@ -91,8 +91,11 @@ Tensor le(const Tensor& a, const Tensor& b);
 Tensor gt(const Tensor& a, const Tensor& b);
 Tensor ge(const Tensor& a, const Tensor& b);
 Tensor eq(const Tensor& a, Scalar b);
+Tensor ne(const Tensor& a, Scalar b);
 Tensor lt(const Tensor& a, Scalar b);
+Tensor le(const Tensor& a, Scalar b);
 Tensor gt(const Tensor& a, Scalar b);
+Tensor ge(const Tensor& a, Scalar b);
 // condition ? a : b, all three broadcast.
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 Tensor masked_fill(const Tensor& a, const Tensor& mask, Scalar value);
@@ -124,6 +127,13 @@ Tensor log_softmax(const Tensor& a, int dim);
 // Normalizes over the last dims of `normalized_shape`, then * weight + bias (either may be undefined).
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight = Tensor(),
                   const Tensor& bias = Tensor(), double eps = 1e-5);
+// torch.nn.functional.scaled_dot_product_attention without dropout: q (..., L, E), k (..., S, E),
+// v (..., S, Ev) -> (..., L, Ev), batch dims broadcast; softmax(scale q k^T + mask) v with scale
+// 1 / sqrt(E) unless given. is_causal keeps positions s <= t of row t (top-left aligned when
+// L != S); attn_mask (broadcast to (..., L, S)) is BOOL (true takes part) or q's dtype (added to
+// the scores); not both. A row the mask hides entirely gives 0 (PyTorch's safe softmax).
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal = false,
+                                    const Tensor& attn_mask = Tensor(), std::optional<double> scale = std::nullopt);
 // --- joining and indexing ---
 Tensor cat(const std::vector<Tensor>& tensors, int dim = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int dim = 0);
@@ -157,6 +167,19 @@ inline Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
 inline Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
 inline Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
 inline Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+inline Tensor operator==(const Tensor& a, Scalar b) { return eq(a, b); }
+inline Tensor operator!=(const Tensor& a, Scalar b) { return ne(a, b); }
+inline Tensor operator<(const Tensor& a, Scalar b) { return lt(a, b); }
+inline Tensor operator<=(const Tensor& a, Scalar b) { return le(a, b); }
+inline Tensor operator>(const Tensor& a, Scalar b) { return gt(a, b); }
+inline Tensor operator>=(const Tensor& a, Scalar b) { return ge(a, b); }
+// A scalar on the left compares the other way round: 1 < t is t > 1.
+inline Tensor operator==(Scalar a, const Tensor& b) { return eq(b, a); }
+inline Tensor operator!=(Scalar a, const Tensor& b) { return ne(b, a); }
+inline Tensor operator<(Scalar a, const Tensor& b) { return gt(b, a); }
+inline Tensor operator<=(Scalar a, const Tensor& b) { return ge(b, a); }
+inline Tensor operator>(Scalar a, const Tensor& b) { return lt(b, a); }
+inline Tensor operator>=(Scalar a, const Tensor& b) { return le(b, a); }
 
 // Prints the values (PyTorch's layout, elided past 1000 elements) with shape and dtype.
 std::ostream& operator<<(std::ostream& out, const Tensor& t);

@@ -1,0 +1,169 @@
+// The tensor library's overheads against what it is built on, in one run:
+//   (a) kael::matmul against kernels::gemm called directly at GPT-2 shapes (the ratio is the
+//       cost of the Tensor layer: allocation, operand checks, autograd bookkeeping);
+//   (b) add / mul / exp / sum over 16M F32 elements in GB/s (bytes the op must move: reads +
+//       writes), against a read-bandwidth probe on the pool's threads (bench/bandwidth.cpp's
+//       approach: each thread sums its own slice with 4 independent 256-bit chains, best pass);
+//   (c) autograd bookkeeping: a chain of small adds with requires_grad minus the same chain
+//       under NoGradGuard, per op, and the backward per op.
+// One JSON object per line (bench/tensor_vs_torch.py reads them), after a "cpu" line.
+// Usage: tensor_speed [threads, default kael's]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "kael/tensor/autograd.hpp"
+#include "kael/tensor/ops.hpp"
+#include "kernels/gemm.hpp"
+#include "kernels/thread_pool.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The best of `reps` runs of f, in seconds (after one warm-up run).
+template <class F>
+double best_seconds(int reps, F&& f) {
+  f();
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = Clock::now();
+    f();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return best;
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown";
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) float read_avx2(const float* p, std::int64_t n) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+  for (std::int64_t i = 0; i + 32 <= n; i += 32) {
+    s0 = _mm256_add_ps(s0, _mm256_loadu_ps(p + i));
+    s1 = _mm256_add_ps(s1, _mm256_loadu_ps(p + i + 8));
+    s2 = _mm256_add_ps(s2, _mm256_loadu_ps(p + i + 16));
+    s3 = _mm256_add_ps(s3, _mm256_loadu_ps(p + i + 24));
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+  float total = 0;
+  for (const float x : lanes) total += x;
+  return total;
+}
+#endif
+
+float read_plain(const float* p, std::int64_t n) {
+  float s[8] = {};
+  for (std::int64_t i = 0; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j) s[j] += p[i + j];
+  float total = 0;
+  for (const float x : s) total += x;
+  return total;
+}
+
+// Read bandwidth in GB/s (1e9 bytes) over `floats` floats, one slice per pool thread.
+double read_bandwidth(const float* buffer, std::int64_t floats) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2");
+#else
+  const bool avx2 = false;
+#endif
+  const int threads = kael::kernels::num_threads();
+  std::vector<float> sink(static_cast<std::size_t>(threads) * 16);
+  const double seconds = best_seconds(8, [&] {
+    kael::kernels::parallel_for(threads, 1, [&](std::int64_t t0, std::int64_t t1) {
+      for (std::int64_t t = t0; t < t1; ++t) {
+        const std::int64_t begin = floats * t / threads, end = floats * (t + 1) / threads;
+#if defined(__x86_64__)
+        sink[static_cast<std::size_t>(t) * 16] = avx2 ? read_avx2(buffer + begin, end - begin) : read_plain(buffer + begin, end - begin);
+#else
+        sink[static_cast<std::size_t>(t) * 16] = read_plain(buffer + begin, end - begin);
+#endif
+      }
+    });
+  });
+  if (sink[0] == 12345.0f) std::printf("#\n");  // keeps the sums
+  return static_cast<double>(floats) * 4 / seconds / 1e9;
+}
+
+void matmul_vs_gemm(std::int64_t M, std::int64_t K, std::int64_t N) {
+  const kael::Tensor a = kael::randn({M, K}), b = kael::randn({K, N});
+  std::vector<float> c(static_cast<std::size_t>(M * N));
+  const double direct = best_seconds(5, [&] {
+    kael::kernels::gemm(c.data(), N, a.data<float>(), K, false, b.data<float>(), N, false, M, N, K);
+  });
+  const double tensor = best_seconds(5, [&] { kael::matmul(a, b); });
+  const double gflop = 2.0 * static_cast<double>(M * N * K) / 1e9;
+  std::printf("{\"bench\": \"matmul\", \"shape\": \"(%lldx%lld)@(%lldx%lld)\", \"kael_ms\": %.3f, \"gemm_ms\": %.3f, "
+              "\"kael_gflops\": %.1f, \"gemm_gflops\": %.1f, \"ratio\": %.3f}\n",
+              static_cast<long long>(M), static_cast<long long>(K), static_cast<long long>(K), static_cast<long long>(N),
+              tensor * 1e3, direct * 1e3, gflop / tensor, gflop / direct, tensor / direct);
+}
+
+void elementwise(const char* name, double bytes, double bound_gbs, double seconds) {
+  const double gbs = bytes / seconds / 1e9;
+  std::printf("{\"bench\": \"elementwise\", \"op\": \"%s\", \"ms\": %.3f, \"gb_s\": %.2f, \"read_bw_gb_s\": %.2f, "
+              "\"ratio_to_bw\": %.3f}\n",
+              name, seconds * 1e3, gbs, bound_gbs, gbs / bound_gbs);
+}
+
+void autograd_overhead() {
+  constexpr int kOps = 2000;
+  const kael::Tensor leaf = kael::randn({16}).requires_grad_();
+  const auto chain = [&] {
+    kael::Tensor x = leaf;
+    for (int i = 0; i < kOps; ++i) x = x + 1.0;
+    return x;
+  };
+  const double recorded = best_seconds(5, [&] { chain(); });
+  const double plain = best_seconds(5, [&] {
+    const kael::autograd::NoGradGuard no_grad;
+    chain();
+  });
+  kael::Tensor out;
+  const double backward = best_seconds(5, [&] {
+    out = kael::sum(chain());
+    out.backward();
+  }) - recorded;
+  std::printf("{\"bench\": \"autograd\", \"ops\": %d, \"numel\": 16, \"with_grad_us_per_op\": %.3f, "
+              "\"no_grad_us_per_op\": %.3f, \"bookkeeping_us_per_op\": %.3f, \"backward_us_per_op\": %.3f}\n",
+              kOps, recorded / kOps * 1e6, plain / kOps * 1e6, (recorded - plain) / kOps * 1e6, backward / kOps * 1e6);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1) kael::kernels::set_num_threads(std::atoi(argv[1]));
+  std::printf("{\"cpu\": \"%s\", \"threads\": %d}\n", cpu_model().c_str(), kael::kernels::num_threads());
+  kael::manual_seed(0);
+  matmul_vs_gemm(1024, 768, 2304);
+  matmul_vs_gemm(1024, 768, 3072);
+  matmul_vs_gemm(1024, 3072, 768);
+
+  constexpr std::int64_t n = std::int64_t{1} << 24;  // 16M floats, 64 MB a tensor
+  const kael::Tensor a = kael::randn({n}), b = kael::randn({n});
+  const double bound = read_bandwidth(a.data<float>(), n);
+  const double bytes = static_cast<double>(n) * 4;
+  elementwise("add", 3 * bytes, bound, best_seconds(5, [&] { kael::add(a, b); }));
+  elementwise("mul", 3 * bytes, bound, best_seconds(5, [&] { kael::mul(a, b); }));
+  elementwise("mul_scalar", 2 * bytes, bound, best_seconds(5, [&] { kael::mul(a, 0.5); }));
+  elementwise("exp", 2 * bytes, bound, best_seconds(5, [&] { kael::exp(a); }));
+  elementwise("sum", bytes, bound, best_seconds(5, [&] { kael::sum(a); }));
+  autograd_overhead();
+  return 0;
+}

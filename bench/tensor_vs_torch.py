@@ -1,0 +1,108 @@
+"""kael's tensor library against torch on the CPU, in one run and one table: bench/tensor_speed
+(kael::matmul vs its GEMM at GPT-2 shapes, add/mul/exp/sum at 16M F32 elements against a read
+bandwidth probe, autograd bookkeeping per op), then the same ops in torch with
+torch.set_num_threads equal to kael's thread count. Best of several runs each, as tensor_speed.
+
+    python3 bench/tensor_vs_torch.py [--binary build/bench/tensor_speed] [--threads N]
+"""
+import argparse
+import json
+import pathlib
+import subprocess
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def best_seconds(f, reps=5):
+    f()
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        f()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def cpu_model():
+    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if line.startswith("Model name:"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def torch_figures(torch, threads):
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    out = {}
+    for m, k, n in [(1024, 768, 2304), (1024, 768, 3072), (1024, 3072, 768)]:
+        a, b = torch.randn(m, k), torch.randn(k, n)
+        out[f"({m}x{k})@({k}x{n})"] = best_seconds(lambda: torch.matmul(a, b))
+    size = 1 << 24
+    a, b = torch.randn(size), torch.randn(size)
+    out["add"] = best_seconds(lambda: torch.add(a, b))
+    out["mul"] = best_seconds(lambda: torch.mul(a, b))
+    out["mul_scalar"] = best_seconds(lambda: torch.mul(a, 0.5))
+    out["exp"] = best_seconds(lambda: torch.exp(a))
+    out["sum"] = best_seconds(lambda: torch.sum(a))
+    ops = 2000
+    leaf = torch.randn(16, requires_grad=True)
+
+    def chain():
+        x = leaf
+        for _ in range(ops):
+            x = x + 1.0
+        return x
+
+    def no_grad_chain():
+        with torch.no_grad():
+            chain()
+
+    recorded = best_seconds(chain)
+    plain = best_seconds(no_grad_chain)
+    out["autograd"] = {"with_grad_us_per_op": recorded / ops * 1e6, "no_grad_us_per_op": plain / ops * 1e6,
+                       "bookkeeping_us_per_op": (recorded - plain) / ops * 1e6,
+                       "backward_us_per_op": (best_seconds(lambda: chain().sum().backward()) - recorded) / ops * 1e6}
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", default=str(ROOT / "build" / "bench" / "tensor_speed"))
+    parser.add_argument("--threads", type=int, default=0, help="kael's threads (0: its default)")
+    args = parser.parse_args()
+    command = [args.binary] + ([str(args.threads)] if args.threads else [])
+    lines = [json.loads(line) for line in subprocess.run(command, capture_output=True, text=True, check=True).stdout.splitlines()
+             if line.startswith("{")]
+    head, rows = lines[0], lines[1:]
+    threads = head["threads"]
+    import torch
+
+    theirs = torch_figures(torch, threads)
+    print(f"CPU: {cpu_model()} (lscpu); kael threads {threads}, torch {torch.__version__} set_num_threads({threads})")
+    print("\n(a) matmul, F32: kael::matmul vs kernels::gemm direct vs torch.matmul")
+    print(f"{'shape':<24} {'kael ms':>9} {'gemm ms':>9} {'kael/gemm':>9} {'torch ms':>9} {'kael/torch':>10}")
+    for r in rows:
+        if r["bench"] == "matmul":
+            t = theirs[r["shape"]] * 1e3
+            print(f"{r['shape']:<24} {r['kael_ms']:>9.2f} {r['gemm_ms']:>9.2f} {r['ratio']:>9.3f} {t:>9.2f} {r['kael_ms'] / t:>10.2f}")
+    bw = next(r["read_bw_gb_s"] for r in rows if r["bench"] == "elementwise")
+    print(f"\n(b) 16M F32 elements; GB/s = bytes the op must move (reads + writes); read bandwidth probe {bw:.2f} GB/s")
+    print(f"{'op':<12} {'kael ms':>9} {'kael GB/s':>10} {'/ bw':>6} {'torch ms':>9} {'torch GB/s':>10} {'kael/torch':>10}")
+    for r in rows:
+        if r["bench"] == "elementwise":
+            t = theirs[r["op"]]
+            torch_gbs = r["gb_s"] * r["ms"] / 1e3 / t
+            print(f"{r['op']:<12} {r['ms']:>9.2f} {r['gb_s']:>10.2f} {r['ratio_to_bw']:>6.2f} {t * 1e3:>9.2f} "
+                  f"{torch_gbs:>10.2f} {r['ms'] / 1e3 / t:>10.2f}")
+    print("\n(c) autograd, a chain of 2000 adds of 16 elements, us per op")
+    print(f"{'':<8} {'with grad':>10} {'no grad':>9} {'bookkeeping':>12} {'backward':>9}")
+    ours = next(r for r in rows if r["bench"] == "autograd")
+    for name, r in [("kael", ours), ("torch", theirs["autograd"])]:
+        print(f"{name:<8} {r['with_grad_us_per_op']:>10.2f} {r['no_grad_us_per_op']:>9.2f} "
+              f"{r['bookkeeping_us_per_op']:>12.2f} {r['backward_us_per_op']:>9.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+// scaled_dot_product_attention: softmax(scale q k^T + mask) v, as torch.nn.functional's.
+// F32 causal self-attention with the default scale runs on the kernels' causal_attention
+// (threaded over batch x heads); everything else is composed of matmul and softmax. The
+// backward is one node that recomputes the probabilities instead of keeping the (L, S)
+// matrix of every op that made them.
+#include <cmath>
+#include <limits>
+
+#include "kael/tensor/autograd.hpp"
+#include "kael/tensor/ops.hpp"
+#include "kernels/attention.hpp"
+#include "tensor/strided.hpp"
+
+namespace kael {
+
+using namespace tensor_detail;
+
+namespace {
+
+constexpr const char* kOp = "scaled_dot_product_attention";
+
+// What the mask adds to the scores: `bias` (broadcasts to (..., L, S), undefined for none)
+// and `empty_rows` (BOOL (..., L, 1), undefined when every row keeps a position), the rows
+// the mask hides entirely: their probabilities are 0 (PyTorch's safe softmax), not NaN.
+struct MaskBias {
+  Tensor bias;
+  Tensor empty_rows;
+};
+
+MaskBias mask_bias(const Tensor& attn_mask, bool is_causal, std::int64_t L, std::int64_t S, DType dtype) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const Tensor zero = full({}, 0, dtype), minus_inf = full({}, -inf, dtype);
+  if (is_causal) {  // top-left aligned, as torch: row t keeps positions s <= t
+    const Tensor keep = ge(arange(0, static_cast<double>(L), 1, DType::I64).reshape({L, 1}),
+                           arange(0, static_cast<double>(S), 1, DType::I64));  // (L, S)
+    return {where(keep, zero, minus_inf), Tensor()};
+  }
+  if (!attn_mask.defined()) return {};
+  MaskBias out;
+  out.bias = attn_mask.dtype() == DType::BOOL ? where(attn_mask, zero, minus_inf) : attn_mask.detach();
+  const Shape full_shape = broadcast_shapes(out.bias.shape(), {L, S}, kOp);
+  const Tensor empty = eq(max(out.bias.expand(full_shape), -1, true).first, -inf);  // (..., L, 1)
+  if (S > 0 && sum(empty).item<std::int64_t>() > 0) out.empty_rows = empty;
+  return out;
+}
+
+// P (..., L, S): the attention probabilities of q (..., L, E) and k (..., S, E).
+Tensor probabilities(const Tensor& q, const Tensor& k, const MaskBias& mask, double scale) {
+  Tensor scores = mul(matmul(q, k.transpose(-1, -2)), scale);  // (..., L, S)
+  if (scores.shape().back() == 0) return scores;
+  if (mask.bias.defined()) scores = add(scores, mask.bias);
+  const Tensor zero = full({}, 0, q.dtype());
+  if (mask.empty_rows.defined()) scores = where(mask.empty_rows, zero, scores);  // finite, so no NaN
+  Tensor p = softmax(scores, -1);
+  return mask.empty_rows.defined() ? where(mask.empty_rows, zero, p) : p;
+}
+
+// The kernels' causal self-attention: q, k, v (batch..., L, E) F32 -> (batch..., L, E).
+Tensor causal_kernel(const Tensor& q, const Tensor& k, const Tensor& v, const Shape& batch) {
+  const std::int64_t L = q.shape()[q.shape().size() - 2], E = q.shape().back();
+  const std::int64_t G = shape_numel(batch);  // each batch element is one "head" of the kernel
+  Shape full = batch;
+  full.push_back(L);
+  full.push_back(E);
+  // Heads side by side in each row, as the kernel reads them: (L, G, E).
+  const auto rows = [&](const Tensor& t) { return t.expand(full).reshape({G, L, E}).permute({1, 0, 2}).contiguous(); };
+  const Tensor qr = rows(q), kr = rows(k), vr = rows(v);
+  Tensor out = Tensor::zeros(DType::F32, {L, G, E});
+  std::vector<float> scratch(static_cast<std::size_t>(kernels::attention_scratch_size(L, 0, G)));
+  kernels::causal_attention(out.data<float>(), scratch.data(), qr.data<float>(), kr.data<float>(), vr.data<float>(), L,
+                            0, G, E, G * E, G * E);
+  return out.permute({1, 0, 2}).contiguous().reshape(full);
+}
+
+void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal, const Tensor& attn_mask) {
+  const auto shapes = [&] {
+    return str("q ", shape_to_string(q.shape()), ", k ", shape_to_string(k.shape()), ", v ", shape_to_string(v.shape()));
+  };
+  if (q.dim() < 2 || k.dim() < 2 || v.dim() < 2)
+    throw ValueError(str(kOp, ": q, k and v need at least 2 dims (..., L, E), got ", shapes()));
+  if (q.dtype() != k.dtype() || q.dtype() != v.dtype() || (q.dtype() != DType::F32 && q.dtype() != DType::F64))
+    throw TypeError(str(kOp, ": needs q, k and v all F32 or all F64, got ", dtype_name(q.dtype()), ", ",
+                        dtype_name(k.dtype()), " and ", dtype_name(v.dtype())));
+  if (q.shape().back() != k.shape().back())
+    throw ValueError(str(kOp, ": q and k need the same last dim E, got ", shapes()));
+  if (k.shape()[k.shape().size() - 2] != v.shape()[v.shape().size() - 2])
+    throw ValueError(str(kOp, ": k and v need the same number of positions S (dim -2), got ", shapes()));
+  if (!attn_mask.defined()) return;
+  if (is_causal) throw ValueError(str(kOp, ": pass either attn_mask or is_causal, not both"));
+  if (attn_mask.dtype() != DType::BOOL && attn_mask.dtype() != q.dtype())
+    throw TypeError(str(kOp, ": attn_mask must be BOOL or q's dtype ", dtype_name(q.dtype()), ", got ",
+                        dtype_name(attn_mask.dtype())));
+}
+
+}  // namespace
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal,
+                                    const Tensor& attn_mask, std::optional<double> scale) {
+  check_inputs(q, k, v, is_causal, attn_mask);
+  const std::int64_t L = q.shape()[q.shape().size() - 2], S = k.shape()[k.shape().size() - 2];
+  const std::int64_t E = q.shape().back(), Ev = v.shape().back();
+  const Shape batch = broadcast_shapes(
+      broadcast_shapes(Shape(q.shape().begin(), q.shape().end() - 2), Shape(k.shape().begin(), k.shape().end() - 2), kOp),
+      Shape(v.shape().begin(), v.shape().end() - 2), kOp);
+  if (attn_mask.defined()) {
+    Shape scores = batch;
+    scores.push_back(L);
+    scores.push_back(S);
+    if (broadcast_shapes(attn_mask.shape(), scores, kOp) != scores)
+      throw ValueError(str(kOp, ": attn_mask of shape ", shape_to_string(attn_mask.shape()),
+                           " does not broadcast to the scores' shape ", shape_to_string(scores)));
+  }
+  const double s = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(E));
+  const MaskBias mask = mask_bias(attn_mask, is_causal, L, S, q.dtype());
+  // The kernel scales by the float 1 / sqrt(E) and keeps s <= t: default scale, L == S only.
+  const bool kernel_fits = q.dtype() == DType::F32 && is_causal && L == S && E == Ev && L > 0 && E > 0 &&
+                           static_cast<float>(s) == 1.0f / std::sqrt(static_cast<float>(E));
+  Tensor out;
+  {
+    const autograd::NoGradGuard no_grad;
+    out = kernel_fits ? causal_kernel(q, k, v, batch)
+                      : matmul(probabilities(q.detach(), k.detach(), mask, s), v.detach());  // (..., L, Ev)
+  }
+  if (!autograd::any_requires_grad({&q, &k, &v})) return out;
+  const autograd::SavedTensor sq(q), sk(k), sv(v);
+  const bool gq = q.requires_grad(), gk = k.requires_grad(), gv = v.requires_grad();
+  return autograd::record(kOp, std::move(out), {&q, &k, &v}, [=](const Tensor& g) {  // g (..., L, Ev)
+    const Tensor& vq = sq.get(kOp);
+    const Tensor& vk = sk.get(kOp);
+    const Tensor& vv = sv.get(kOp);
+    const Tensor p = probabilities(vq, vk, mask, s);                      // (..., L, S)
+    const Tensor dp = matmul(g, vv.transpose(-1, -2));                   // (..., L, S)
+    const Tensor ds = mul(p, sub(dp, sum(mul(dp, p), {-1}, true)));      // softmax's backward
+    return std::vector<Tensor>{gq ? sum_to(mul(matmul(ds, vk), s), vq.shape()) : Tensor(),
+                               gk ? sum_to(mul(matmul(ds.transpose(-1, -2), vq), s), vk.shape()) : Tensor(),
+                               gv ? sum_to(matmul(p.transpose(-1, -2), g), vv.shape()) : Tensor()};
+  });
+}
+
+}  // namespace kael
