@@ -193,6 +193,19 @@ void init_tensor_creation(py::module_& m) {
       },
       "input"_a, "target"_a, "ignore_index"_a = -100, "reduction"_a = "mean",
       "Mean negative log-likelihood of the class ids target (N) under the logits input (N, C).");
+  m.def(
+      "scaled_dot_product_attention",
+      [](const Tensor& query, const Tensor& key, const Tensor& value, const std::optional<Tensor>& attn_mask,
+         double dropout_p, bool is_causal, std::optional<double> scale) {
+        if (dropout_p != 0.0)
+          throw ValueError("scaled_dot_product_attention: dropout_p must be 0 (apply kael.nn.functional.dropout "
+                           "to the output instead)");
+        py::gil_scoped_release release;
+        return scaled_dot_product_attention(query, key, value, is_causal, attn_mask.value_or(Tensor()), scale);
+      },
+      "query"_a, "key"_a, "value"_a, "attn_mask"_a = py::none(), "dropout_p"_a = 0.0, "is_causal"_a = false,
+      "scale"_a = py::none(),
+      "softmax(scale q k^T + mask) v for q (..., L, E), k (..., S, E), v (..., S, Ev); is_causal keeps s <= t.");
   m.def("dropout", [](const Tensor& input, double p, bool training) { return dropout(input, p, training); }, "input"_a,
         "p"_a = 0.5, "training"_a = true, "Zeroes elements with probability p, scales the rest by 1/(1-p).");
 }

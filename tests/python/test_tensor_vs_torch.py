@@ -235,6 +235,26 @@ def test_cat_stack_and_views():
     check(lambda lib, x: x.narrow(1, 1, 2).select(0, 2).unsqueeze(1).expand(2, 3), [Pair((3, 4), rng)], rng)
 
 
+@pytest.mark.parametrize("case", ["causal_kernel", "causal_cross", "bool_mask", "float_mask", "scaled"])
+def test_scaled_dot_product_attention(case):
+    rng = np.random.default_rng(8)
+    L, S = (7, 7) if case in ("causal_kernel", "scaled") else (7, 11)
+    pairs = [Pair((2, 3, L, 13), rng), Pair((2, 3, S, 13), rng, "transposed"), Pair((2, 3, S, 13), rng)]
+    mask = rng.random((L, S)) > 0.3
+    mask[:, 0] = True  # every row attends to something
+    if case == "float_mask":
+        mask = np.where(mask, 0.0, -1e4).astype(np.float32)
+    options = {"causal_kernel": dict(is_causal=True), "causal_cross": dict(is_causal=True),
+               "scaled": dict(is_causal=True, scale=0.3)}.get(case, {})
+
+    def attention(lib, q, k, v):
+        extra = dict(options)
+        if case in ("bool_mask", "float_mask"):
+            extra["attn_mask"] = kael.tensor(mask) if lib is kael else torch.tensor(mask)
+        return functional(lib).scaled_dot_product_attention(q, k, v, **extra)
+    check(attention, pairs, rng)
+
+
 # ---- integer and bool ops: exact
 
 

@@ -10,10 +10,11 @@ from .._kael import (  # noqa: F401  (re-exported)
     linear,
     log_softmax,
     relu,
+    scaled_dot_product_attention,
     sigmoid,
     softmax,
     tanh,
 )
 
 __all__ = ["cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "linear", "log_softmax", "relu",
-           "sigmoid", "softmax", "tanh"]
+           "scaled_dot_product_attention", "sigmoid", "softmax", "tanh"]
