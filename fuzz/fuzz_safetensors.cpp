@@ -64,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!write_scratch(scratch.path, data, size)) return 0;
   for (const auto& options : {mapped, copying}) {
     try {
-      auto file = kael::io::load_safetensors(scratch.path, options);
+      auto file = kael::io::read_safetensors(scratch.path, options);
       touch(file);
     } catch (const kael::Error&) {
     }

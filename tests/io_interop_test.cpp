@@ -74,7 +74,7 @@ TEST(Interop, WritesFilesForPython) {
   fs::create_directories(out);
   const std::map<std::string, std::string> metadata{{"writer", "kael"}, {"ünï", "cödé"}};
   io::save_safetensors(out / "kael_all.safetensors", pattern(), metadata);
-  const auto loaded = io::load_safetensors(out / "kael_all.safetensors");
+  const auto loaded = io::read_safetensors(out / "kael_all.safetensors");
   EXPECT_EQ(loaded.metadata, metadata);
   for (const auto& [name, t] : pattern()) expect_same_bytes(t, loaded.tensors.at(name), name);
   if (!dir) fs::remove_all(out);
@@ -90,7 +90,7 @@ TEST(Interop, ReadsFilesFromPython) {
     ++files;
     SCOPED_TRACE(entry.path().string());
     for (bool mmap : {true, false}) {
-      const auto loaded = io::load_safetensors(entry.path(), {.mmap = mmap});
+      const auto loaded = io::read_safetensors(entry.path(), {.mmap = mmap});
       EXPECT_EQ(loaded.metadata.at("writer"), "python");
       EXPECT_GE(loaded.tensors.size(), 6u);
       for (const auto& [name, t] : loaded.tensors) {

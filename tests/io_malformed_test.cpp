@@ -198,8 +198,8 @@ TEST_P(MalformedFile, IsRefusedWithTheRightError) {
   const Malformed& c = GetParam();
   expect_refused(c, "parse_safetensors", [&] { io::parse_safetensors(as_bytes(c.bytes)); });
   const TempFile temp(c.bytes);
-  expect_refused(c, "mapped load", [&] { io::load_safetensors(temp.path(), {.mmap = true}); });
-  expect_refused(c, "copying load", [&] { io::load_safetensors(temp.path(), {.mmap = false}); });
+  expect_refused(c, "mapped load", [&] { io::read_safetensors(temp.path(), {.mmap = true}); });
+  expect_refused(c, "copying load", [&] { io::read_safetensors(temp.path(), {.mmap = false}); });
   // The header reader sees everything but the BOOL bytes.
   if (c.name != "InvalidBool") expect_refused(c, "header", [&] { io::read_safetensors_header(temp.path()); });
 }
@@ -246,8 +246,8 @@ TEST(MalformedFile, ControlFilesLoad) {
     SCOPED_TRACE(v.name);
     EXPECT_NO_THROW(io::parse_safetensors(as_bytes(v.bytes)));
     const TempFile temp(v.bytes);
-    EXPECT_NO_THROW(io::load_safetensors(temp.path(), {.mmap = true}));
-    EXPECT_NO_THROW(io::load_safetensors(temp.path(), {.mmap = false}));
+    EXPECT_NO_THROW(io::read_safetensors(temp.path(), {.mmap = true}));
+    EXPECT_NO_THROW(io::read_safetensors(temp.path(), {.mmap = false}));
   }
   EXPECT_FLOAT_EQ(io::parse_safetensors(as_bytes(valid("OneF32"))).tensors.at("a").value_as_double(0), 1.0);
   EXPECT_EQ(io::parse_safetensors(as_bytes(valid("TwoTensors"))).tensors.size(), 2u);
@@ -290,14 +290,14 @@ TEST(MalformedFile, HeaderCapIsConfigurable) {
   EXPECT_NO_THROW(io::parse_safetensors(as_bytes(f32), {.mmap = true, .max_header_bytes = n}));
   EXPECT_THROW(io::parse_safetensors(as_bytes(f32), {.mmap = true, .max_header_bytes = n - 1}), ValueError);
   const TempFile temp(f32);
-  EXPECT_THROW(io::load_safetensors(temp.path(), {.mmap = true, .max_header_bytes = n - 1}), ValueError);
+  EXPECT_THROW(io::read_safetensors(temp.path(), {.mmap = true, .max_header_bytes = n - 1}), ValueError);
 }
 
 TEST(MalformedFile, MissingFileIsAnIoErrorNotAValueError) {
   const auto missing = std::filesystem::temp_directory_path() / "kael_no_such_file.safetensors";
   for (bool mmap : {true, false}) {
     try {
-      io::load_safetensors(missing, {.mmap = mmap});
+      io::read_safetensors(missing, {.mmap = mmap});
       ADD_FAILURE() << "accepted";
     } catch (const ValueError&) {
       ADD_FAILURE() << "a missing file is not a malformed file";
@@ -307,5 +307,5 @@ TEST(MalformedFile, MissingFileIsAnIoErrorNotAValueError) {
       EXPECT_NE(std::string(e.what()).find("kael_no_such_file"), std::string::npos) << e.what();
     }
   }
-  EXPECT_THROW(io::load_safetensors(std::filesystem::temp_directory_path()), Error);  // a directory
+  EXPECT_THROW(io::read_safetensors(std::filesystem::temp_directory_path()), Error);  // a directory
 }

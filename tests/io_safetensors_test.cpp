@@ -96,13 +96,13 @@ TEST_P(RoundTrip, EveryDtypeSurvivesBothLoaders) {
   const std::map<std::string, Tensor> tensors{{"x", patterned(GetParam(), {3, 5})}, {"y", patterned(GetParam(), {7}, 2)}};
   io::save_safetensors(dir / "t.safetensors", tensors);
   for (bool mmap : {true, false}) {
-    const auto loaded = io::load_safetensors(dir / "t.safetensors", {.mmap = mmap});
+    const auto loaded = io::read_safetensors(dir / "t.safetensors", {.mmap = mmap});
     EXPECT_TRUE(loaded.metadata.empty());
     ASSERT_EQ(loaded.tensors.size(), 2u);
     for (const auto& [name, t] : tensors) expect_same(t, loaded.tensors.at(name));
   }
   const std::string bytes = read_file(dir / "t.safetensors");
-  expect_same(io::load_safetensors(dir / "t.safetensors"), io::parse_safetensors(std::as_bytes(std::span(bytes))));
+  expect_same(io::read_safetensors(dir / "t.safetensors"), io::parse_safetensors(std::as_bytes(std::span(bytes))));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDTypes, RoundTrip, ::testing::ValuesIn(kAllDTypes),
@@ -117,7 +117,7 @@ TEST(SafetensorsIo, MetadataScalarsAndEmptyTensorsRoundTrip) {
                                               {"名前", patterned(DType::U8, {1})}};
   io::save_safetensors(dir / "m.safetensors", tensors, metadata);
   for (bool mmap : {true, false}) {
-    const auto loaded = io::load_safetensors(dir / "m.safetensors", {.mmap = mmap});
+    const auto loaded = io::read_safetensors(dir / "m.safetensors", {.mmap = mmap});
     EXPECT_EQ(loaded.metadata, metadata);
     for (const auto& [name, t] : tensors) expect_same(t, loaded.tensors.at(name));
     EXPECT_EQ(loaded.tensors.at("scalar").dim(), 0);
@@ -129,9 +129,9 @@ TEST(SafetensorsIo, MetadataScalarsAndEmptyTensorsRoundTrip) {
 TEST(SafetensorsIo, NoTensorsAtAll) {
   const TempDir dir;
   io::save_safetensors(dir / "e.safetensors", {});
-  EXPECT_TRUE(io::load_safetensors(dir / "e.safetensors").tensors.empty());
+  EXPECT_TRUE(io::read_safetensors(dir / "e.safetensors").tensors.empty());
   io::save_safetensors(dir / "e.safetensors", {}, {{"k", "v"}});
-  EXPECT_EQ(io::load_safetensors(dir / "e.safetensors").metadata.at("k"), "v");
+  EXPECT_EQ(io::read_safetensors(dir / "e.safetensors").metadata.at("k"), "v");
 }
 
 TEST(SafetensorsIo, ViewsAreSavedByValue) {
@@ -141,7 +141,7 @@ TEST(SafetensorsIo, ViewsAreSavedByValue) {
   const Tensor view = base.transpose();  // [3, 2], strided
   ASSERT_FALSE(view.is_contiguous());
   io::save_safetensors(dir / "v.safetensors", {{"t", view}});
-  const auto loaded = io::load_safetensors(dir / "v.safetensors").tensors.at("t");
+  const auto loaded = io::read_safetensors(dir / "v.safetensors").tensors.at("t");
   ASSERT_EQ(loaded.shape(), (Shape{3, 2}));
   for (std::int64_t r = 0; r < 3; ++r)
     for (std::int64_t c = 0; c < 2; ++c) EXPECT_EQ(loaded.at<float>({r, c}), static_cast<float>(c * 3 + r));
@@ -173,7 +173,7 @@ TEST(SafetensorsIo, HeaderIsSortedPaddedAndAligned) {
     const std::uint64_t begin = doc[name]["data_offsets"][0];
     EXPECT_EQ((8 + n + begin) % t.element_size(), 0u) << name;
   }
-  const auto loaded = io::load_safetensors(dir / "h.safetensors", {.mmap = true});
+  const auto loaded = io::read_safetensors(dir / "h.safetensors", {.mmap = true});
   for (const auto& [name, t] : loaded.tensors) EXPECT_TRUE(t.is_borrowed()) << name;
 }
 
@@ -187,7 +187,7 @@ TEST(SafetensorsIo, SpacePaddedAndMisalignedHeadersAreAccepted) {
   const std::string data(reinterpret_cast<const char*>(values), sizeof values);
   write_file(dir / "p.safetensors", le64(header.size()) + header + data);
   for (bool mmap : {true, false}) {
-    const auto t = io::load_safetensors(dir / "p.safetensors", {.mmap = mmap}).tensors.at("w");
+    const auto t = io::read_safetensors(dir / "p.safetensors", {.mmap = mmap}).tensors.at("w");
     EXPECT_FALSE(t.is_borrowed()) << "misaligned tensors are copied";
     EXPECT_EQ(t.data<float>()[0], 1.5f);
     EXPECT_EQ(t.data<float>()[1], -2.25f);
@@ -228,7 +228,7 @@ TEST(SafetensorsIo, RandomRoundTrips) {
     if (rng() % 2) metadata["round"] = std::to_string(round);
     io::save_safetensors(dir / "r.safetensors", tensors, metadata);
     const bool mmap = rng() % 2;
-    const auto loaded = io::load_safetensors(dir / "r.safetensors", {.mmap = mmap});
+    const auto loaded = io::read_safetensors(dir / "r.safetensors", {.mmap = mmap});
     io::SafetensorsFile expected{metadata, tensors};
     expect_same(expected, loaded);
   }
@@ -240,8 +240,8 @@ TEST(SafetensorsMapping, MappedLoadEqualsCopyingLoad) {
   unsigned seed = 10;
   for (DType d : kAllDTypes) tensors.emplace(std::string(dtype_name(d)), patterned(d, {4, 3}, seed++));
   io::save_safetensors(dir / "a.safetensors", tensors, {{"k", "v"}});
-  const auto mapped = io::load_safetensors(dir / "a.safetensors", {.mmap = true});
-  const auto copied = io::load_safetensors(dir / "a.safetensors", {.mmap = false});
+  const auto mapped = io::read_safetensors(dir / "a.safetensors", {.mmap = true});
+  const auto copied = io::read_safetensors(dir / "a.safetensors", {.mmap = false});
   expect_same(mapped, copied);
   for (const auto& [name, t] : mapped.tensors) EXPECT_TRUE(t.is_borrowed()) << name;
   for (const auto& [name, t] : copied.tensors) EXPECT_FALSE(t.is_borrowed()) << name;
@@ -253,7 +253,7 @@ TEST(SafetensorsMapping, TensorsOutliveTheMapAndTheDeletedFile) {
   io::save_safetensors(dir / "a.safetensors", {{"w", original}, {"b", patterned(DType::I8, {5})}});
   Tensor kept;
   {
-    auto loaded = io::load_safetensors(dir / "a.safetensors", {.mmap = true});
+    auto loaded = io::read_safetensors(dir / "a.safetensors", {.mmap = true});
     kept = loaded.tensors.at("w");
     ASSERT_TRUE(kept.is_borrowed());
   }  // the SafetensorsFile (and every other tensor) is gone
@@ -266,13 +266,13 @@ TEST(SafetensorsMapping, WritesToMappedTensorsNeverReachTheFile) {
   io::save_safetensors(dir / "a.safetensors", {{"w", patterned(DType::F32, {1024})}});
   const std::string before = read_file(dir / "a.safetensors");
   {
-    auto loaded = io::load_safetensors(dir / "a.safetensors", {.mmap = true});
+    auto loaded = io::read_safetensors(dir / "a.safetensors", {.mmap = true});
     Tensor& w = loaded.tensors.at("w");
     ASSERT_TRUE(w.is_borrowed());
     for (std::int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = 42.0f;
     EXPECT_EQ(w.data<float>()[7], 42.0f);
     EXPECT_EQ(read_file(dir / "a.safetensors"), before);  // while the mapping is alive
-    const auto other = io::load_safetensors(dir / "a.safetensors", {.mmap = true});
+    const auto other = io::read_safetensors(dir / "a.safetensors", {.mmap = true});
     EXPECT_NE(other.tensors.at("w").data<float>()[7], 42.0f);  // a second mapping sees the file
   }
   EXPECT_EQ(read_file(dir / "a.safetensors"), before);
@@ -282,18 +282,18 @@ TEST(SafetensorsMapping, SavingOverAMappedFileKeepsTheOldMappingValid) {
   const TempDir dir;
   const Tensor old_w = patterned(DType::F32, {256}, 1), new_w = patterned(DType::F32, {16}, 2);
   io::save_safetensors(dir / "a.safetensors", {{"w", old_w}});
-  const Tensor mapped = io::load_safetensors(dir / "a.safetensors", {.mmap = true}).tensors.at("w");
+  const Tensor mapped = io::read_safetensors(dir / "a.safetensors", {.mmap = true}).tensors.at("w");
   ASSERT_TRUE(mapped.is_borrowed());
   io::save_safetensors(dir / "a.safetensors", {{"w", new_w}});
   expect_same(old_w, mapped);
-  expect_same(new_w, io::load_safetensors(dir / "a.safetensors").tensors.at("w"));
+  expect_same(new_w, io::read_safetensors(dir / "a.safetensors").tensors.at("w"));
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"a.safetensors"});
 }
 
 TEST(SafetensorsMapping, MappingCanBeTurnedOff) {
   const TempDir dir;
   io::save_safetensors(dir / "a.safetensors", {{"w", patterned(DType::F64, {8})}});
-  const auto loaded = io::load_safetensors(dir / "a.safetensors", {.mmap = false});
+  const auto loaded = io::read_safetensors(dir / "a.safetensors", {.mmap = false});
   EXPECT_FALSE(loaded.tensors.at("w").is_borrowed());
 }
 
@@ -353,7 +353,7 @@ TEST(SafetensorsMapping, TruncatedMappedFileReadsZerosAndIsReported) {
   const TempDir dir;
   const Tensor w = patterned(DType::F32, {1 << 16}, 3);  // 256 KiB: many pages
   io::save_safetensors(dir / "a.safetensors", {{"w", w}});
-  const Tensor mapped = io::load_safetensors(dir / "a.safetensors", {.mmap = true}).tensors.at("w");
+  const Tensor mapped = io::read_safetensors(dir / "a.safetensors", {.mmap = true}).tensors.at("w");
   ASSERT_TRUE(mapped.is_borrowed());
   EXPECT_NO_THROW(io::check_mappings_intact("before"));
   fs::resize_file(dir / "a.safetensors", 4096);
@@ -376,7 +376,7 @@ TEST(SafetensorsLoad, NonRegularFilesAreRefusedWithoutBlocking) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   for (const fs::path& path : {fifo, dir.path()}) {
     try {
-      io::load_safetensors(path);  // a plain open() of the FIFO would block here forever
+      io::read_safetensors(path, io::LoadMode::Mapped);  // a plain open() of the FIFO would block here forever
       FAIL() << path << " was accepted";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("is not a regular file"), std::string::npos) << e.what();

@@ -80,7 +80,7 @@ BookModel load(const std::filesystem::path& path, const std::string& dtype) {
     return {std::make_shared<const model::GPT2>(model::GPT2::load(dir.empty() ? "." : dir, options))};
   }
   const auto config = model::Config::from_directory(path.parent_path().empty() ? "." : path.parent_path());
-  auto file = io::load_safetensors(path);
+  auto file = io::read_safetensors(path, io::LoadMode::Mapped);
   return {std::make_shared<const model::GPT2>(
       model::GPT2::from_tensors(config, std::move(file.tensors), str("'", path.string(), "'"), weights))};
 }

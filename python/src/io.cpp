@@ -19,7 +19,7 @@ void init_io(py::module_& m) {
         io::SafetensorsFile file;
         {
           py::gil_scoped_release release;
-          file = io::load_safetensors(path, options);
+          file = io::read_safetensors(path, options);
         }
         py::dict out;
         for (auto& [name, tensor] : file.tensors) out[py::str(name)] = py::cast(std::move(tensor));

@@ -156,7 +156,7 @@ RunFn setup(CLI::App& app) {
   return [options] {
     // The header gives the offsets as written; the full load validates every byte (BOOL values).
     const io::Header header = io::read_safetensors_header(options->file);
-    const io::SafetensorsFile file = io::load_safetensors(options->file);
+    const io::SafetensorsFile file = io::read_safetensors(options->file, io::LoadMode::Mapped);
     // Composed whole before anything is printed: if the file shrank while its mapping was
     // being read, the error replaces the output.
     std::ostringstream out;

@@ -82,7 +82,15 @@ Header read_safetensors_header(const std::filesystem::path& path, const LoadOpti
   return read_header(file, file.size(), options, file_source(path));
 }
 
-SafetensorsFile load_safetensors(const std::filesystem::path& path, const LoadOptions& options) {
+SafetensorsFile read_safetensors(const std::filesystem::path& path, LoadMode mode) {
+  return read_safetensors(path, LoadOptions{.mmap = mode == LoadMode::Mapped});
+}
+
+TensorMap load_safetensors(const std::filesystem::path& path, LoadMode mode) {
+  return read_safetensors(path, mode).tensors;
+}
+
+SafetensorsFile read_safetensors(const std::filesystem::path& path, const LoadOptions& options) {
   const std::string source = file_source(path);
   const PosixFile file(path);
   const Header header = read_header(file, file.size(), options, source);

@@ -134,7 +134,7 @@ GPT2 GPT2::load(const std::filesystem::path& dir, const LoadOptions& options) {
   const Config config = Config::from_directory(dir);
   io::LoadOptions io_options;
   io_options.mmap = options.mmap && mapping_pays_off(io::read_safetensors_header(file));
-  io::SafetensorsFile checkpoint = io::load_safetensors(file, io_options);
+  io::SafetensorsFile checkpoint = io::read_safetensors(file, io_options);
   // The tensors were just read or mapped privately for this model: no one else sees them.
   try {
     return build(config, std::move(checkpoint.tensors), str("'", file.string(), "'"), true, options.dtype);

@@ -96,7 +96,7 @@ void load_optimizer(const fs::path& out, const TrainableGPT2& model, AdamW& adam
   const fs::path path = out / kOptimizerFile;
   io::LoadOptions options;
   options.mmap = false;
-  const auto file = io::load_safetensors(path, options);
+  const auto file = io::read_safetensors(path, options);
   const auto parameters = model.parameters();
   for (std::size_t i = 0; i < parameters.size(); ++i) {
     const Parameter& parameter = parameters[i];

@@ -220,7 +220,7 @@ TrainableGPT2 TrainableGPT2::load(const std::filesystem::path& dir) {
   if (!std::filesystem::is_regular_file(file, ec))
     throw Error(str("no model.safetensors in '", dir.string(), "' (looked for '", file.string(), "')"));
   const model::Config config = model::Config::from_directory(dir);
-  io::SafetensorsFile checkpoint = io::load_safetensors(file);
+  io::SafetensorsFile checkpoint = io::read_safetensors(file, io::LoadMode::Mapped);
   auto impl = std::make_unique<Impl>();
   impl->config = config;
   impl->params = make_parameter_set(config);

@@ -42,15 +42,26 @@ struct Header {
   std::uint64_t file_size = 0;
 };
 
+// The book's names: tensors by name (in name order, as written), metadata strings by key.
+using TensorMap = std::map<std::string, Tensor>;
+using Metadata = std::map<std::string, std::string>;
+
+// How a load gets the bytes: Copy reads them into owned memory; Mapped maps the file
+// (LoadOptions::mmap).
+enum class LoadMode { Copy, Mapped };
+
 struct SafetensorsFile {
-  std::map<std::string, std::string> metadata;
-  std::map<std::string, Tensor> tensors;
+  Metadata metadata;
+  TensorMap tensors;
 };
 
 // Validates the framing and the header (not the BOOL bytes, which live in the data).
 Header read_safetensors_header(const std::filesystem::path& path, const LoadOptions& options = {});
-// Validates the whole file (BOOL bytes included) and returns its tensors.
-SafetensorsFile load_safetensors(const std::filesystem::path& path, const LoadOptions& options = {});
+// Validates the whole file (BOOL bytes included) and returns its tensors and metadata.
+SafetensorsFile read_safetensors(const std::filesystem::path& path, const LoadOptions& options);
+SafetensorsFile read_safetensors(const std::filesystem::path& path, LoadMode mode = LoadMode::Copy);
+// read_safetensors without the metadata.
+TensorMap load_safetensors(const std::filesystem::path& path, LoadMode mode = LoadMode::Copy);
 // Hands the memory behind a tensor that load_safetensors mapped back to the system: the whole
 // pages inside its bytes stop counting towards the process's memory. Only for such a tensor,
 // once converted and never to be read again (a later read would see the file's bytes, not any
@@ -74,7 +85,6 @@ SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const LoadOp
 // the data is ordered widest dtype first so every tensor is aligned for a mapped load.
 // Strided views are written by value. Throws ValueError before touching any file when a name
 // is "__metadata__", or a name or metadata string is not valid UTF-8.
-void save_safetensors(const std::filesystem::path& path, const std::map<std::string, Tensor>& tensors,
-                      const std::map<std::string, std::string>& metadata = {});
+void save_safetensors(const std::filesystem::path& path, const TensorMap& tensors, const Metadata& metadata = {});
 
 }  // namespace kael::io
