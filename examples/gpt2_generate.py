@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Text generation with GPT-2 from Python, in the style of the "build a GPT from scratch" books:
-kael.GPT() for the model, tiktoken's gpt2 encoding for the tokenizer.
+"""Text generation with GPT-2 from Python, as the book's chapter "Loading GPT-2" writes it:
+kael.GPT() (kael::nn::GPT on the tensor library) for the model, tiktoken's gpt2 encoding for the
+tokenizer.
 
     python3 examples/gpt2_generate.py "The meaning of life is" --tokens 60 --weights data/gpt2/model.safetensors
     python3 examples/gpt2_generate.py --benchmark      # greedy, with and without the KV cache
@@ -21,8 +22,6 @@ import tiktoken
 
 import kael
 
-GPT_CONFIG_124M = {"vocab_size": 50257, "context_length": 1024, "emb_dim": 768, "n_heads": 12, "n_layers": 12,
-                   "drop_rate": 0.0, "qkv_bias": True}
 EOS_ID = 50256
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
@@ -38,21 +37,18 @@ def gpt2_tokenizer(directory: pathlib.Path) -> tiktoken.Encoding:
                              special_tokens={"<|endoftext|>": EOS_ID})
 
 
-def book_config(directory: pathlib.Path) -> dict:
-    """GPT_CONFIG_124M with the shape of the config.json beside the weights, if there is one."""
-    config = dict(GPT_CONFIG_124M)
+def gpt_config(directory: pathlib.Path) -> kael.nn.GptConfig:
+    """GPT-2 small, or the shape of the config.json beside the weights if there is one."""
     path = directory / "config.json"
-    if path.exists():
-        hf = json.loads(path.read_text())
-        for book, name in [("vocab_size", "vocab_size"), ("context_length", "n_positions"), ("emb_dim", "n_embd"),
-                           ("n_heads", "n_head"), ("n_layers", "n_layer")]:
-            config[book] = hf.get(name, config[book])
-    return config
+    if not path.exists():
+        return kael.nn.GptConfig.gpt2_small()
+    hf = json.loads(path.read_text())
+    return kael.nn.GptConfig(**{k: hf[k] for k in ("vocab_size", "n_positions", "n_embd", "n_head", "n_layer") if k in hf})
 
 
 def next_token(logits: np.ndarray, temperature: float, top_k: int, rng: np.random.Generator) -> int:
     """The book's sampling: keep the top-k logits, divide by the temperature, draw; greedy at 0."""
-    logits = logits.astype(np.float64)
+    logits = np.asarray(logits, dtype=np.float64)
     if top_k > 0 and top_k < logits.size:
         threshold = np.partition(logits, -top_k)[-top_k]
         logits = np.where(logits < threshold, -np.inf, logits)
@@ -63,6 +59,7 @@ def next_token(logits: np.ndarray, temperature: float, top_k: int, rng: np.rando
     return int(rng.choice(logits.size, p=probs / probs.sum()))
 
 
+@kael.no_grad()  # inference: no graph for backward
 def generate(model: kael.GPT, idx: kael.Tensor, max_new_tokens: int, temperature: float, top_k: int,
              seed: int, use_cache: bool = True) -> list:
     """New token ids after idx (1, T), stopping at <|endoftext|>. With the cache each step feeds one
@@ -91,6 +88,7 @@ def benchmark(model: kael.GPT, idx: kael.Tensor, tokens: int) -> None:
     for use_cache in (True, False):
         start = time.perf_counter()
         results[use_cache] = generate(model, idx, tokens, temperature=0.0, top_k=0, seed=0, use_cache=use_cache)
+        kael.cuda_synchronize()  # a no-op on the CPU; on a GPU the clock must wait for the device
         rates[use_cache] = len(results[use_cache]) / (time.perf_counter() - start)
     print(f"greedy, {len(results[True])} tokens after a {np.asarray(idx).shape[1]}-token prompt:")
     print(f"  with KV cache:    {rates[True]:8.1f} tokens/s")
@@ -106,26 +104,25 @@ def main() -> int:
     parser.add_argument("--top-k", type=int, default=40, help="sample from the k most likely tokens; 0: all (default 40)")
     parser.add_argument("--seed", type=int, default=42, help="random seed (default 42)")
     parser.add_argument("--weights", default="data/gpt2/model.safetensors", help="the checkpoint file")
-    parser.add_argument("--device", default="cpu", help="device to run on (this build: cpu)")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="device to run on (this build: cpu)")
     parser.add_argument("--benchmark", action="store_true", help="time greedy generation with and without the KV cache")
     args = parser.parse_args()
     if args.tokens < 0:
         parser.error("--tokens must be 0 or more")
     try:
         weights = pathlib.Path(args.weights)
-        config = book_config(weights.parent)
-        model = kael.GPT(config)
-        model.to(args.device)
+        model = kael.GPT(gpt_config(weights.parent))
         model.load_gpt2(weights)
+        model.to(args.device)
         model.eval()
         tokenizer = gpt2_tokenizer(weights.parent)
 
         prompt_ids = tokenizer.encode(args.prompt)
         if not prompt_ids:
             raise kael.ValueError("the prompt is empty")
-        if len(prompt_ids) + args.tokens > config["context_length"]:
+        if len(prompt_ids) + args.tokens > model.config.n_positions:
             raise kael.ValueError(f"a {len(prompt_ids)}-token prompt plus {args.tokens} new tokens exceeds the "
-                                  f"context of {config['context_length']}")
+                                  f"context of {model.config.n_positions}")
         idx = kael.tensor([prompt_ids])  # (1, T)
         if args.benchmark:
             benchmark(model, idx, args.tokens)

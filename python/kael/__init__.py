@@ -14,7 +14,7 @@ checkpoint, kael.train(config, data, out_dir, ...) trains a fresh one; both take
 
 Also: kael.BpeTokenizer (ids equal tiktoken's gpt2 encoding), kael.load_safetensors /
 save_safetensors / read_safetensors_metadata (numpy views share memory with mapped files),
-and a small book-style API (kael.GPT).
+and the book's GPT (kael.GPT, kael.generate) built from kael.nn on the tensor library.
 
 The tensor library, with PyTorch's names (docs/tensor.md)::
 
@@ -65,4 +65,4 @@ from . import nn  # noqa: F401,E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401,E402
 
 from ._kael import __version__  # noqa: F401  (the CMake project version)
-from .book import GPT, GPT2_SMALL  # noqa: F401  (the book-style API)
+from .nn.gpt import GPT, cuda_synchronize, generate  # noqa: F401,E402  (the book's GPT)

@@ -121,7 +121,15 @@ void init_dtype(py::module_& m) {
              const auto other = dtype_from_any_name(name);
              return other && *other == d.value;
            })
-      .def("__eq__", [](const DTypeObject&, const py::object&) { return false; })
+      .def("__eq__",
+           [](const DTypeObject& d, const py::object& other) {
+             try {  // a numpy dtype or type: t.dtype == np.float32
+               const auto dtype = optional_dtype_arg(other);
+               return dtype && *dtype == d.value;
+             } catch (const Error&) {
+               return false;
+             }
+           })
       .def("__hash__", [](const DTypeObject& d) { return static_cast<int>(d.value); })
       .def("__repr__", [](const DTypeObject& d) { return str("kael.", torch_name(d.value)); })
       .def(py::pickle([](const DTypeObject& d) { return std::string(dtype_name(d.value)); },

@@ -11,10 +11,10 @@ PYBIND11_MODULE(_kael, m) {
   kael::python::init_tensor_creation(m);
   kael::python::init_tensor_index(m);
   kael::python::init_autograd(m);
+  kael::python::init_nn(m);
   kael::python::init_io(m);
   kael::python::init_text(m);
   kael::python::init_model(m);
-  kael::python::init_book(m);
   m.attr("__version__") = kael::version();
   kael::python::init_train(m);
   kael::python::init_finetune(m);

@@ -86,7 +86,11 @@ StateDict Module::state_dict() const {
 void Module::load_state_dict(const StateDict& state) {
   std::vector<NamedTensor> all = named_parameters();
   collect_buffers("", true, all);
-  for (const auto& [name, tensor] : all) {
+  load_named_tensors(all, state);
+}
+
+void load_named_tensors(const std::vector<NamedTensor>& targets, const StateDict& state) {
+  for (const auto& [name, tensor] : targets) {
     const auto found = state.find(name);
     if (found == state.end()) throw Error(str("state dict is missing parameter ", name));
     if (found->second.shape() != tensor.shape())
@@ -94,7 +98,7 @@ void Module::load_state_dict(const StateDict& state) {
                            shape_to_string(found->second.shape())));
   }
   const autograd::NoGradGuard guard;
-  for (auto& [name, tensor] : all) tensor.copy_(state.at(name));
+  for (auto [name, tensor] : targets) tensor.copy_(state.at(name));
 }
 
 void Module::train(bool on) {

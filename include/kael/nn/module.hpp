@@ -93,4 +93,8 @@ class Module {
   bool training_ = true;
 };
 
+// Module::load_state_dict's rule for any list of named tensors (the Python Module uses it too):
+// every name present with the same shape, or nothing is copied.
+void load_named_tensors(const std::vector<NamedTensor>& targets, const StateDict& state);
+
 }  // namespace kael::nn

@@ -1,0 +1,93 @@
+"""The book's GPT in Python: kael::nn::GPT (GPT-2's architecture from kael.nn modules, on the
+tensor library), with load_gpt2 for Hugging Face's GPT-2 checkpoints and kael.generate.
+
+    model = kael.GPT()                               # GPT-2 small; kael.GPT(kael.nn.GptConfig(n_layer=4, ...))
+    model.load_gpt2("data/gpt2/model.safetensors")   # or the checkpoint's directory
+    model.to("cpu")
+    model.eval()
+    logits = model(kael.tensor([ids]))               # (B, T, vocab), every position
+    out = kael.generate(model, kael.tensor([ids]), max_new_tokens=20, temperature=0.8, top_k=40)
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+from typing import Any, Mapping
+
+from .. import _kael
+from .._kael import GptConfig, KVCache, Tensor
+from .modules import _Native
+
+_CONFIG_FIELDS = ("vocab_size", "n_positions", "n_layer", "n_head", "n_embd", "dropout", "tanh_gelu", "bias",
+                  "tied_embeddings", "layer_norm_eps")
+
+
+def _config(config: GptConfig | Mapping[str, Any] | None) -> GptConfig:
+    if config is None:
+        return GptConfig.gpt2_small()
+    if isinstance(config, GptConfig):
+        return config
+    # A mapping with GptConfig's names, which are config.json's: other keys are ignored.
+    return GptConfig(**{k: v for k, v in dict(config).items() if k in _CONFIG_FIELDS})
+
+
+class GPT(_Native):
+    """GPT-2's architecture as kael::nn modules (names blocks.{i}.attn.qkv.weight, ...).
+
+    Calling it on ids (B, T) returns the logits of every position, (B, T, vocab). With
+    ``use_cache=True`` the ids continue the previous call's sequences through a KV cache and
+    only they are computed; ``reset_kv_cache()`` starts over. It trains as any kael.nn.Module.
+    """
+
+    def __init__(self, config: GptConfig | Mapping[str, Any] | None = None) -> None:
+        super().__init__(_kael._GPT(_config(config)))
+        object.__setattr__(self, "_cache", None)
+        object.__setattr__(self, "_cache_rows", 0)
+
+    @property
+    def config(self) -> GptConfig:
+        return self._native.config
+
+    def load_gpt2(self, path: str | os.PathLike[str]) -> GPT:
+        """Loads GPT-2 weights (Hugging Face's names and Conv1D layout) from a .safetensors file or a
+        directory holding model.safetensors; the config must match the checkpoint's sizes."""
+        file = pathlib.Path(path)
+        if file.is_dir():
+            file = file / "model.safetensors"
+        _kael.load_gpt2_weights(self._native, file)
+        self.reset_kv_cache()
+        return self
+
+    def reset_kv_cache(self) -> None:
+        object.__setattr__(self, "_cache", None)
+
+    def forward(self, ids: Any, use_cache: bool = False) -> Tensor:
+        batch = ids if isinstance(ids, Tensor) else _kael.as_tensor(ids)
+        if batch.dim() == 1:
+            batch = batch.unsqueeze(0)  # one row may come without the batch axis
+        if not use_cache:
+            return self._native.forward(batch)
+        if self._cache is None:
+            object.__setattr__(self, "_cache", KVCache())
+            object.__setattr__(self, "_cache_rows", batch.shape[0])
+        elif batch.shape[0] != self._cache_rows:
+            raise _kael.ValueError(f"the KV cache holds {self._cache_rows} sequences but ids has {batch.shape[0]} rows "
+                                   "(call reset_kv_cache() to start another batch)")
+        return self._native.forward(batch, self._cache)
+
+    def extra_repr(self) -> str:
+        return repr(self.config)
+
+
+def generate(model: GPT, prompt: Any, max_new_tokens: int = 60, temperature: float = 1.0, top_k: int = 0) -> Tensor:
+    """prompt (B, T) ids -> (B, T + max_new_tokens): tokens drawn one at a time from
+    softmax(logits / temperature) among the top_k (0: all; temperature 0: greedy), with the
+    generator kael.manual_seed seeds, through a KV cache. An empty prompt is kael.ValueError."""
+    ids = prompt if isinstance(prompt, Tensor) else _kael.as_tensor(prompt)
+    if ids.dim() == 1:
+        ids = ids.unsqueeze(0)
+    return _kael._generate(model._native, ids, max_new_tokens, temperature, top_k)
+
+
+def cuda_synchronize() -> None:
+    """Waits for a CUDA device to finish; a CPU build has nothing to wait for."""
