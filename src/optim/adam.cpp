@@ -22,30 +22,40 @@ struct AdamScalars {
   double bias2_sqrt;    // sqrt(1 - beta2^t)
 };
 
-template <class T>
-void adam_update(T* p, const T* g, T* m, T* v, std::int64_t n, const AdamScalars& s) {
-  const T decay = static_cast<T>(s.decay_factor);
+// The loop for one choice of the branches, so that it has no control flow and vectorizes.
+template <class T, bool kAddsL2, bool kLerpLow>
+void adam_loop(T* p, const T* g, T* m, T* v, std::int64_t n, const AdamScalars& s) {
+  const T decay = static_cast<T>(s.decay_factor);  // 1 multiplies exactly: no decay
   const T l2 = static_cast<T>(s.l2);
   const T w1 = static_cast<T>(1.0 - s.beta1);
+  const T rest1 = T(1) - w1;  // torch's lerp from the far end: 1 - weight, in T
   const T beta2 = static_cast<T>(s.beta2);
   const T w2 = static_cast<T>(1.0 - s.beta2);
   const T eps = static_cast<T>(s.eps);
   const T step = static_cast<T>(-s.step_size);
   const T bias2_sqrt = static_cast<T>(s.bias2_sqrt);
-  const bool decays = s.decay_factor != 1.0, adds_l2 = s.l2 != 0.0;
-  const bool lerp_low = 1.0 - s.beta1 < 0.5;  // torch's lerp: from the nearer end
-  detail::parallel_elements(n, [&](std::int64_t begin, std::int64_t end) {
+  // By value: a captured reference to a T could alias p[i], and the loop would not vectorize.
+  detail::parallel_elements(n, [=](std::int64_t begin, std::int64_t end) {
     for (std::int64_t i = begin; i < end; ++i) {
-      T x = p[i];
-      if (decays) x *= decay;
-      const T d = adds_l2 ? g[i] + l2 * x : g[i];
-      const T mi = lerp_low ? m[i] + w1 * (d - m[i]) : d - (d - m[i]) * (T(1) - w1);
+      const T x = p[i] * decay;
+      const T d = kAddsL2 ? g[i] + l2 * x : g[i];  // torch adds no 0 * p (inf * 0)
+      const T mi = kLerpLow ? m[i] + w1 * (d - m[i]) : d - (d - m[i]) * rest1;
       const T vi = v[i] * beta2 + w2 * d * d;
       m[i] = mi;
       v[i] = vi;
       p[i] = x + step * mi / (std::sqrt(vi) / bias2_sqrt + eps);  // torch's addcdiv: (value * m) / denom
     }
   });
+}
+
+template <class T>
+void adam_update(T* p, const T* g, T* m, T* v, std::int64_t n, const AdamScalars& s) {
+  const bool adds_l2 = s.l2 != 0.0;
+  if (1.0 - s.beta1 < 0.5) {  // torch's lerp: from the nearer end
+    adds_l2 ? adam_loop<T, true, true>(p, g, m, v, n, s) : adam_loop<T, false, true>(p, g, m, v, n, s);
+  } else {
+    adds_l2 ? adam_loop<T, true, false>(p, g, m, v, n, s) : adam_loop<T, false, false>(p, g, m, v, n, s);
+  }
 }
 
 }  // namespace

@@ -18,16 +18,18 @@ void sgd_update(T* p, const T* g, T* buf, bool first, std::int64_t n, const SGDO
   const T momentum = static_cast<T>(o.momentum);
   const T keep = static_cast<T>(1.0 - o.dampening);
   const T step = static_cast<T>(-lr);
-  detail::parallel_elements(n, [&](std::int64_t begin, std::int64_t end) {
+  const bool decays = o.weight_decay != 0, nesterov = o.nesterov;
+  // By value: a captured reference to a T could alias p[i], and the loop would not vectorize.
+  detail::parallel_elements(n, [=](std::int64_t begin, std::int64_t end) {
     if (!buf) {
-      for (std::int64_t i = begin; i < end; ++i) p[i] += step * (o.weight_decay != 0 ? g[i] + wd * p[i] : g[i]);
+      for (std::int64_t i = begin; i < end; ++i) p[i] += step * (decays ? g[i] + wd * p[i] : g[i]);
       return;
     }
     for (std::int64_t i = begin; i < end; ++i) {
-      const T d = o.weight_decay != 0 ? g[i] + wd * p[i] : g[i];  // torch adds no 0 * p (inf * 0)
+      const T d = decays ? g[i] + wd * p[i] : g[i];  // torch adds no 0 * p (inf * 0)
       const T b = first ? d : buf[i] * momentum + keep * d;
       buf[i] = b;
-      p[i] += step * (o.nesterov ? d + momentum * b : b);
+      p[i] += step * (nesterov ? d + momentum * b : b);
     }
   });
 }
