@@ -1,6 +1,7 @@
 // kael's C++ API: the one header to include. It brings the GPT-2 engine (kael::Model below),
 // the tensor library (kael::Tensor's operations and autograd: tensor/ops.hpp, tensor/autograd.hpp;
-// docs/tensor.md) and safetensors I/O (io/safetensors.hpp).
+// docs/tensor.md), its optimizers (kael::optim: SGD, Adam, AdamW, clip_grad_norm_; docs/optim.md)
+// and safetensors I/O (io/safetensors.hpp).
 //
 //   kael::Model model = kael::Model::load("data/gpt2", {.threads = 2});
 //   kael::GenerateOptions options;
@@ -39,6 +40,10 @@
 #include "kael/nn/gpt2_weights.hpp"
 #include "kael/nn/layers.hpp"
 #include "kael/nn/module.hpp"
+#include "kael/optim/adam.hpp"
+#include "kael/optim/clip_grad.hpp"
+#include "kael/optim/optimizer.hpp"
+#include "kael/optim/sgd.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "kael/text/tokenizer.hpp"

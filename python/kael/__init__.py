@@ -25,7 +25,8 @@ The tensor library, with PyTorch's names (docs/tensor.md)::
         x -= 0.1 * x.grad
 
 kael.from_numpy / Tensor.numpy() share memory with numpy; kael.nn.functional holds linear,
-layer_norm, cross_entropy and the other neural-network functions.
+layer_norm, cross_entropy and the other neural-network functions; kael.optim holds SGD, Adam
+and AdamW, and kael.nn.utils.clip_grad_norm_ clips gradients, as torch's (docs/optim.md).
 """
 from __future__ import annotations
 
@@ -62,6 +63,7 @@ from ._kael import (  # noqa: F401  (dtypes, as torch.float32 ...)
     uint8, uint16, uint32, uint64,
 )
 from . import nn  # noqa: F401,E402
+from . import optim  # noqa: F401,E402
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401,E402
 
 from ._kael import __version__  # noqa: F401  (the CMake project version)

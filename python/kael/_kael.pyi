@@ -4,7 +4,7 @@ from __future__ import annotations
 import builtins
 import os
 import pathlib
-from typing import Any, Callable, Collection, Iterator, Literal, Mapping, NamedTuple, Sequence, overload
+from typing import Any, Callable, Collection, Iterable, Iterator, Literal, Mapping, NamedTuple, Sequence, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -311,6 +311,33 @@ def dropout(input: Tensor, p: builtins.float = 0.5, training: builtins.bool = Tr
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,
                                  dropout_p: builtins.float = 0.0, is_causal: builtins.bool = False,
                                  scale: builtins.float | None = None) -> Tensor: ...
+# --- kael.optim (re-exported there as Optimizer, SGD, Adam, AdamW) and kael.nn.utils ---
+class _optim_Optimizer:
+    def step(self, closure: Callable[[], Any] | None = None) -> Any: ...
+    def zero_grad(self, set_to_none: builtins.bool = True) -> None: ...
+    lr: builtins.float
+    @property
+    def params(self) -> list[Tensor]: ...
+    def state_dict(self) -> dict[str, Tensor]: ...
+    def load_state_dict(self, state_dict: Mapping[str, Tensor | npt.ArrayLike]) -> None: ...
+
+class _optim_SGD(_optim_Optimizer):
+    def __init__(self, params: Iterable[Tensor], lr: builtins.float = 1e-3, momentum: builtins.float = 0.0,
+                 dampening: builtins.float = 0.0, weight_decay: builtins.float = 0.0,
+                 nesterov: builtins.bool = False) -> None: ...
+
+class _optim_Adam(_optim_Optimizer):
+    def __init__(self, params: Iterable[Tensor], lr: builtins.float = 1e-3,
+                 betas: tuple[builtins.float, builtins.float] = (0.9, 0.999), eps: builtins.float = 1e-8,
+                 weight_decay: builtins.float = 0.0) -> None: ...
+
+class _optim_AdamW(_optim_Adam):
+    def __init__(self, params: Iterable[Tensor], lr: builtins.float = 1e-3,
+                 betas: tuple[builtins.float, builtins.float] = (0.9, 0.999), eps: builtins.float = 1e-8,
+                 weight_decay: builtins.float = 1e-2) -> None: ...
+
+def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: builtins.float, norm_type: builtins.float = 2.0,
+                    error_if_nonfinite: builtins.bool = False, foreach: builtins.bool | None = None) -> Tensor: ...
 # --- grad mode (kael.no_grad & co. in kael/autograd.py) ---
 def is_grad_enabled() -> builtins.bool: ...
 def _set_grad_enabled(mode: builtins.bool) -> None: ...

@@ -13,6 +13,7 @@ void init_tensor_creation(pybind11::module_& m);
 void init_tensor_index(pybind11::module_& m);
 void init_autograd(pybind11::module_& m);
 void init_nn(pybind11::module_& m);
+void init_optim(pybind11::module_& m);
 void init_io(pybind11::module_& m);
 void init_text(pybind11::module_& m);
 void init_model(pybind11::module_& m);

@@ -12,6 +12,7 @@ PYBIND11_MODULE(_kael, m) {
   kael::python::init_tensor_index(m);
   kael::python::init_autograd(m);
   kael::python::init_nn(m);
+  kael::python::init_optim(m);
   kael::python::init_io(m);
   kael::python::init_text(m);
   kael::python::init_model(m);

@@ -1,0 +1,61 @@
+// Adam and AdamW as torch.optim's (amsgrad and maximize off), for each parameter p with
+// gradient g, t counting its steps:
+//   t += 1
+//   Adam:  g = g + weight_decay * p            AdamW:  p = p * (1 - lr * weight_decay)
+//   m = m + (1 - beta1) * (g - m)             (torch's lerp)
+//   v = beta2 * v + (1 - beta2) * g * g
+//   p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+// The bias corrections are computed in double, as Python floats; the elementwise math is in the
+// parameter's dtype.
+#pragma once
+
+#include <utility>
+#include <vector>
+
+#include "kael/optim/optimizer.hpp"
+
+namespace kael::optim {
+
+struct AdamOptions {
+  double lr = 1e-3;
+  std::pair<double, double> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 0;  // L2: added to the gradient
+};
+
+struct AdamWOptions {
+  double lr = 1e-3;
+  std::pair<double, double> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 1e-2;  // decoupled: p *= 1 - lr * weight_decay
+};
+
+class Adam : public Optimizer {
+ public:
+  // ValueError for a negative lr, eps or weight_decay, or a beta outside [0, 1).
+  Adam(std::vector<Tensor> params, const AdamOptions& options);
+  void step() override;
+  AdamOptions options() const;  // lr as it is now
+  bool decoupled_weight_decay() const { return decoupled_; }
+
+ protected:
+  Adam(std::string name, std::vector<Tensor> params, const AdamOptions& options, bool decoupled);
+  Hyperparameters hyperparameters() const override;
+  void set_hyperparameters(const std::map<std::string, Tensor>& values) override;
+  std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_avg_sq"}; }
+  bool counts_steps() const override { return true; }
+
+ private:
+  void check(const AdamOptions& options) const;
+  AdamOptions options_;
+  bool decoupled_;
+};
+
+// torch.optim.AdamW: Adam with the weight decay decoupled from the gradient.
+class AdamW : public Adam {
+ public:
+  AdamW(std::vector<Tensor> params, const AdamWOptions& options);
+  AdamWOptions options() const;
+};
+
+}  // namespace kael::optim

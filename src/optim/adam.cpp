@@ -1,0 +1,149 @@
+// torch.optim.Adam and AdamW (adam.hpp). One fused pass per parameter; the scalars are rounded
+// to the parameter's dtype where torch's kernels round them, the bias corrections computed in
+// double as torch computes them in Python.
+#include "kael/optim/adam.hpp"
+
+#include <cmath>
+
+#include "kael/core/error.hpp"
+#include "kael/tensor/autograd.hpp"
+#include "kael/tensor/ops.hpp"
+#include "optim/checks.hpp"
+
+namespace kael::optim {
+
+namespace {
+
+struct AdamScalars {
+  double decay_factor;  // AdamW: 1 - lr * weight_decay (1: none)
+  double l2;            // Adam: weight_decay added to the gradient (0: none)
+  double beta1, beta2, eps;
+  double step_size;     // lr / (1 - beta1^t)
+  double bias2_sqrt;    // sqrt(1 - beta2^t)
+};
+
+// The loop for one choice of the branches, so that it has no control flow and vectorizes.
+template <class T, bool kAddsL2, bool kLerpLow>
+void adam_loop(T* p, const T* g, T* m, T* v, std::int64_t n, const AdamScalars& s) {
+  const T decay = static_cast<T>(s.decay_factor);  // 1 multiplies exactly: no decay
+  const T l2 = static_cast<T>(s.l2);
+  const T w1 = static_cast<T>(1.0 - s.beta1);
+  const T rest1 = T(1) - w1;  // torch's lerp from the far end: 1 - weight, in T
+  const T beta2 = static_cast<T>(s.beta2);
+  const T w2 = static_cast<T>(1.0 - s.beta2);
+  const T eps = static_cast<T>(s.eps);
+  const T step = static_cast<T>(-s.step_size);
+  const T bias2_sqrt = static_cast<T>(s.bias2_sqrt);
+  // By value: a captured reference to a T could alias p[i], and the loop would not vectorize.
+  detail::parallel_elements(n, [=](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      const T x = p[i] * decay;
+      const T d = kAddsL2 ? g[i] + l2 * x : g[i];  // torch adds no 0 * p (inf * 0)
+      const T mi = kLerpLow ? m[i] + w1 * (d - m[i]) : d - (d - m[i]) * rest1;
+      const T vi = v[i] * beta2 + w2 * d * d;
+      m[i] = mi;
+      v[i] = vi;
+      p[i] = x + step * mi / (std::sqrt(vi) / bias2_sqrt + eps);  // torch's addcdiv: (value * m) / denom
+    }
+  });
+}
+
+template <class T>
+void adam_update(T* p, const T* g, T* m, T* v, std::int64_t n, const AdamScalars& s) {
+  const bool adds_l2 = s.l2 != 0.0;
+  if (1.0 - s.beta1 < 0.5) {  // torch's lerp: from the nearer end
+    adds_l2 ? adam_loop<T, true, true>(p, g, m, v, n, s) : adam_loop<T, false, true>(p, g, m, v, n, s);
+  } else {
+    adds_l2 ? adam_loop<T, true, false>(p, g, m, v, n, s) : adam_loop<T, false, false>(p, g, m, v, n, s);
+  }
+}
+
+}  // namespace
+
+Adam::Adam(std::vector<Tensor> params, const AdamOptions& options) : Adam("Adam", std::move(params), options, false) {}
+
+Adam::Adam(std::string name, std::vector<Tensor> params, const AdamOptions& options, bool decoupled)
+    : Optimizer(std::move(name), std::move(params), options.lr), options_(options), decoupled_(decoupled) {
+  check(options_);
+}
+
+void Adam::check(const AdamOptions& o) const {
+  detail::check_non_negative(name_, "learning rate", o.lr);
+  detail::check_non_negative(name_, "epsilon value", o.eps);
+  detail::check_beta(name_, 0, o.betas.first);
+  detail::check_beta(name_, 1, o.betas.second);
+  detail::check_non_negative(name_, "weight_decay value", o.weight_decay);
+}
+
+AdamOptions Adam::options() const {
+  AdamOptions o = options_;
+  o.lr = lr();
+  return o;
+}
+
+void Adam::step() {
+  autograd::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const Tensor g = gradient(i);
+    if (!g.defined()) continue;  // torch skips parameters without a gradient
+    ParamState& st = state_[i];
+    if (st.buffers.empty()) {
+      st.buffers = {detail::zero_buffer(params_[i]), detail::zero_buffer(params_[i])};
+      st.step = 0;
+    }
+    st.step += 1;
+    const double t = static_cast<double>(st.step);
+    const double wd = options_.weight_decay;
+    AdamScalars s{};
+    s.decay_factor = decoupled_ && wd != 0 ? 1.0 - lr() * wd : 1.0;
+    s.l2 = decoupled_ ? 0.0 : wd;
+    s.beta1 = options_.betas.first;
+    s.beta2 = options_.betas.second;
+    s.eps = options_.eps;
+    s.step_size = lr() / (1.0 - std::pow(s.beta1, t));
+    s.bias2_sqrt = std::sqrt(1.0 - std::pow(s.beta2, t));
+    Tensor& m = st.buffers[0];
+    Tensor& v = st.buffers[1];
+    update_in_place(i, [&](Tensor& p) {
+      if (p.dtype() == DType::F32)
+        adam_update(p.data<float>(), g.data<float>(), m.data<float>(), v.data<float>(), p.numel(), s);
+      else
+        adam_update(p.data<double>(), g.data<double>(), m.data<double>(), v.data<double>(), p.numel(), s);
+    });
+  }
+}
+
+Optimizer::Hyperparameters Adam::hyperparameters() const {
+  return {{"betas", from_vector(std::vector<double>{options_.betas.first, options_.betas.second}, {2})},
+          {"eps", detail::scalar_tensor(options_.eps)},
+          {"weight_decay", detail::scalar_tensor(options_.weight_decay)},
+          {"decoupled_weight_decay", full({}, decoupled_, DType::BOOL)}};
+}
+
+void Adam::set_hyperparameters(const std::map<std::string, Tensor>& values) {
+  AdamOptions o = options_;
+  o.lr = detail::scalar_value(name_, values, "lr");
+  const auto betas = values.find("betas");
+  if (betas == values.end()) throw ValueError(name_ + ".load_state_dict: the state has no param_groups.0.betas");
+  if (!betas->second.defined() || betas->second.numel() != 2)
+    throw ValueError(name_ + ".load_state_dict: param_groups.0.betas must hold two numbers");
+  o.betas = {betas->second.value_as_double(0), betas->second.value_as_double(1)};
+  o.eps = detail::scalar_value(name_, values, "eps");
+  o.weight_decay = detail::scalar_value(name_, values, "weight_decay");
+  const bool decoupled = detail::scalar_value(name_, values, "decoupled_weight_decay") != 0;
+  if (decoupled != decoupled_)
+    throw ValueError(name_ + ".load_state_dict: the state is " + (decoupled ? "AdamW" : "Adam") +
+                     "'s (decoupled_weight_decay " + (decoupled ? "true" : "false") + ")");
+  check(o);
+  options_ = o;
+}
+
+AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& options)
+    : Adam("AdamW", std::move(params), {options.lr, options.betas, options.eps, options.weight_decay}, true) {}
+
+AdamWOptions AdamW::options() const {
+  const AdamOptions o = Adam::options();
+  return {o.lr, o.betas, o.eps, o.weight_decay};
+}
+
+}  // namespace kael::optim

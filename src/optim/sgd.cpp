@@ -1,0 +1,97 @@
+// torch.optim.SGD (sgd.hpp). One fused pass per parameter: weight decay, momentum and the
+// update for each element at once, in the parameter's dtype, the scalars rounded to it as
+// torch's kernels round them.
+#include "kael/optim/sgd.hpp"
+
+#include "kael/core/error.hpp"
+#include "kael/tensor/autograd.hpp"
+#include "kael/tensor/ops.hpp"
+#include "optim/checks.hpp"
+
+namespace kael::optim {
+
+namespace {
+
+template <class T>
+void sgd_update(T* p, const T* g, T* buf, bool first, std::int64_t n, const SGDOptions& o, double lr) {
+  const T wd = static_cast<T>(o.weight_decay);
+  const T momentum = static_cast<T>(o.momentum);
+  const T keep = static_cast<T>(1.0 - o.dampening);
+  const T step = static_cast<T>(-lr);
+  const bool decays = o.weight_decay != 0, nesterov = o.nesterov;
+  // By value: a captured reference to a T could alias p[i], and the loop would not vectorize.
+  detail::parallel_elements(n, [=](std::int64_t begin, std::int64_t end) {
+    if (!buf) {
+      for (std::int64_t i = begin; i < end; ++i) p[i] += step * (decays ? g[i] + wd * p[i] : g[i]);
+      return;
+    }
+    for (std::int64_t i = begin; i < end; ++i) {
+      const T d = decays ? g[i] + wd * p[i] : g[i];  // torch adds no 0 * p (inf * 0)
+      const T b = first ? d : buf[i] * momentum + keep * d;
+      buf[i] = b;
+      p[i] += step * (nesterov ? d + momentum * b : b);
+    }
+  });
+}
+
+}  // namespace
+
+SGD::SGD(std::vector<Tensor> params, const SGDOptions& options)
+    : Optimizer("SGD", std::move(params), options.lr), options_(options) {
+  check(options_);
+}
+
+void SGD::check(const SGDOptions& o) {
+  detail::check_non_negative("SGD", "learning rate", o.lr);
+  detail::check_non_negative("SGD", "momentum value", o.momentum);
+  detail::check_non_negative("SGD", "dampening value", o.dampening);
+  detail::check_non_negative("SGD", "weight_decay value", o.weight_decay);
+  if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
+    throw ValueError("SGD: Nesterov momentum requires a momentum and zero dampening");
+}
+
+SGDOptions SGD::options() const {
+  SGDOptions o = options_;
+  o.lr = lr();
+  return o;
+}
+
+void SGD::step() {
+  autograd::NoGradGuard no_grad;
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const Tensor g = gradient(i);
+    if (!g.defined()) continue;  // torch skips parameters without a gradient
+    ParamState& s = state_[i];
+    const bool use_momentum = options_.momentum != 0;
+    const bool first = use_momentum && s.buffers.empty();
+    if (first) s.buffers.push_back(detail::zero_buffer(params_[i]));
+    Tensor* buf = use_momentum ? &s.buffers[0] : nullptr;
+    update_in_place(i, [&](Tensor& p) {
+      if (p.dtype() == DType::F32)
+        sgd_update(p.data<float>(), g.data<float>(), buf ? buf->data<float>() : nullptr, first, p.numel(), options_, lr());
+      else
+        sgd_update(p.data<double>(), g.data<double>(), buf ? buf->data<double>() : nullptr, first, p.numel(), options_,
+                   lr());
+    });
+  }
+}
+
+Optimizer::Hyperparameters SGD::hyperparameters() const {
+  return {{"momentum", detail::scalar_tensor(options_.momentum)},
+          {"dampening", detail::scalar_tensor(options_.dampening)},
+          {"weight_decay", detail::scalar_tensor(options_.weight_decay)},
+          {"nesterov", full({}, options_.nesterov, DType::BOOL)}};
+}
+
+void SGD::set_hyperparameters(const std::map<std::string, Tensor>& values) {
+  SGDOptions o = options_;
+  o.lr = detail::scalar_value(name_, values, "lr");
+  o.momentum = detail::scalar_value(name_, values, "momentum");
+  o.dampening = detail::scalar_value(name_, values, "dampening");
+  o.weight_decay = detail::scalar_value(name_, values, "weight_decay");
+  o.nesterov = detail::scalar_value(name_, values, "nesterov") != 0;
+  check(o);
+  options_ = o;
+}
+
+}  // namespace kael::optim
