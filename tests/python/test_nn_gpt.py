@@ -174,3 +174,41 @@ def test_generate_errors_and_reproducible_sampling(gpt2_f16_dir):
     b = kael.generate(model, prompt, max_new_tokens=6, temperature=0.8, top_k=40)
     assert a.tolist() == b.tolist() and a.shape == (1, 9)
     kael.cuda_synchronize()  # a no-op on the CPU
+
+
+def test_ten_adamw_steps_on_the_gpt_equal_torchs(tmp_path):
+    directory = gpt2_reference.make_checkpoint(tmp_path / "adamw", n_layer=2, n_head=2, n_embd=32, n_positions=32,
+                                               vocab_size=61, seed=8)
+    model = kael.GPT(config_of(directory)).load_gpt2(directory)
+    hf = gpt2_reference.load_hf(directory).train()
+    for module in hf.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    opt = kael.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
+    hf_opt = torch.optim.AdamW(hf.parameters(), lr=1e-3, weight_decay=0.1)
+    ids = np.random.default_rng(1).integers(0, 61, size=(2, 25))
+    inputs, targets = ids[:, :-1], ids[:, 1:].reshape(-1)
+    for step in range(10):
+        loss = F.cross_entropy(model(inputs).reshape(-1, 61), kael.tensor(targets))
+        opt.zero_grad()
+        loss.backward()
+        kael.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        hf_loss = torch.nn.functional.cross_entropy(hf(torch.tensor(inputs)).logits.reshape(-1, 61),
+                                                    torch.tensor(targets))
+        hf_opt.zero_grad()
+        hf_loss.backward()
+        torch.nn.utils.clip_grad_norm_(hf.parameters(), 1.0)
+        hf_opt.step()
+        assert loss.item() == pytest.approx(hf_loss.item(), rel=1e-4), step
+    weights = dict(model.named_parameters())
+    for name, p in hf.named_parameters():
+        kael_name = kael.nn.translated_gpt2_name(name)
+        want = p.detach().numpy().T if kael.nn.stored_transposed(kael_name) else p.detach().numpy()
+        got = weights[kael_name].detach().numpy()
+        if kael_name.endswith("attn.qkv.bias"):
+            # The key biases' true gradient is 0 (a row's scores all shift by q.b, which softmax
+            # ignores): both gradients are rounding noise, which Adam turns into lr-sized steps.
+            keep = np.r_[0:32, 64:96]
+            got, want = got[keep], want[keep]
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-4, err_msg=kael_name)
