@@ -195,8 +195,12 @@ def test_model_errors(model, tmp_path):
 
 
 def test_book_style_api(small_model_dir):
-    gpt = kp.GPT({"n_layers": 3, "n_heads": 4, "emb_dim": 128, "context_length": 128, "vocab_size": 50257})
+    gpt = kp.GPT(kp.nn.GptConfig(n_layer=3, n_head=4, n_embd=128, n_positions=128))
     gpt.load_gpt2(small_model_dir).eval()
+    same = kp.GPT({"n_layer": 3, "n_head": 4, "n_embd": 128, "n_positions": 128, "activation_function": "gelu_new"})
+    assert same.config.n_embd == 128  # a config.json-like mapping; keys GptConfig lacks are ignored
+    with pytest.raises(kp.ValueError, match="'emb_dim' is 'n_embd' here"):
+        kp.GPT({"emb_dim": 128, "n_layers": 3})  # another book's names never fall back to GPT-2 small
     assert gpt.to("cpu") is gpt
     with pytest.raises(kp.Error):
         gpt.to("cuda")

@@ -22,13 +22,23 @@ _CONFIG_FIELDS = ("vocab_size", "n_positions", "n_layer", "n_head", "n_embd", "d
                   "tied_embeddings", "layer_norm_eps")
 
 
+# Another book's names for the same sizes: refused, so that they never load as GPT-2 small.
+_OTHER_NAMES = {"emb_dim": "n_embd", "n_heads": "n_head", "n_layers": "n_layer", "context_length": "n_positions",
+                "drop_rate": "dropout", "qkv_bias": "bias"}
+
+
 def _config(config: GptConfig | Mapping[str, Any] | None) -> GptConfig:
     if config is None:
         return GptConfig.gpt2_small()
     if isinstance(config, GptConfig):
         return config
-    # A mapping with GptConfig's names, which are config.json's: other keys are ignored.
-    return GptConfig(**{k: v for k, v in dict(config).items() if k in _CONFIG_FIELDS})
+    # A mapping with GptConfig's names, which are config.json's: its other keys are ignored.
+    config = dict(config)
+    other = sorted(k for k in config if k in _OTHER_NAMES)
+    if other:
+        raise _kael.ValueError("GPT config: " + ", ".join(f"'{k}' is '{_OTHER_NAMES[k]}' here" for k in other) +
+                               " (kael.nn.GptConfig's names are config.json's)")
+    return GptConfig(**{k: v for k, v in config.items() if k in _CONFIG_FIELDS})
 
 
 class GPT(_Native):
