@@ -186,14 +186,17 @@ def test_3_slow_heads_time_out_and_never_starve_others(model_dir):
         server.assert_healthy()
 
 
-def hold_connections(port, count, timeout=10.0):
-    """`count` open connections the server admitted. Right after start-up the connection of the
-    readiness probe may still hold a slot for a moment; one refused for it is opened again."""
+def hold_connections(port, count, first_bytes=b"", wait=0.2, timeout=10.0):
+    """`count` open connections the server admitted, each sent `first_bytes` (which must not
+    complete a request). Right after start-up the connection of the readiness probe may still
+    hold a slot for a moment; one refused for it is opened again."""
     held = []
     deadline = time.monotonic() + timeout
     while len(held) < count:
         sock = socket.create_connection((HOST, port), timeout=10)
-        refused, _, _ = select.select([sock], [], [], 0.2)  # a 503 arrives at once, or nothing
+        if first_bytes:
+            sock.sendall(first_bytes)
+        refused, _, _ = select.select([sock], [], [], wait)  # a 503 arrives at once, or nothing
         if not refused:
             held.append(sock)
             continue
@@ -478,14 +481,10 @@ def test_13_one_oversized_header_is_431_at_once(model_dir):
 
 def test_13_a_body_that_never_ends_times_out_and_frees_its_connection(model_dir):
     with Guarded(model_dir, "--max-connections", 3, "--body-timeout", 1) as server:
-        stuck = []
-        for _ in range(3):  # every connection slot held by a body that stops after 10 of 100 bytes
-            sock = socket.create_connection((HOST, server.port), timeout=10)
-            sock.sendall(b"POST /tokenize HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
-                         b'{"text": "')
-            stuck.append(sock)
-        try:
-            time.sleep(0.2)
+        # every connection slot held by a body that stops after 10 of 100 bytes
+        stuck = hold_connections(server.port, 3, b"POST /tokenize HTTP/1.1\r\nContent-Type: application/json\r\n"
+                                                 b'Content-Length: 100\r\n\r\n{"text": "', wait=0.1)
+        try:  # within the 1 s body timeout of the first
             assert status_of(exchange(server.port, b"GET /health HTTP/1.1\r\n\r\n")) == 503  # the cap, at once
             began = time.monotonic()
             answers = [read_all(sock) for sock in stuck]
