@@ -3,8 +3,6 @@
 // way a decode step streams the weights. Best of several passes, GB = 1e9 bytes. Prints
 //   {"threads", "buffer_mb", "read_gb_s"}
 // Usage: bandwidth [threads] [buffer MB, default 1024]
-#include <immintrin.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,40 +11,12 @@
 #include <thread>
 #include <vector>
 
-namespace {
-
-__attribute__((target("avx2"))) float sum_avx2(const float* p, long n) {
-  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-  for (long i = 0; i + 32 <= n; i += 32) {
-    s0 = _mm256_add_ps(s0, _mm256_load_ps(p + i));
-    s1 = _mm256_add_ps(s1, _mm256_load_ps(p + i + 8));
-    s2 = _mm256_add_ps(s2, _mm256_load_ps(p + i + 16));
-    s3 = _mm256_add_ps(s3, _mm256_load_ps(p + i + 24));
-  }
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-  float total = 0;
-  for (float x : lanes) total += x;
-  return total;
-}
-
-float sum_plain(const float* p, long n) {
-  float s[8] = {};
-  for (long i = 0; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) s[j] += p[i + j];
-  float total = 0;
-  for (float x : s) total += x;
-  return total;
-}
-
-}  // namespace
+#include "read_probe.hpp"
 
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : static_cast<int>(std::thread::hardware_concurrency());
   const long mb = argc > 2 ? std::atol(argv[2]) : 1024;
   const long n = mb * 1000 * 1000 / 4 / (32L * threads) * (32L * threads);  // floats, divisible per thread
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2");
   float* buffer = static_cast<float*>(std::aligned_alloc(64, static_cast<std::size_t>(n) * 4));
   if (buffer == nullptr) return 1;
   // Touch each page from the thread that will read it.
@@ -63,7 +33,7 @@ int main(int argc, char** argv) {
     std::vector<std::thread> pool;
     const auto t0 = std::chrono::steady_clock::now();
     for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] { sink[t] = avx2 ? sum_avx2(buffer + t * per, per) : sum_plain(buffer + t * per, per); });
+      pool.emplace_back([&, t] { sink[t] = kael::bench::read_sum(buffer + t * per, per); });
     for (auto& t : pool) t.join();
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double gbs = static_cast<double>(n) * 4 / dt / 1e9;

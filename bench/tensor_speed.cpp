@@ -2,8 +2,8 @@
 //   (a) kael::matmul against kernels::gemm called directly at GPT-2 shapes (the ratio is the
 //       cost of the Tensor layer: allocation, operand checks, autograd bookkeeping);
 //   (b) add / mul / exp / sum over 16M F32 elements in GB/s (bytes the op must move: reads +
-//       writes), against a read-bandwidth probe on the pool's threads (bench/bandwidth.cpp's
-//       approach: each thread sums its own slice with 4 independent 256-bit chains, best pass);
+//       writes), against a read-bandwidth probe on the pool's threads (bench/read_probe.hpp,
+//       as bench/bandwidth.cpp: each thread sums its own slice, best pass);
 //   (c) autograd bookkeeping: a chain of small adds with requires_grad minus the same chain
 //       under NoGradGuard, per op, and the backward per op.
 // One JSON object per line (bench/tensor_vs_torch.py reads them), after a "cpu" line.
@@ -16,14 +16,11 @@
 #include <string>
 #include <vector>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/thread_pool.hpp"
+#include "read_probe.hpp"
 
 namespace {
 
@@ -49,51 +46,15 @@ std::string cpu_model() {
   return "unknown";
 }
 
-#if defined(__x86_64__)
-__attribute__((target("avx2"))) float read_avx2(const float* p, std::int64_t n) {
-  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-  for (std::int64_t i = 0; i + 32 <= n; i += 32) {
-    s0 = _mm256_add_ps(s0, _mm256_loadu_ps(p + i));
-    s1 = _mm256_add_ps(s1, _mm256_loadu_ps(p + i + 8));
-    s2 = _mm256_add_ps(s2, _mm256_loadu_ps(p + i + 16));
-    s3 = _mm256_add_ps(s3, _mm256_loadu_ps(p + i + 24));
-  }
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
-  float total = 0;
-  for (const float x : lanes) total += x;
-  return total;
-}
-#endif
-
-float read_plain(const float* p, std::int64_t n) {
-  float s[8] = {};
-  for (std::int64_t i = 0; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) s[j] += p[i + j];
-  float total = 0;
-  for (const float x : s) total += x;
-  return total;
-}
-
 // Read bandwidth in GB/s (1e9 bytes) over `floats` floats, one slice per pool thread.
 double read_bandwidth(const float* buffer, std::int64_t floats) {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2");
-#else
-  const bool avx2 = false;
-#endif
   const int threads = kael::kernels::num_threads();
   std::vector<float> sink(static_cast<std::size_t>(threads) * 16);
   const double seconds = best_seconds(8, [&] {
     kael::kernels::parallel_for(threads, 1, [&](std::int64_t t0, std::int64_t t1) {
       for (std::int64_t t = t0; t < t1; ++t) {
         const std::int64_t begin = floats * t / threads, end = floats * (t + 1) / threads;
-#if defined(__x86_64__)
-        sink[static_cast<std::size_t>(t) * 16] = avx2 ? read_avx2(buffer + begin, end - begin) : read_plain(buffer + begin, end - begin);
-#else
-        sink[static_cast<std::size_t>(t) * 16] = read_plain(buffer + begin, end - begin);
-#endif
+        sink[static_cast<std::size_t>(t) * 16] = kael::bench::read_sum(buffer + begin, end - begin);
       }
     });
   });
