@@ -65,9 +65,11 @@ Tensor pow_any(const Tensor& a, const py::object& exponent) {
 }
 
 using Compare = Tensor (*)(const Tensor&, const Tensor&);
-template <Compare compare>
+using CompareScalar = Tensor (*)(const Tensor&, Scalar);
+template <Compare compare, CompareScalar compare_scalar>
 Tensor compare_any(const Tensor& a, const py::object& b) {
-  return compare(a, operand_like(b, a, "comparison"));
+  if (auto s = scalar_arg(b)) return compare_scalar(a, *s);
+  return compare(a, tensor_arg(b, "comparison"));
 }
 
 // An operator: NotImplemented for operands kael does not take, so Python tries the other side.
@@ -93,6 +95,22 @@ double number_arg(const py::handle& object, const char* op) {
   auto s = scalar_arg(object);
   if (!s) throw TypeError(str(op, ": expected a number or a kael.Tensor"));
   return s->value;
+}
+
+// t -= b, t *= b, t /= b for a tensor or a number: the operators and sub_/mul_/div_.
+void sub_in_place(Tensor& t, const py::object& b) {
+  if (py::isinstance<Tensor>(b)) t -= b.cast<Tensor>();
+  else t -= number_arg(b, "sub_");
+}
+
+void mul_in_place(Tensor& t, const py::object& b) {
+  if (py::isinstance<Tensor>(b)) t *= b.cast<Tensor>();
+  else t *= number_arg(b, "mul_");
+}
+
+void div_in_place(Tensor& t, const py::object& b) {
+  if (py::isinstance<Tensor>(b)) t /= b.cast<Tensor>();
+  else t /= number_arg(b, "div_");
 }
 
 void add_in_place(Tensor& t, const py::object& other, const py::object& alpha) {
@@ -154,43 +172,25 @@ void init_tensor_math(py::module_& m) {
       .def("__neg__", [](const Tensor& a) { return neg(a); })
       .def("__pos__", [](const Tensor& a) { return a; })
       .def("__abs__", [](const Tensor& a) { return abs(a); })
-      .def("__eq__", operator_fn(&compare_any<eq>))
-      .def("__ne__", operator_fn(&compare_any<ne>))
-      .def("__lt__", operator_fn(&compare_any<lt>))
-      .def("__le__", operator_fn(&compare_any<le>))
-      .def("__gt__", operator_fn(&compare_any<gt>))
-      .def("__ge__", operator_fn(&compare_any<ge>))
+      .def("__eq__", operator_fn(&compare_any<eq, eq>))
+      .def("__ne__", operator_fn(&compare_any<ne, ne>))
+      .def("__lt__", operator_fn(&compare_any<lt, lt>))
+      .def("__le__", operator_fn(&compare_any<le, le>))
+      .def("__gt__", operator_fn(&compare_any<gt, gt>))
+      .def("__ge__", operator_fn(&compare_any<ge, ge>))
       .def("__iadd__", in_place([one](Tensor& t, const py::object& b) { add_in_place(t, b, one); }))
-      .def("__isub__", in_place([](Tensor& t, const py::object& b) {
-             if (py::isinstance<Tensor>(b)) t -= b.cast<Tensor>();
-             else t -= number_arg(b, "sub_");
-           }))
-      .def("__imul__", in_place([](Tensor& t, const py::object& b) {
-             if (py::isinstance<Tensor>(b)) t *= b.cast<Tensor>();
-             else t *= number_arg(b, "mul_");
-           }))
-      .def("__itruediv__", in_place([](Tensor& t, const py::object& b) {
-             if (py::isinstance<Tensor>(b)) t /= b.cast<Tensor>();
-             else t /= number_arg(b, "div_");
-           }))
+      .def("__isub__", in_place(&sub_in_place))
+      .def("__imul__", in_place(&mul_in_place))
+      .def("__itruediv__", in_place(&div_in_place))
       .def("add_",
            [](py::object self, const py::object& other, const py::object& alpha) {
              add_in_place(self.cast<Tensor&>(), other, alpha);
              return self;
            },
            "other"_a, py::kw_only(), "alpha"_a = 1)
-      .def("sub_", in_place([](Tensor& t, const py::object& b) {
-             if (py::isinstance<Tensor>(b)) t -= b.cast<Tensor>();
-             else t -= number_arg(b, "sub_");
-           }), "other"_a)
-      .def("mul_", in_place([](Tensor& t, const py::object& b) {
-             if (py::isinstance<Tensor>(b)) t *= b.cast<Tensor>();
-             else t.mul_(number_arg(b, "mul_"));
-           }), "other"_a)
-      .def("div_", in_place([](Tensor& t, const py::object& b) {
-             if (py::isinstance<Tensor>(b)) t /= b.cast<Tensor>();
-             else t /= number_arg(b, "div_");
-           }), "other"_a)
+      .def("sub_", in_place(&sub_in_place), "other"_a)
+      .def("mul_", in_place(&mul_in_place), "other"_a)
+      .def("div_", in_place(&div_in_place), "other"_a)
       .def("fill_", in_place([](Tensor& t, const py::object& v) { t.fill_(number_arg(v, "fill_")); }), "value"_a)
       .def("zero_", [](py::object self) {
         self.cast<Tensor&>().zero_();
@@ -209,12 +209,12 @@ void init_tensor_math(py::module_& m) {
       py::kw_only(), py::arg("approximate") = "none");
   method_and_function(cls, m, "maximum", &maximum, py::arg("other"));
   method_and_function(cls, m, "minimum", &minimum, py::arg("other"));
-  method_and_function(cls, m, "eq", &compare_any<eq>, py::arg("other"));
-  method_and_function(cls, m, "ne", &compare_any<ne>, py::arg("other"));
-  method_and_function(cls, m, "lt", &compare_any<lt>, py::arg("other"));
-  method_and_function(cls, m, "le", &compare_any<le>, py::arg("other"));
-  method_and_function(cls, m, "gt", &compare_any<gt>, py::arg("other"));
-  method_and_function(cls, m, "ge", &compare_any<ge>, py::arg("other"));
+  method_and_function(cls, m, "eq", &compare_any<eq, eq>, py::arg("other"));
+  method_and_function(cls, m, "ne", &compare_any<ne, ne>, py::arg("other"));
+  method_and_function(cls, m, "lt", &compare_any<lt, lt>, py::arg("other"));
+  method_and_function(cls, m, "le", &compare_any<le, le>, py::arg("other"));
+  method_and_function(cls, m, "gt", &compare_any<gt, gt>, py::arg("other"));
+  method_and_function(cls, m, "ge", &compare_any<ge, ge>, py::arg("other"));
   method_and_function(
       cls, m, "masked_fill",
       [](const Tensor& a, const Tensor& mask, const py::object& value) {
