@@ -203,12 +203,24 @@ TEST(SafetensorsIo, SpacePaddedAndMisalignedHeadersAreAccepted) {
   EXPECT_EQ(info.tensors[0].end, 8u);
 }
 
-TEST(SafetensorsIo, HeaderLengthNearUint64MaxDoesNotWrap) {
+TEST(SafetensorsIo, HugeHeaderLengthDoesNotOverflow) {
   // With the cap lifted, N = 2^64 - 1 must still be refused by the N <= size - 8 check
   // (N + 8 would wrap to 7 and pass a naive check).
   const std::string bytes = le64(UINT64_MAX) + "{}";
   EXPECT_THROW(io::parse_safetensors(std::as_bytes(std::span(bytes)), {.mmap = true, .max_header_bytes = UINT64_MAX}),
                ValueError);
+}
+
+// A BOOL byte other than 0 or 1 is refused by both loaders; 0 and 1 load.
+TEST(SafetensorsIo, InvalidBoolBytesAreRejected) {
+  std::string header = R"({"a":{"dtype":"BOOL","shape":[4],"data_offsets":[0,4]}})";
+  header.append((8 - header.size() % 8) % 8, ' ');
+  const std::string bad = le64(header.size()) + header + std::string("\x01\x00\x02\x01", 4);
+  const std::string good = le64(header.size()) + header + std::string("\x01\x00\x00\x01", 4);
+  for (bool mmap : {true, false}) {
+    EXPECT_THROW(io::parse_safetensors(std::as_bytes(std::span(bad)), {.mmap = mmap}), ValueError);
+    EXPECT_EQ(io::parse_safetensors(std::as_bytes(std::span(good)), {.mmap = mmap}).tensors.at("a").numel(), 4);
+  }
 }
 
 // Random files (random dtypes, shapes, names, metadata): save then load gives back the same.

@@ -67,6 +67,21 @@ TEST(Bpe, LowerRankMergesFirst) {
   EXPECT_EQ(heap(*impl, "abc"), (Ids{256, 'c'}));
 }
 
+// The book's worked example: "h e" (rank 0), "e l" (1), "he l" (2) make "hel" one token.
+TEST(Bpe, MergesFollowTheirRank) {
+  auto impl = tiny({{"h", "e"}, {"e", "l"}, {"he", "l"}});
+  EXPECT_EQ(scan(*impl, "hel"), (Ids{258}));
+  EXPECT_EQ(heap(*impl, "hel"), (Ids{258}));
+  EXPECT_EQ(scan(*impl, "he"), (Ids{256}));
+}
+
+// With "e l" at rank 0 and "h e" at rank 1, "hel" is [h] [el]: rank decides, not position.
+TEST(Bpe, ALowerRankWinsOverAnEarlierPosition) {
+  auto impl = tiny({{"e", "l"}, {"h", "e"}});
+  EXPECT_EQ(scan(*impl, "hel"), (Ids{'h', 256}));
+  EXPECT_EQ(heap(*impl, "hel"), (Ids{'h', 256}));
+}
+
 TEST(Bpe, EqualRanksMergeLeftmostFirst) {
   auto impl = tiny({{"a", "a"}});
   EXPECT_EQ(scan(*impl, "aaa"), (Ids{256, 'a'}));

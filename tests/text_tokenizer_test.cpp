@@ -52,7 +52,7 @@ TEST(Tokenizer, EveryByteValueRoundTrips) {
   EXPECT_EQ(gpt2().decode(gpt2().encode(all)), all);
 }
 
-TEST(Tokenizer, ArbitraryBytesRoundTrip) {
+TEST(Tokenizer, RoundTripsArbitraryBytes) {
   std::mt19937 rng(11);
   for (int round = 0; round < 3000; ++round) {
     std::string text(rng() % 64, '\0');
