@@ -15,7 +15,7 @@ namespace {
 
 std::vector<std::string> split(std::string_view text) {
   std::vector<std::string> pieces;
-  for (std::string_view piece : split_gpt2(text)) pieces.emplace_back(piece);
+  for (std::string_view piece : split_gpt2_words(text)) pieces.emplace_back(piece);
   return pieces;
 }
 
@@ -87,7 +87,7 @@ TEST(Pretokenize, PiecesConcatenateToAnyByteString) {
     const int length = static_cast<int>(rng() % 24);
     for (int i = 0; i < length; ++i) text += alphabet[rng() % std::size(alphabet)];
     std::string joined;
-    for (std::string_view piece : split_gpt2(text)) {
+    for (std::string_view piece : split_gpt2_words(text)) {
       ASSERT_FALSE(piece.empty());
       joined += piece;
     }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kael/core/error.hpp"
+#include "kael/text/split.hpp"
 #include "kael/text/tokenizer.hpp"
 
 namespace kael::text {
@@ -50,6 +51,13 @@ TEST(Tokenizer, EveryByteValueRoundTrips) {
   std::string all;
   for (int b = 0; b < 256; ++b) all += static_cast<char>(b);
   EXPECT_EQ(gpt2().decode(gpt2().encode(all)), all);
+}
+
+// The public split, on the book's round-trip prompt.
+TEST(Gpt2Split, SplitsTheBooksPromptIntoItsWords) {
+  EXPECT_EQ(split_gpt2_words("Hello, my name is"),
+            (std::vector<std::string_view>{"Hello", ",", " my", " name", " is"}));
+  EXPECT_TRUE(split_gpt2_words("").empty());
 }
 
 TEST(Tokenizer, RoundTripsArbitraryBytes) {

@@ -46,6 +46,7 @@
 #include "kael/optim/sgd.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "kael/text/split.hpp"
 #include "kael/text/tokenizer.hpp"
 #include "kael/version.hpp"
 

@@ -70,7 +70,7 @@ std::size_t gpt2_piece_end(const unicode::ClassTable& table, const unsigned char
   return last;
 }
 
-std::vector<std::string_view> split_gpt2(std::string_view text) {
+std::vector<std::string_view> split_gpt2_words(std::string_view text) {
   std::vector<std::string_view> pieces;
   split_gpt2(text, [&](std::string_view piece) { pieces.push_back(piece); });
   return pieces;

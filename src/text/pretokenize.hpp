@@ -12,8 +12,7 @@
 
 #include <cstddef>
 #include <string_view>
-#include <vector>
-
+#include "kael/text/split.hpp"  // split_gpt2_words, all pieces at once (encode streams them instead)
 #include "text/unicode.hpp"
 
 namespace kael::text {
@@ -33,8 +32,5 @@ void split_gpt2(std::string_view text, OnPiece&& on_piece) {
     pos = end;
   }
 }
-
-// All pieces of `text` (for tests and tools; encode streams them instead).
-std::vector<std::string_view> split_gpt2(std::string_view text);
 
 }  // namespace kael::text
