@@ -150,7 +150,7 @@ std::vector<Malformed> cases() {
       {"MetadataNumber", file("{\"__metadata__\":{\"k\":1}}"), Kind::Value, "expected a string"},
       {"MetadataNested", file("{\"__metadata__\":{\"k\":{\"x\":\"y\"}}}"), Kind::Value, "expected a string"},
       // Data.
-      {"InvalidBool", file("{" + entry("a", "BOOL", "[4]", "[0,4]") + "}", std::string("\x01\x00\x02\x01", 4)),
+      {"InvalidBoolBytesAreRejected", file("{" + entry("a", "BOOL", "[4]", "[0,4]") + "}", std::string("\x01\x00\x02\x01", 4)),
        Kind::Value, "holds byte 2 at element 2"},
   };
 }
@@ -201,7 +201,7 @@ TEST_P(MalformedFile, IsRefusedWithTheRightError) {
   expect_refused(c, "mapped load", [&] { io::read_safetensors(temp.path(), {.mmap = true}); });
   expect_refused(c, "copying load", [&] { io::read_safetensors(temp.path(), {.mmap = false}); });
   // The header reader sees everything but the BOOL bytes.
-  if (c.name != "InvalidBool") expect_refused(c, "header", [&] { io::read_safetensors_header(temp.path()); });
+  if (c.name != "InvalidBoolBytesAreRejected") expect_refused(c, "header", [&] { io::read_safetensors_header(temp.path()); });
 }
 
 INSTANTIATE_TEST_SUITE_P(OnePerFailureKind, MalformedFile, ::testing::ValuesIn(cases()),
