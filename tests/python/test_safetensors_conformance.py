@@ -17,7 +17,7 @@ KAEL_STRICTER = {
     "EntryArray": "the reference reads an entry written as a JSON array [dtype, shape, offsets]; the format says object",
     "UnknownField": "the reference ignores an unknown field in an entry; kael refuses what it cannot account for",
     "Float8Dtype": "kael has no float8 types (it refuses with a TypeError naming the dtype)",
-    "InvalidBool": "the reference never reads BOOL bytes; a byte other than 0 or 1 is not a bool in C++ or numpy",
+    "InvalidBoolBytesAreRejected": "the reference never reads BOOL bytes; a byte other than 0 or 1 is not a bool in C++ or numpy",
 }
 
 
