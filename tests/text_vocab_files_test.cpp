@@ -13,10 +13,10 @@
 namespace kael::text {
 namespace {
 
-// The 256 byte tokens plus "ab" (256), as JSON without the closing brace.
-std::string vocab_prefix() {
+// The first `bytes` byte tokens (all 256 by default) plus "ab" (256), as JSON without the closing brace.
+std::string vocab_prefix(int bytes = 256) {
   std::string json = "{";
-  for (int b = 0; b < 256; ++b)
+  for (int b = 0; b < bytes; ++b)
     json += nlohmann::json(bytes_to_symbols(std::string(1, static_cast<char>(b)))).dump() + ":" + std::to_string(b) + ",";
   return json + "\"ab\":256";
 }
@@ -74,11 +74,17 @@ TEST(VocabFiles, CorruptVocabJson) {
   bad_vocab(vocab_prefix() + ",\"\\u4e16\":257}", "not made of GPT-2 byte symbols");
   bad_vocab(vocab_prefix() + ",\"\":257}", "empty string");
   bad_vocab(vocab_prefix() + ",\"cd\":99999999999}", "above the limit");
-  bad_vocab("{\"a\":0}", "no token for the byte");
   bad_vocab(vocab_prefix() + ",\"cd\":\"\xff\"}", "invalid JSON");  // not UTF-8
   // Deep nesting is refused at the first level, without recursion.
   bad_vocab(std::string(100000, '[') + std::string(100000, ']'), "expected a JSON object");
   bad_vocab("{\"x\":" + std::string(100000, '{'), "found an object");
+}
+
+// The book's tokenizer refuses such text in encode; kael refuses, at load, a vocabulary that lacks
+// a token for any byte, so every text is inside the vocabulary of a tokenizer that loaded.
+TEST(VocabFiles, RejectsTextOutsideItsVocabulary) {
+  bad_vocab("{\"a\":0}", "no token for the byte");
+  bad_vocab(vocab_prefix(255) + "}", "no token for the byte 0xff");
 }
 
 TEST(VocabFiles, CorruptMergesTxt) {

@@ -16,7 +16,7 @@ KAEL_STRICTER = {
     "DuplicateTensor": "the reference keeps the last of two entries with one name; such a file means two things",
     "EntryArray": "the reference reads an entry written as a JSON array [dtype, shape, offsets]; the format says object",
     "UnknownField": "the reference ignores an unknown field in an entry; kael refuses what it cannot account for",
-    "Float8Dtype": "kael has no float8 types (it refuses with a TypeError naming the dtype)",
+    "UnsupportedDtypeIsATypeError": "kael has no float8 types (it refuses with a TypeError naming the dtype)",
     "InvalidBoolBytesAreRejected": "the reference never reads BOOL bytes; a byte other than 0 or 1 is not a bool in C++ or numpy",
 }
 
