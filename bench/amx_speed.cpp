@@ -244,6 +244,6 @@ int main(int argc, char** argv) {
                 k.bytes / decode * 1e-9);
   }
   print_two_thread_rate(T);
-  print_tile_peak();  // again: the host can change the tiles' rate during the run (README)
+  print_tile_peak();  // again: the host can change the tiles' rate during the run (docs/performance.md)
   return 0;
 }

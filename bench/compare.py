@@ -22,8 +22,9 @@ Measures (every figure printed, with what it is compared against):
   per ISA     the kael rows again with KAEL_ISA=I for each of --isas (default avx2,avx512), each
               set kael cannot run here reported as skipped.
   llama.cpp   bench/llama_cpp_peer.py: llama-cpp-python (PyPI; it builds llama.cpp from source, see
-              the README for the build this machine needs) through its C API, on GGUF files written
-              from the same checkpoint by bench/write_gguf.py (F32, F16, Q8_0), THREADS threads:
+              docs/performance.md, "llama.cpp for compare.py", for the build this machine needs)
+              through its C API, on GGUF files written from the same checkpoint by
+              bench/write_gguf.py (F32, F16, Q8_0), THREADS threads:
               first a check that the F32 file's greedy tokens and last logits match transformers',
               then per file batch 1 and batch 16 greedy decode (16 sequences in one context, one
               llama_decode per step; the t(N) - t(1) rule) and the 512-token prefill (one

@@ -24,8 +24,8 @@ mixed precision: F32 weights, AdamW and loss), and PyTorch F32 as above; the tab
 row's precision and gives kael bf16's speed-up over both.
 
 Usage: bench/train_speed.py [--kael build/kael] [--threads 2] [--steps 4] [--shapes 4x64,8x256] [--precision f32|bf16]
-(--steps 2 is the least: the first step is a warm-up. With --steps 2 both shapes took 7 minutes on
-2 cores shared with other work.)
+(--steps 2 is the least: the first step is a warm-up. With --steps 2 both shapes take about 7
+minutes on 2 cores.)
 Without --model a seeded GPT-2-small-shape F32 checkpoint is built (scripts/gpt2_reference.py)
 in --workdir and reused by later runs. The text is the shared corpus (../shared/corpus).
 """

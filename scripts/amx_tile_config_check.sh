@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Whether each C++ compiler here builds a working AMX tile configuration written the way ggml's
 # amx/mmq.cpp writes it (a local struct filled field by field, then _tile_loadconfig), which is why
-# the README builds llama.cpp with clang: GCC 12's _tile_loadconfig gives its asm an 8-byte memory
-# operand, so GCC drops the stores of the tile rows and widths and the first tileloadd dies (SIGILL,
+# docs/performance.md ("llama.cpp for compare.py") builds llama.cpp with clang: GCC 12's
+# _tile_loadconfig gives its asm an 8-byte memory operand, so GCC drops the stores of the tile rows and widths and the first tileloadd dies (SIGILL,
 # or SIGSEGV when what the stack held makes the config invalid).
 # Usage: scripts/amx_tile_config_check.sh [compiler...]   (default: g++ clang++)
 set -u

@@ -3,7 +3,7 @@
 # Debian's bible-kjv package, trains a small GPT-2 on it with `kael train` (fixed config, seed,
 # threads and data), stores the weights as F16 beside GPT-2's tokenizer files, and writes
 # SHA256SUMS. It prints the final training and validation loss.
-#   scripts/train_bundled_model.sh [RUN_DIR]     (default build/kael-tiny-kjv-run; 51 min on 2 loaded cores)
+#   scripts/train_bundled_model.sh [RUN_DIR]     (default build/kael-tiny-kjv-run; about 51 min on 2 cores)
 # Needs build/kael (cmake --build build --target kael_cli), `apt-get install bible-kjv`, and python3
 # with numpy and safetensors (requirements-test.txt).
 set -euo pipefail

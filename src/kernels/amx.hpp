@@ -96,7 +96,8 @@ void int8c_linear(float* out, const float* x, const std::uint8_t* w, const float
 // tiled layout below, padded to round_up(M, 32) rows with zeros past M. `tile` kernels run
 // only with the tile configuration loaded (AmxTiles); `gemv` ones need only AVX-512. Keep a and
 // w on cache lines (AlignedVector, core's tensors): a tile row that spans two lines costs the
-// tile kernels about a quarter of their speed (bench/amx_speed, README).
+// tile kernels about a quarter of their speed (bench/amx_speed; docs/performance.md, "The
+// measurements behind the code's constants").
 namespace amx {
 // Loads the tile configuration on this thread for its lifetime, then releases the tiles.
 class AmxTiles {

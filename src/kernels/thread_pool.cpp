@@ -2,12 +2,12 @@
 // contiguous range per thread; the caller runs range 0 itself, so a 1-thread pool has no
 // workers and no synchronisation at all.
 //
-// Waiting threads poll for kSpin before they sleep. A decode step is ~50 jobs of 50-200 us
+// Waiting threads poll for kSpin before they sleep: a decode step is ~50 jobs of 50-200 us
 // separated by a few microseconds of serial work, and waking a sleeping worker through the
-// condition variable took tens of microseconds each time: GPT-2 small decode on 2 cores went
-// from ~72 to ~89 tokens/s with polling (bench/compare.py, idle host). The cost: on a host
-// whose cores are all taken by other work, a polling thread can hold the core its partner
-// needs (decode measured ~40 vs ~58 tokens/s there), and an idle pool burns 50 us per job.
+// condition variable costs tens of microseconds each time. The price: where other processes
+// take every core, a polling thread can hold the core its partner needs, and an idle pool burns
+// kSpin per job. Decode speed both ways: docs/performance.md, "The measurements behind the
+// code's constants".
 #include "kernels/thread_pool.hpp"
 
 #include "kael/core/cpu_clock.hpp"

@@ -21,11 +21,11 @@ std::uint64_t block_key(std::uint64_t parent, std::span<const std::int32_t> toke
 }
 
 // Block memory comes in slabs on huge pages (allocate_huge_aligned): the first prefill into
-// fresh blocks then takes a page fault per 2 MiB instead of per 4 KiB. Faulting a 512-token
-// GPT-2 small prefill's 38 MB of KV blocks took about 18 ms of CPU in 4 KiB pages and 5 ms in
-// huge pages on a KVM guest. The pages of blocks no position reached cost nothing until touched
-// (at most one huge page past the last block touched). Slabs of a few blocks: memory is taken
-// in steps no larger than 16 MiB or so beyond what a pool uses.
+// fresh blocks then takes a page fault per 2 MiB instead of per 4 KiB (the CPU time this saves:
+// docs/performance.md, "The measurements behind the code's constants"). The pages of blocks no
+// position reached cost nothing until touched (at most one huge page past the last block
+// touched). Slabs of a few blocks: memory is taken in steps no larger than 16 MiB or so beyond
+// what a pool uses.
 constexpr std::int64_t kSlabBlocks = 8;
 
 // A slab where huge pages cannot be had: the heap, on a cache line.

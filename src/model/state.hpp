@@ -15,9 +15,9 @@ namespace kael::model {
 
 // Prompts are processed kChunk positions at a time: the activation buffers hold one chunk,
 // whatever n_positions is. Each chunk reads every weight once, so longer chunks reuse it
-// more: a 512-token GPT-2 small prefill on 2 cores took 532 ms with 64-row chunks, 478 ms
-// with 128 and 452 ms with 256 (the GEMM itself runs at ~90% of the FMA peak from ~128 rows
-// on). Buffers are not zero-filled, so rows a short prompt never reaches cost no memory.
+// more, up to where the GEMM runs near its peak (the chunk sizes measured:
+// docs/performance.md, "The measurements behind the code's constants").
+// Buffers are not zero-filled, so rows a short prompt never reaches cost no memory.
 inline constexpr std::int64_t kChunk = 256;
 
 // A float array that is not zero-filled: pages of a large KV cache stay untouched (and free)

@@ -222,9 +222,9 @@ Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors
       continue;
     }
     if (narrow && head) {
-      // The head is a third of GPT-2 small's weights: measured (kael bench, 2 threads), an
-      // int8 head halves the logits time (~100 vs ~200 ms per 64 tokens). Tied, the embedding
-      // lookup reads its columns too (embed()), so no F32 copy of wte is kept.
+      // The head is a third of GPT-2 small's weights, so a narrow head cuts the logits time
+      // (docs/performance.md, "The measurements behind the code's constants"). Tied, the
+      // embedding lookup reads its columns too (embed()), so no F32 copy of wte is kept.
       weights.head = narrow_matrix(tensor, true, dtype, weights.storage, where);
       if (owned) io::release_mapped_pages(tensor);
       continue;

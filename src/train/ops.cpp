@@ -20,14 +20,15 @@ namespace {
 constexpr std::int64_t kColumnBlock = 64;
 
 // Rows of the output head done at a time: the logits chunk is kHeadRows * V floats (103 MB for
-// GPT-2's vocabulary), not B * T * V. Each chunk packs a copy of w and adds into all of dw: at
-// 2048 rows on one thread, chunks of 512 took 5.1 CPU-s against 5.6 for chunks of 256 (medians
-// of three, alternated).
+// GPT-2's vocabulary), not B * T * V. Each chunk packs a copy of w and adds into all of dw, so
+// fewer, larger chunks pack less often (the two sizes measured: docs/training_speed.md, "The
+// measurements behind the training step's constants").
 constexpr std::int64_t kHeadRows = 512;
 
 // Vocabulary entries summed at a time in the head's dx = dlogits @ w: one float sum over all
-// 50257 of them loses precision; measured against float64 torch on the 124M test checkpoint,
-// sums of 2048 added block by block cut the last block's gradient errors by up to 2.7x.
+// 50257 of them loses precision, and sums of 2048 added block by block come closer to float64
+// (by how much: docs/training_speed.md, "The measurements behind the training step's
+// constants").
 constexpr std::int64_t kHeadVocabBlock = 2048;
 
 // Rows of LayerNorm's backward whose dw and db terms are summed together (in row order) before

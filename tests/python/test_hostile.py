@@ -101,7 +101,7 @@ def error_message(response: bytes) -> str:
 
 # ---- 1. a model file truncated or rewritten under a running server or a CLI reader
 
-def test_1_server_survives_its_model_file_being_truncated_and_rewritten(model_dir, tmp_path):
+def test_server_survives_its_model_file_being_truncated_and_rewritten(model_dir, tmp_path):
     copy = tmp_path / "model"
     shutil.copytree(model_dir, copy)
     weights = copy / "model.safetensors"
@@ -116,7 +116,7 @@ def test_1_server_survives_its_model_file_being_truncated_and_rewritten(model_di
         server.assert_healthy()
 
 
-def test_1_cli_readers_never_die_when_the_file_shrinks_during_the_read(tmp_path):
+def test_cli_readers_never_die_when_the_file_shrinks_during_the_read(tmp_path):
     import numpy as np
     from safetensors.numpy import save_file
 
@@ -140,7 +140,7 @@ def test_1_cli_readers_never_die_when_the_file_shrinks_during_the_read(tmp_path)
 
 # ---- 2. FIFOs, sockets and devices given as files
 
-def test_2_non_regular_files_are_refused_at_once(model_dir, tmp_path, kael):
+def test_non_regular_files_are_refused_at_once(model_dir, tmp_path, kael):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     start = time.monotonic()
@@ -162,7 +162,7 @@ def test_2_non_regular_files_are_refused_at_once(model_dir, tmp_path, kael):
 
 # ---- 3. slowloris: a deadline for the whole head, and a cap on connections
 
-def test_3_slow_heads_time_out_and_never_starve_others(model_dir):
+def test_slow_heads_time_out_and_never_starve_others(model_dir):
     with Guarded(model_dir, "--max-batch", 1, "--max-queue", 1, "--head-timeout", 2) as server:
         slow = [socket.create_connection((HOST, server.port), timeout=10) for _ in range(24)]
         try:
@@ -209,7 +209,7 @@ def hold_connections(port, count, first_bytes=b"", wait=0.2, timeout=10.0):
     return held
 
 
-def test_3_connections_past_the_cap_are_refused_at_once(model_dir):
+def test_connections_past_the_cap_are_refused_at_once(model_dir):
     with Guarded(model_dir, "--max-connections", 4) as server:
         idle = hold_connections(server.port, 4)
         try:
@@ -238,7 +238,7 @@ def test_3_connections_past_the_cap_are_refused_at_once(model_dir):
 
 # ---- 4. chunked bodies count against --max-body as they arrive
 
-def test_4_chunked_body_past_the_limit_is_413(model_dir):
+def test_chunked_body_past_the_limit_is_413(model_dir):
     with Guarded(model_dir, "--max-body", 65536) as server:
         with socket.create_connection((HOST, server.port), timeout=10) as sock:
             sock.sendall(b"POST /tokenize HTTP/1.1\r\nContent-Type: application/json\r\n"
@@ -262,7 +262,7 @@ def test_4_chunked_body_past_the_limit_is_413(model_dir):
 
 # ---- 5. tokenizing one huge word
 
-def test_5_tokenizer_input_is_bounded_and_long_words_are_cheap(model_dir):
+def test_tokenizer_input_is_bounded_and_long_words_are_cheap(model_dir):
     with Guarded(model_dir, "--max-body", 8 << 20) as server:
         status, body = server.post_json("/tokenize", {"text": "a" * ((1 << 20) + 1)})
         assert status == 413 and "the server tokenizes at most 1048576 bytes per request" in body["error"]["message"]
@@ -284,7 +284,7 @@ def check_logprobs_spell_text(text, logprobs):
     assert bytes(b for token in logprobs["bytes"] for b in token).decode("utf-8", "replace") == text
 
 
-def test_6_stop_cuts_logprobs_where_it_cuts_the_text(model_dir):
+def test_stop_cuts_logprobs_where_it_cuts_the_text(model_dir):
     with Guarded(model_dir) as server:
         request = {"prompt": "The", "max_tokens": 24, "temperature": 0, "logprobs": 2}
         full = server.complete(**request)["choices"][0]
@@ -318,7 +318,7 @@ def test_6_stop_cuts_logprobs_where_it_cuts_the_text(model_dir):
 
 # ---- 7. a stop string holding U+FFFD
 
-def test_7_stop_string_with_replacement_character_matches(model_dir):
+def test_stop_string_with_replacement_character_matches(model_dir):
     with Guarded(model_dir) as server:
         for seed in range(40):
             request = {"prompt": "x", "max_tokens": 48, "temperature": 1.5, "seed": seed}
@@ -337,7 +337,7 @@ def test_7_stop_string_with_replacement_character_matches(model_dir):
 
 # ---- 8. pipelined requests
 
-def test_8_pipelined_requests_are_answered_in_order(model_dir):
+def test_pipelined_requests_are_answered_in_order(model_dir):
     with Guarded(model_dir) as server:
         body = json.dumps({"text": "Hello, world!"}).encode()
         data = (b"GET /health HTTP/1.1\r\nHost: k\r\n\r\n"
@@ -361,7 +361,7 @@ def test_8_pipelined_requests_are_answered_in_order(model_dir):
 
 # ---- 9. HTTP/1.0 streaming
 
-def test_9_http10_stream_is_close_delimited_http10(model_dir):
+def test_http10_stream_is_close_delimited_http10(model_dir):
     with Guarded(model_dir) as server:
         body = json.dumps({"prompt": "Hi", "max_tokens": 4, "stream": True}).encode()
         response = exchange(server.port, b"POST /v1/completions HTTP/1.0\r\nContent-Type: application/json\r\n"
@@ -384,7 +384,7 @@ def test_9_http10_stream_is_close_delimited_http10(model_dir):
     (b"99999999999999999999", 413, "exceeds the limit"),
     (None, 411, "needs a Content-Length"),
 ])
-def test_10_bad_content_length_is_refused_at_once(model_dir, value, status, message):
+def test_bad_content_length_is_refused_at_once(model_dir, value, status, message):
     with Guarded(model_dir) as server:
         length = b"" if value is None else b"Content-Length: " + value + b"\r\n"
         start = time.monotonic()
@@ -397,7 +397,7 @@ def test_10_bad_content_length_is_refused_at_once(model_dir, value, status, mess
 
 # ---- 11. messages that say what is wrong
 
-def test_11_messages_name_the_real_problem(model_dir, tmp_path, kael):
+def test_messages_name_the_real_problem(model_dir, tmp_path, kael):
     with Guarded(model_dir) as server:
         for field in ("seed", "max_tokens"):
             status, body = server.request("POST", "/v1/completions",
@@ -440,13 +440,13 @@ def test_11_messages_name_the_real_problem(model_dir, tmp_path, kael):
 
 # ---- 12. --threads and header counts
 
-def test_12_threads_are_capped_with_a_warning(model_dir, kael):
+def test_threads_are_capped_with_a_warning(model_dir, kael):
     result = cli(kael, "generate", "--model", model_dir, "hi", "--max-tokens", "2", "--threads", "10000")
     assert result.returncode == 0, result.stderr
     assert "warning: --threads 10000 is more than" in result.stderr and "(4 per CPU)" in result.stderr
 
 
-def test_12_too_many_headers_is_431(model_dir):
+def test_too_many_headers_is_431(model_dir):
     with Guarded(model_dir, "--threads", 100000) as server:
         assert "warning: --threads 100000 is more than" in server.log()
         start = time.monotonic()
@@ -461,7 +461,7 @@ def test_12_too_many_headers_is_431(model_dir):
 # ---- 13. bad input in front of a production server: each gets a clean error or close, and
 # the server keeps serving the others meanwhile
 
-def test_13_one_oversized_header_is_431_at_once(model_dir):
+def test_one_oversized_header_is_431_at_once(model_dir):
     with Guarded(model_dir) as server:
         start = time.monotonic()
         response = exchange(server.port, b"GET /health HTTP/1.1\r\nX-Big: " + b"z" * (40 << 10) + b"\r\n\r\n")
@@ -479,7 +479,7 @@ def test_13_one_oversized_header_is_431_at_once(model_dir):
         server.assert_healthy()
 
 
-def test_13_a_body_that_never_ends_times_out_and_frees_its_connection(model_dir):
+def test_a_body_that_never_ends_times_out_and_frees_its_connection(model_dir):
     with Guarded(model_dir, "--max-connections", 3, "--body-timeout", 1) as server:
         # every connection slot held by a body that stops after 10 of 100 bytes
         stuck = hold_connections(server.port, 3, b"POST /tokenize HTTP/1.1\r\nContent-Type: application/json\r\n"
@@ -498,7 +498,7 @@ def test_13_a_body_that_never_ends_times_out_and_frees_its_connection(model_dir)
         server.assert_healthy()  # the slots are free again
 
 
-def test_13_headers_with_invalid_utf8_get_clean_answers(model_dir):
+def test_headers_with_invalid_utf8_get_clean_answers(model_dir):
     with Guarded(model_dir, "--api-key", "sk-test") as server:
         bad = b"\xff\xfe\xc3\x28\xe2\x82 \x80"
         cases = [
@@ -518,7 +518,7 @@ def test_13_headers_with_invalid_utf8_get_clean_answers(model_dir):
         server.assert_healthy()
 
 
-def test_13_the_accept_queue_is_as_long_as_the_connection_cap(model_dir):
+def test_the_accept_queue_is_as_long_as_the_connection_cap(model_dir):
     # httplib listens with a backlog of 5: a burst of clients past it waits on SYN retries and
     # may end in a reset (bench/serve_load.py's 256 clients met it). ss shows a listening
     # socket's backlog in its Send-Q column.

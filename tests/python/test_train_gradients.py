@@ -90,7 +90,7 @@ def _check_gradients(directory, B, T, seed):
         error = float(np.abs(kgrad - tgrad).max())
         worst.append((error / scale if scale else error, name))
         assert error <= 1e-4 * scale, f"{name}: max |kael - torch| = {error:.3g}, max |torch| = {scale:.3g}"
-    # The figures the README quotes (pytest -s prints them).
+    # The figures docs/training.md quotes (pytest -s prints them).
     print(f"\n{directory.name} B={B} T={T}: loss |kael - torch| / |torch| = {abs(kloss - tloss.item()) / abs(tloss.item()):.2e}"
           f" (bound 1e-5); largest gradient error / its largest |torch| value = {max(worst)[0]:.2e} in {max(worst)[1]}"
           f" (bound 1e-4)")

@@ -146,9 +146,9 @@ constexpr std::int64_t kL2WeightBytes = std::int64_t{1} << 20;
 // product at a time. The blocks go in chunks of about kL2WeightBytes, and inside a chunk the
 // column blocks run inside each 32-row group: the chunk's weights stay in L2 and the row
 // group (24-96 KiB of activations) in L1, and the outputs are written row by row rather than
-// 32 rows apart (bench/amx_speed: int8 at one thread went from 376 to 518 GFLOP/s, medians of
-// 5 alternating runs, with all the blocks inside the row groups and no chunks; chunks keep
-// BF16's twice larger weights, and one thread's whole matrix, in L2 as well).
+// 32 rows apart; the chunks keep BF16's twice larger weights, and one thread's whole matrix, in
+// L2 as well (what this order measured: docs/performance.md, "The measurements behind the
+// code's constants").
 template <class T, class Acc, class Output>
 void tile_gemm(float* c, std::int64_t ldc, const T* a, std::int64_t M, std::int64_t Kp, const T* w,
                std::int64_t blocks, std::int64_t n_valid, Epilogue epilogue, Output output) {

@@ -119,7 +119,8 @@ void gemm(float* c, long ldc, const std::int8_t* xq, const float* xs, long M, lo
     const float* sb = xs + r0 * groups;
     float* cb = c + r0 * ldc;
     // Each panel stays in L1 while the row pairs pass over it. Decode (one row) streams one
-    // panel at a time: measured, two or four concurrent panel streams were 10-20% slower.
+    // panel at a time: two or four concurrent panel streams measured slower
+    // (docs/performance.md, "The measurements behind the code's constants").
     for (long p = 0; p < panels; ++p) {
       const std::int8_t* wp = w + p * 16 * Kp;
       const std::uint16_t* sp = scales + p * groups * 16;

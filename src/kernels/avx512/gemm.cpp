@@ -8,13 +8,12 @@
 //                     reading the weights).
 // Prefill is blocked for the caches (blocked() below): rows in blocks whose inputs stay in
 // L2 while every panel pair of the thread's share passes over them, k in blocks whose panel
-// rows stay in L1 while every row tile of the row block passes over them. Without the
-// k-blocks, a panel pair's K rows (96 KiB at K = 768) left L1 before the next row tile came
-// (about 4-12% slower at 512 rows, the most at K = 3072). Each row block's inputs are first
-// copied into tiles (pack_tiles): a k's 12 broadcasts then read 48 contiguous bytes through one
-// pointer, where 12 rows lda apart needed 12 pointers (more than the free registers: the compiler
-// reloaded some from the stack every k), 12 prefetch streams, and at K = 3072 (12 KiB rows) put
-// all 12 in the same L1 set.
+// rows stay in L1 while every row tile of the row block passes over them (without them a panel
+// pair's K rows, 96 KiB at K = 768, leave L1 before the next row tile comes). Each row block's
+// inputs are first copied into tiles (pack_tiles): a k's 12 broadcasts then read 48 contiguous
+// bytes through one pointer, where 12 rows lda apart need 12 pointers (more than the free
+// registers), 12 prefetch streams, and at K = 3072 (12 KiB rows) fall in one L1 set. What these
+// choices measured: docs/performance.md, "The F32 prefill: changes and what bounds it".
 // Every output is a single FMA chain over k in order, then + bias, whatever MR, NP, the
 // blocking or the thread split (a k-block resumes from the previous block's sums): equal bits
 // to the AVX2 kernel and to itself at any T.
@@ -39,9 +38,9 @@ constexpr long kKc = 256;
 // Panels from which blocked() copies its inputs into tiles (pack_tiles).
 constexpr long kPackPanels = 8;
 // Inputs per row block (rows x K floats): three quarters of L2 (2 MiB on Golden Cove, 1 MiB on
-// Zen 4), the rest for the weights streaming through. At 1 MiB on Golden Cove a 256-row chunk at
-// K = 3072 took four row blocks, hence four passes over the weights from memory; 3072x768 ran
-// about 5% faster with two (kernel_speed 1 avx512 f32 256).
+// Zen 4), the rest for the weights streaming through. Each row block is one pass over the
+// weights from memory, so blocks as large as L2 allows (at 1 MiB on Golden Cove a 256-row chunk
+// at K = 3072 took four; docs/performance.md, "The measurements behind the code's constants").
 long row_block_bytes() {
   static const long bytes = [] {
     const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);  // 0 or -1 where unknown
@@ -118,9 +117,9 @@ void tile(float* c, long ldc, const float* a, long lda, const float* b, long ldb
 // Rows [0, M) against one panel group over k [k0, k0 + K), in tiles of up to kMaxRows rows; the
 // first (up to) 8 full tiles also prefetch `next`, each a share of its rows, or with no full tile
 // the one short tile all of them. chain.partial, if any, holds M rows. PACKED: `a` holds the M
-// rows as pack_tiles lays them out, lda = their full K. (One tile prefetching all of `next`, 32
-// KiB of weights from L3 or memory within one tile's 256 k, ran about 2% slower than shares
-// spread over 8 tiles: A/B in one process, median of 31 paired runs.)
+// rows as pack_tiles lays them out, lda = their full K. (Shares, not one tile prefetching all
+// of `next`, 32 KiB of weights from L3 or memory within one tile's 256 k: docs/performance.md,
+// "The F32 prefill: changes and what bounds it".)
 template <int NP, bool MASKED, bool PACKED = false>
 void rows_of(float* c, long ldc, const float* a, long lda, long k0, const float* b, long ldb, long panel_stride,
              long M, long K, const float* bias, Epilogue epilogue, long w, const float* next, Chain chain = {}) {
