@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kael/core/error.hpp"
+#include "kael/text/bpe.hpp"
 #include "kael/text/split.hpp"
 #include "kael/text/tokenizer.hpp"
 
@@ -126,6 +127,33 @@ TEST(Tokenizer, MissingFilesAreErrorsNotValueErrors) {
   } catch (const Error&) {
   }
   EXPECT_THROW(Tokenizer::from_files(KAEL_SHARED_DIR "/gpt2/vocab.json", "/nonexistent/merges.txt"), Error);
+}
+
+// The book's name and signatures: int64 ids, the same as the engine tokenizer's.
+TEST(BpeTokenizer, TheBooksRoundTripInInt64Ids) {
+  const BpeTokenizer tokenizer(KAEL_SHARED_DIR "/gpt2/vocab.json", KAEL_SHARED_DIR "/gpt2/merges.txt");
+  const std::vector<std::int64_t> ids = tokenizer.encode("Hello, my name is");
+  EXPECT_EQ(ids, (std::vector<std::int64_t>{15496, 11, 616, 1438, 318}));
+  EXPECT_EQ(tokenizer.decode(ids), "Hello, my name is");
+  EXPECT_EQ(tokenizer.encode("tokenization"), (std::vector<std::int64_t>{30001, 1634}));
+  EXPECT_EQ(tokenizer.encode("<|endoftext|>").size(), 7u);  // ordinary text, as encode_ordinary
+  EXPECT_TRUE(tokenizer.encode("").empty());
+  EXPECT_EQ(tokenizer.vocabulary_size(), 50257u);
+  EXPECT_EQ(tokenizer.decode(std::vector<std::int64_t>{50256}), "<|endoftext|>");
+  // Past int32 an id must not wrap into a valid one.
+  for (const std::int64_t bad : {std::int64_t{50257}, std::int64_t{-1}, (std::int64_t{1} << 32) + 11})
+    EXPECT_THROW((void)tokenizer.decode(std::vector<std::int64_t>{bad}), IndexError) << bad;
+  EXPECT_THROW(BpeTokenizer("/nonexistent/vocab.json", KAEL_SHARED_DIR "/gpt2/merges.txt"), Error);
+}
+
+TEST(BpeTokenizer, ByteSymbolsAreGpt2sPrintableSpelling) {
+  const auto& symbols = BpeTokenizer::byte_symbols();
+  EXPECT_EQ(symbols[0x00], "\u0100");  // the first unprintable byte, U+0100
+  EXPECT_EQ(symbols[0x0A], "\u010A");  // newline
+  EXPECT_EQ(symbols[0x20], "\u0120");  // space
+  EXPECT_EQ(symbols[0x21], "!");
+  EXPECT_EQ(symbols[0xAD], "\u0143");  // soft hyphen, the last of the 68
+  EXPECT_EQ(symbols[0xFF], "\u00FF");
 }
 
 TEST(StreamDecoder, NeverEmitsHalfACharacterAndFlushesTheRest) {

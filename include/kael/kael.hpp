@@ -46,6 +46,7 @@
 #include "kael/optim/sgd.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "kael/text/bpe.hpp"
 #include "kael/text/split.hpp"
 #include "kael/text/tokenizer.hpp"
 #include "kael/version.hpp"
@@ -67,8 +68,9 @@ struct LoadOptions {
   bool mmap = true;            // map model.safetensors and use F32 weights in place where that saves memory
 };
 
-// Error unless this build can run on `device`; only "cpu" exists (a "cuda" request gets a
-// message saying the build is CPU-only).
+// Error unless this build can run on `device`: only "cpu" exists (a "cuda" request gets a
+// message saying the build runs on the CPU only; a name that is no device is a ValueError).
+// The same check as parse_device (core/device.hpp).
 void require_device(std::string_view device);
 
 class Session;
