@@ -94,7 +94,8 @@ TEST(Module, AShapeMismatchIsAValueErrorAndChangesNothing) {
   for (const auto& [name, t] : model.state_dict()) EXPECT_TRUE(same_values(t, before.at(name))) << name;
 }
 
-TEST(Module, StateDictRoundTripsThroughSafetensorsBitForBit) {
+// Through save_safetensors and load_safetensors, bit for bit.
+TEST(Module, StateDictRoundTrip) {
   GPT model(tiny_config());
   const auto path = std::filesystem::temp_directory_path() / "kael_nn_state.safetensors";
   io::save_safetensors(path, model.state_dict());
@@ -159,6 +160,33 @@ TEST(Gpt2Weights, Conv1DWeightsAreTransposed) {
   }
   EXPECT_EQ(checked, model.state_dict().size());
   std::filesystem::remove(path);
+}
+
+TEST(Gpt2Weights, SavedInGpt2sLayoutTheyLoadBackBitForBit) {
+  manual_seed(4);
+  GptConfig config = tiny_config();
+  config.tied_embeddings = false;
+  GPT source(config);
+  const io::TensorMap stored = gpt2_state_dict(source);
+  // transformers' names (as GPT2LMHeadModel.save_pretrained writes them) and Conv1D's (in, out).
+  EXPECT_EQ(stored.size(), source.state_dict().size());
+  EXPECT_EQ(stored.at("transformer.h.1.mlp.c_fc.weight").shape(), (Shape{8, 32}));
+  EXPECT_EQ(stored.at("transformer.h.0.attn.c_attn.bias").shape(), (Shape{24}));
+  EXPECT_EQ(stored.at("transformer.wte.weight").shape(), (Shape{37, 8}));
+  EXPECT_TRUE(stored.contains("transformer.ln_f.weight") && stored.contains("lm_head.weight"));
+  for (const auto& [name, t] : source.state_dict()) EXPECT_EQ(translated_gpt2_name(gpt2_name(name)), name);
+
+  const auto path = std::filesystem::temp_directory_path() / "kael_nn_saved_gpt2.safetensors";
+  save_gpt2_weights(source, path);
+  GPT loaded(config);
+  load_gpt2_weights(loaded, path);
+  for (const auto& [name, t] : source.state_dict()) EXPECT_TRUE(same_values(loaded.state_dict().at(name), t)) << name;
+  EXPECT_EQ(io::read_safetensors(path).metadata.at("format"), "pt");
+  std::filesystem::remove(path);
+
+  GptConfig no_bias = tiny_config();
+  no_bias.bias = false;
+  EXPECT_THROW(gpt2_state_dict(GPT(no_bias)), ValueError);
 }
 
 TEST(Gpt, TheKvCacheGivesTheLogitsOfTheFullPass) {

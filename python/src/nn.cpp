@@ -136,6 +136,15 @@ void init_nn(py::module_& m) {
         "Raises kael.Error unless this build runs on `device` (only 'cpu').");
   m.def("translated_gpt2_name", &nn::translated_gpt2_name, "name"_a);
   m.def("stored_transposed", &nn::stored_transposed, "name"_a);
+  m.def("gpt2_name", &nn::gpt2_name, "name"_a, "The GPT-2 (GPT2LMHeadModel) name of a kael parameter name.");
+  m.def(
+      "save_gpt2_weights",
+      [](const nn::GPT& model, const std::filesystem::path& path) {
+        py::gil_scoped_release release;
+        nn::save_gpt2_weights(model, path);
+      },
+      "model"_a, "path"_a,
+      "Writes the model's parameters under GPT-2's names and Conv1D layout, as transformers loads them.");
   m.def(
       "_generate",
       [](nn::GPT& model, const Tensor& prompt, std::int64_t max_new_tokens, double temperature, std::int64_t top_k) {

@@ -10,6 +10,7 @@ tensor library), with load_gpt2 for Hugging Face's GPT-2 checkpoints and kael.ge
 """
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 from typing import Any, Mapping
@@ -41,6 +42,17 @@ def _config(config: GptConfig | Mapping[str, Any] | None) -> GptConfig:
     return GptConfig(**{k: v for k, v in config.items() if k in _CONFIG_FIELDS})
 
 
+def gpt2_config_json(config: GptConfig) -> dict[str, Any]:
+    """The config.json of transformers' GPT2Config for a model of `config`'s shape."""
+    return {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": config.vocab_size,
+            "n_positions": config.n_positions, "n_ctx": config.n_positions, "n_embd": config.n_embd,
+            "n_layer": config.n_layer, "n_head": config.n_head, "n_inner": None,
+            "activation_function": "gelu_new" if config.tanh_gelu else "gelu",
+            "resid_pdrop": config.dropout, "embd_pdrop": config.dropout, "attn_pdrop": config.dropout,
+            "layer_norm_epsilon": config.layer_norm_eps, "tie_word_embeddings": config.tied_embeddings,
+            **({"bos_token_id": 50256, "eos_token_id": 50256} if config.vocab_size > 50256 else {})}
+
+
 class GPT(_Native):
     """GPT-2's architecture as kael::nn modules (names blocks.{i}.attn.qkv.weight, ...).
 
@@ -67,6 +79,18 @@ class GPT(_Native):
         _kael.load_gpt2_weights(self._native, file)
         self.reset_kv_cache()
         return self
+
+    def save_gpt2(self, path: str | os.PathLike[str]) -> None:
+        """Writes the weights as a GPT-2 checkpoint (Hugging Face's names and Conv1D layout) to a
+        .safetensors file, or to model.safetensors plus its config.json in a directory, which
+        transformers' GPT2LMHeadModel.from_pretrained loads."""
+        target = pathlib.Path(path)
+        if target.suffix == ".safetensors":
+            _kael.save_gpt2_weights(self._native, target)
+            return
+        target.mkdir(parents=True, exist_ok=True)
+        _kael.save_gpt2_weights(self._native, target / "model.safetensors")
+        (target / "config.json").write_text(json.dumps(gpt2_config_json(self.config), indent=2) + "\n")
 
     def reset_kv_cache(self) -> None:
         object.__setattr__(self, "_cache", None)
