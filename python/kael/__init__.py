@@ -52,10 +52,11 @@ from ._kael import (  # noqa: F401  (re-exported)
 # The tensor library (python/src/tensor*.cpp), with PyTorch's names.
 from ._kael import (  # noqa: F401  (re-exported)
     abs, add, allclose, arange, argmax, argmin, as_tensor, broadcast_shapes, cat, device, div, dtype, empty,
-    empty_like, eq, exp, eye, flatten, from_numpy, full, full_like, ge, gelu, gt, index_select, is_tensor, le,
+    empty_like, eq, exp, eye, flatten, from_numpy, full, full_like, ge, gelu, get_num_threads, gt, index_select,
+    is_tensor, le,
     linspace, log, log_softmax, lt, manual_seed, masked_fill, matmul, max, maximum, mean, min, minimum, mul, ne,
     neg, numel, ones, ones_like, permute, pow, promote_types, rand, rand_like, randint, randn, randn_like, relu,
-    reshape, rsqrt, sigmoid, softmax, sqrt, squeeze, stack, sub, sum, tanh, transpose, unsqueeze, var, where,
+    reshape, rsqrt, set_num_threads, sigmoid, softmax, sqrt, squeeze, stack, sub, sum, tanh, transpose, unsqueeze, var, where,
     zeros, zeros_like,
 )
 from ._kael import (  # noqa: F401  (dtypes, as torch.float32 ...)

@@ -142,6 +142,10 @@ void init_tensor_creation(py::module_& m) {
       "Integers uniform in [low, high) from the generator kael.manual_seed seeds.");
   m.def("manual_seed", &manual_seed, "seed"_a,
         "Reseeds the one process-wide generator that rand, randn, randint and dropout draw from.");
+  m.def("set_num_threads", &set_num_threads, "n"_a,
+        "Threads the library's ops (and the engine) compute on, the caller included; 0 or less: one per "
+        "physical core. Results do not depend on it.");
+  m.def("get_num_threads", &get_num_threads, "Threads the library's ops compute on.");
   m.def(
       "promote_types", [](const py::object& a, const py::object& b) {
         return dtype_object(promote_types(dtype_arg(a, DType::F32), dtype_arg(b, DType::F32)));

@@ -54,6 +54,12 @@ Tensor rand(Shape shape, DType dtype = DType::F32);   // uniform in [0, 1)
 Tensor randn(Shape shape, DType dtype = DType::F32);  // standard normal
 Tensor randint(std::int64_t low, std::int64_t high, Shape shape, DType dtype = DType::I64);  // [low, high)
 
+// --- threads: torch.set_num_threads. The library's ops (and the engine's forward pass) share
+// one pool of the kernel table; n <= 0 means one thread per physical core (the default).
+// Results do not depend on the count. ---
+void set_num_threads(int n);
+int get_num_threads();
+
 // --- dtypes ---
 DType promote_types(DType a, DType b);
 bool is_integral(DType dtype, bool include_bool = false);
