@@ -3,10 +3,7 @@
 
 namespace kael {
 
-void require_device(std::string_view device) {
-  if (device == "cpu") return;
-  throw Error(str("device '", device, "' is not available: this kael build runs on the CPU only (devices: cpu)"));
-}
+void require_device(std::string_view device) { check_device_available(parse_device(device)); }
 
 Model Model::load(const std::filesystem::path& dir, const LoadOptions& options) {
   require_device(options.device);

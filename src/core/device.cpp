@@ -31,7 +31,7 @@ Device parse_device(std::string_view name) {
 
 void check_device_available(Device device) {
   if (device.type != Device::Type::cpu)
-    throw Error(str("device ", device.str(), " is not available: this build of kael is CPU-only"));
+    throw Error(str("device ", device.str(), " is not available: this kael build runs on the CPU only (devices: cpu)"));
 }
 
 }  // namespace kael
