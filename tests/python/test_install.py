@@ -27,6 +27,12 @@ def cli_greedy_ids(kael, gpt2_f16_dir):
     return out["ids"]
 
 
+@pytest.fixture(scope="module")
+def consumer_build(installed_prefix, tmp_path_factory) -> pathlib.Path:
+    """tests/consumer built once against the installed kael."""
+    return build_against(installed_prefix, ROOT / "tests" / "consumer", tmp_path_factory.mktemp("consumer"))
+
+
 def parse_consumer(stdout: str) -> dict:
     lines = dict(line.split(" ", 1) if " " in line else (line, "") for line in stdout.splitlines())
     return {"version": lines["version"], "generate": [int(x) for x in lines["generate"].split()],
@@ -56,8 +62,8 @@ def test_each_public_header_compiles_alone(installed_prefix, tmp_path):
     run(["g++", "-std=c++20", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", f"-I{include}", *units])
 
 
-def test_cmake_consumer_generates_the_cli_tokens(installed_prefix, gpt2_f16_dir, cli_greedy_ids, tmp_path):
-    build = build_against(installed_prefix, ROOT / "tests" / "consumer", tmp_path / "consumer")
+def test_cmake_consumer_generates_the_cli_tokens(installed_prefix, consumer_build, gpt2_f16_dir, cli_greedy_ids):
+    build = consumer_build
     ids = ",".join(map(str, PROMPT_IDS))
     for program in ["consumer", "consumer_static"]:
         out = parse_consumer(run([build / program, gpt2_f16_dir, TOKENS, ids]).stdout)
@@ -78,14 +84,13 @@ def book_snippet_bytes() -> bytes:
     return struct.pack("<Q", len(header)) + header + data
 
 
-def test_book_snippet_writes_the_books_bytes(installed_prefix, tmp_path):
+def test_book_snippet_writes_the_books_bytes(consumer_build, tmp_path):
     """tests/consumer/book_snippet.cpp, the book's first snippet through kael/kael.hpp, built against the
     installed kael: every byte of the file it writes, and the safetensors package reads it back."""
     expected = book_snippet_bytes()
     assert len(expected) == 160
-    build = build_against(installed_prefix, ROOT / "tests" / "consumer", tmp_path / "consumer")
     path = tmp_path / "book.safetensors"
-    run([build / "book_snippet", path])
+    run([consumer_build / "book_snippet", path])
     written = path.read_bytes()
     assert len(written) == len(expected), (len(written), written)
     first = next((i for i, (x, y) in enumerate(zip(written, expected)) if x != y), None)
@@ -98,6 +103,19 @@ def test_book_snippet_writes_the_books_bytes(installed_prefix, tmp_path):
     assert sorted(loaded) == ["a", "b"]
     assert loaded["a"].dtype.str == "<i8" and loaded["a"].tolist() == [0, 1, 2]
     assert loaded["b"].dtype.str == "<f4" and loaded["b"].tolist() == [[1.0, 1.0], [1.0, 1.0]]
+
+
+def test_the_books_pipeline_generates_text(consumer_build, gpt2_small_dir, kael):
+    """tests/consumer/book_pipeline.cpp, the chapter's generation pipeline on GPT-2 small's shape: seeded
+    sampling prints the prompt and new text, the same twice; greedy equals the engine's greedy text."""
+    prompt = b"The meaning of life is"
+    sampled = run([consumer_build / "book_pipeline", gpt2_small_dir], text=False).stdout  # may split a character
+    assert sampled.startswith(prompt) and len(sampled) > len(prompt) + 1, sampled
+    assert run([consumer_build / "book_pipeline", gpt2_small_dir], text=False).stdout == sampled
+    greedy = run([consumer_build / "book_pipeline", gpt2_small_dir, "0"], text=False).stdout
+    engine = kael("generate", "--model", gpt2_small_dir, prompt.decode(), "--greedy", "--max-tokens", 12, "--threads", 1,
+                  "--ignore-eos").stdout
+    assert greedy == prompt + engine + b"\n"
 
 
 @pytest.mark.skipif(shutil.which("pkg-config") is None, reason="pkg-config is not installed")
