@@ -8,6 +8,7 @@
 #include "kael/core/error.hpp"
 #include "kael/text/tokenizer.hpp"
 #include "text/byte_symbols.hpp"
+#include "kael/core/file.hpp"
 #include "text/vocab_files.hpp"
 
 namespace kael::text {
@@ -101,7 +102,7 @@ TEST(VocabFiles, CorruptMergesTxt) {
 }
 
 TEST(VocabFiles, MissingFilesAreErrors) {
-  EXPECT_THROW(read_file_bytes("/nonexistent/vocab.json", "vocab file"), Error);
+  EXPECT_THROW(read_regular_file("/nonexistent/vocab.json", "vocab file"), Error);
   try {
     Tokenizer::from_files("/nonexistent/vocab.json", "/nonexistent/merges.txt");
     FAIL();
@@ -111,7 +112,7 @@ TEST(VocabFiles, MissingFilesAreErrors) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/vocab.json"), std::string::npos) << e.what();
   }
   EXPECT_THROW(Tokenizer::from_directory("/nonexistent"), Error);
-  EXPECT_THROW(read_file_bytes("/", "vocab file"), Error);  // a directory is not a file
+  EXPECT_THROW(read_regular_file("/", "vocab file"), Error);  // a directory is not a file
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 #include <unordered_map>
 
 #include "kael/core/error.hpp"
-#include "kael/core/file.hpp"
 #include "text/byte_symbols.hpp"
 
 namespace kael::text {
@@ -113,10 +112,6 @@ class VocabHandler : public nlohmann::json_sax<nlohmann::json> {
 };
 
 }  // namespace
-
-std::string read_file_bytes(const std::filesystem::path& path, const char* what) {
-  return read_regular_file(path, what);
-}
 
 VocabFile parse_vocab_json(const std::string& json, const std::string& source) {
   VocabHandler handler(source);

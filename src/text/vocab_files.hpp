@@ -26,9 +26,6 @@ struct MergeLine {
   std::size_t line;
 };
 
-// The whole file as bytes; Error when it is missing or unreadable.
-std::string read_file_bytes(const std::filesystem::path& path, const char* what);
-
 // A flat JSON object of symbol-spelled tokens to non-negative integer ids, each token and id
 // used once; ValueError (naming `source`) otherwise.
 VocabFile parse_vocab_json(const std::string& json, const std::string& source);

@@ -8,7 +8,7 @@
 
 #include "kael/core/error.hpp"
 #include "kael/train/data.hpp"
-#include "train/read_file.hpp"
+#include "kael/core/file.hpp"
 
 namespace kael::train {
 
@@ -89,7 +89,7 @@ std::vector<fs::path> list_data_files(std::span<const fs::path> inputs) {
 }
 
 std::vector<std::string> read_documents(const fs::path& file) {
-  std::string bytes = read_file_bytes(file, "data file");
+  std::string bytes = read_regular_file(file, "data file");
   if (file.extension() == ".jsonl") return jsonl_documents(file, bytes);
   std::vector<std::string> documents;
   documents.push_back(std::move(bytes));

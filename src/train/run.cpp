@@ -3,15 +3,17 @@
 
 #include <chrono>
 #include <cmath>
-#include <ctime>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
+#include "kael/core/cpu_clock.hpp"
 #include "kael/core/error.hpp"
 #include "kael/text/tokenizer.hpp"
 #include "train/checkpoint.hpp"
 #include "train/directory_swap.hpp"
 #include "train/hash.hpp"
-#include "train/read_file.hpp"
+#include "kael/core/file.hpp"
 #include "train/run_state.hpp"
 
 namespace kael::train {
@@ -23,14 +25,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-// The process's CPU seconds (every thread): a step's cost that holds on a machine shared with
-// other work, where its wall time does not.
-double process_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
 
 // What a run starts from: a model directory (finetune) or a config (train), and the tokenizer.
 struct Source {
@@ -256,11 +250,17 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
 
   CheckpointText text;
   const fs::path source_config = source.model_dir / "config.json";
-  text.config_json = !source.model_dir.empty() && fs::exists(source_config)
-                         ? read_file_bytes(source_config, "config")
-                         : config_json(config);
-  text.vocab_json = read_file_bytes(vocab, "tokenizer file");
-  text.merges_txt = read_file_bytes(merges, "tokenizer file");
+  // A fine-tuned model keeps its source's config.json (keys kael does not read included), but its
+  // weights are F32 whatever the source's were.
+  if (!source.model_dir.empty() && fs::exists(source_config)) {
+    auto doc = nlohmann::ordered_json::parse(read_regular_file(source_config, "config"));
+    doc["torch_dtype"] = "float32";
+    text.config_json = doc.dump(2) + "\n";
+  } else {
+    text.config_json = config.to_json("float32");
+  }
+  text.vocab_json = read_regular_file(vocab, "tokenizer file");
+  text.merges_txt = read_regular_file(merges, "tokenizer file");
   const auto save = [&] {
     state.adamw_step = adamw.step_count();
     state.dropout_counter = model.dropout_counter();

@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kael/core/error.hpp"
-#include "train/read_file.hpp"
+#include "kael/core/file.hpp"
 
 namespace kael::train {
 
@@ -37,7 +37,7 @@ json implied_option(const std::string& name) { return name == "precision" ? json
 
 json parse_state(const std::filesystem::path& file) {
   try {
-    json doc = json::parse(read_file_bytes(file, "training state"));
+    json doc = json::parse(read_regular_file(file, "training state"));
     if (!doc.is_object() || doc.value("format", "") != "kael-training-state")
       throw ValueError("not a kael training state");
     return doc;

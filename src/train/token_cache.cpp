@@ -14,7 +14,7 @@
 #include "kael/core/error.hpp"
 #include "kael/train/data.hpp"
 #include "train/hash.hpp"
-#include "train/read_file.hpp"
+#include "kael/core/file.hpp"
 #include "train/text_pieces.hpp"
 
 namespace kael::train {
@@ -35,7 +35,7 @@ std::string cache_key(std::span<const fs::path> files, std::span<const fs::path>
     key += str("data ", absolute.string(), " size ", info.st_size, " mtime ", mtime_ns, "\n");
   }
   for (const fs::path& file : tokenizer_files) {
-    const std::string bytes = read_file_bytes(file, "tokenizer file");
+    const std::string bytes = read_regular_file(file, "tokenizer file");
     Hash64 hash;
     hash.update(bytes);
     key += str("tokenizer ", file.filename().string(), " size ", bytes.size(), " hash ", hash.digest(), "\n");
