@@ -68,19 +68,18 @@ void set_mode(const TempFile& file, const std::filesystem::path& target) {
   if (::fchmod(file.fd(), mode) != 0) file.fail("set the mode of");
 }
 
-// Makes the rename itself durable. Some file systems cannot fsync a directory (EINVAL).
-void sync_directory(const std::filesystem::path& target) {
-  const auto directory = target.parent_path().empty() ? std::filesystem::path(".") : target.parent_path();
-  const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw Error(str("saved '", target.string(), "' but cannot open its directory to sync it: ", std::strerror(errno)));
+}  // namespace
+
+void sync_directory(const std::filesystem::path& directory) {
+  const auto path = directory.empty() ? std::filesystem::path(".") : directory;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw Error(str("cannot open directory '", path.string(), "' to sync it: ", std::strerror(errno)));
   const int result = ::fsync(fd);
   const int error = errno;
   ::close(fd);
   if (result != 0 && error != EINVAL)
-    throw Error(str("saved '", target.string(), "' but cannot sync its directory: ", std::strerror(error)));
+    throw Error(str("cannot sync directory '", path.string(), "': ", std::strerror(error)));
 }
-
-}  // namespace
 
 void write_atomically(const std::filesystem::path& path, const std::vector<std::span<const std::byte>>& pieces) {
   TempFile temp(path);
@@ -91,7 +90,11 @@ void write_atomically(const std::filesystem::path& path, const std::vector<std::
   if (::rename(temp.name().c_str(), path.c_str()) != 0)
     throw Error(str("cannot rename '", temp.name(), "' to '", path.string(), "': ", std::strerror(errno)));
   temp.commit();
-  sync_directory(path);
+  try {
+    sync_directory(path.parent_path());
+  } catch (const Error& e) {
+    throw Error(str("saved '", path.string(), "' but ", e.what()));
+  }
 }
 
 }  // namespace kael::io

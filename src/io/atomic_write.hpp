@@ -13,4 +13,9 @@ namespace kael::io {
 // was, and Error is thrown.
 void write_atomically(const std::filesystem::path& path, const std::vector<std::span<const std::byte>>& pieces);
 
+// fsyncs `directory` (empty: "."), so that a rename into it survives a power loss. A file system
+// that cannot sync a directory (EINVAL) offers nothing more to wait for and is not an error;
+// anything else throws Error naming the directory.
+void sync_directory(const std::filesystem::path& directory);
+
 }  // namespace kael::io

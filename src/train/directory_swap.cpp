@@ -40,15 +40,6 @@ std::string staging_prefix(const fs::path& target) {
 
 }  // namespace
 
-void sync_directory(const fs::path& directory) {
-  const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) throw Error(str("cannot open directory '", directory.string(), "': ", std::strerror(errno)));
-  const bool ok = ::fsync(fd) == 0;
-  const int saved = errno;
-  ::close(fd);
-  if (!ok) throw Error(str("cannot sync directory '", directory.string(), "': ", std::strerror(saved)));
-}
-
 void remove_stale_staging(const fs::path& target) {
   const std::string prefix = staging_prefix(target);
   std::error_code error;
@@ -81,7 +72,7 @@ void StagingDirectory::write_file(std::string_view name, std::span<const std::by
 }
 
 void StagingDirectory::commit(std::span<const std::string_view> carried) {
-  sync_directory(path_);
+  io::sync_directory(path_);
   std::error_code error;
   const bool replacing = fs::exists(target_, error);
   if (replacing) {
@@ -97,7 +88,7 @@ void StagingDirectory::commit(std::span<const std::string_view> carried) {
     throw Error(str("cannot create '", target_.string(), "': ", std::strerror(errno)));
   }
   committed_ = true;
-  sync_directory(target_.parent_path());
+  io::sync_directory(target_.parent_path());
   if (replacing) fs::remove_all(path_, error);  // the old checkpoint, now under the staging name
 }
 
