@@ -11,10 +11,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <string>
 #include <vector>
 
+#include "kael/core/cpu_clock.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/cpu_features.hpp"
 #include "kernels/gemm.hpp"
@@ -26,11 +26,7 @@ using namespace kael::kernels;
 
 namespace {
 
-double cpu_now() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
-}
+double cpu_now() { return kael::process_cpu_seconds(); }
 double wall_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }

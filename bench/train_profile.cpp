@@ -6,22 +6,18 @@
 // (the first step is a warm-up and is not counted).
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <exception>
 #include <random>
 #include <vector>
 
+#include "kael/core/cpu_clock.hpp"
 #include "kael/model/gpt2.hpp"
 #include "kael/train/adamw.hpp"
 #include "kael/train/gpt2_train.hpp"
 
 namespace {
 
-double cpu_ms() {
-  timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-  return 1e3 * static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_nsec);
-}
+double cpu_ms() { return 1e3 * kael::process_cpu_seconds(); }
 
 }  // namespace
 

@@ -2,8 +2,7 @@
 // profile is attached: each lap reads the clock only if there is somewhere to add the time.
 #pragma once
 
-#include <ctime>
-
+#include "kael/core/cpu_clock.hpp"
 #include "kael/train/gpt2_train.hpp"
 
 namespace kael::train {
@@ -27,11 +26,7 @@ class ProfileTimer {
   }
 
  private:
-  static double now_ms() {
-    timespec t{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return 1e3 * static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_nsec);
-  }
+  static double now_ms() { return 1e3 * process_cpu_seconds(); }
   TrainProfile* profile_;
   double start_ = 0, last_ = 0;
 };
