@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import pathlib
-import shutil
 import sys
 
 import numpy as np
@@ -39,7 +38,9 @@ def main() -> None:
     tmp = bundle / "model.safetensors.tmp"
     save_file(weights, str(tmp), metadata={"format": "pt"})
     os.replace(tmp, bundle / "model.safetensors")
-    shutil.copyfile(run / "config.json", bundle / "config.json")
+    config = json.loads((run / "config.json").read_text())
+    config["torch_dtype"] = "float16"  # the weights just written
+    (bundle / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     (bundle / "SHA256SUMS").write_text("".join(f"{sha256(bundle / name)}  {name}\n" for name in FILES))
 
     records = [json.loads(line) for line in log.read_text().splitlines()]

@@ -127,4 +127,32 @@ Config Config::from_directory(const std::filesystem::path& dir) {
   return from_json_file(path);
 }
 
+std::string Config::to_json(std::string_view torch_dtype) const {
+  nlohmann::ordered_json doc;
+  doc["architectures"] = {"GPT2LMHeadModel"};
+  doc["model_type"] = "gpt2";
+  doc["vocab_size"] = vocab_size;
+  doc["n_positions"] = n_positions;
+  doc["n_ctx"] = n_positions;
+  doc["n_embd"] = n_embd;
+  doc["n_layer"] = n_layer;
+  doc["n_head"] = n_head;
+  doc["n_inner"] = n_inner > 0 ? nlohmann::ordered_json(n_inner) : nlohmann::ordered_json();
+  doc["activation_function"] = "gelu_new";
+  doc["layer_norm_epsilon"] = layer_norm_epsilon;
+  doc["resid_pdrop"] = 0.1;
+  doc["embd_pdrop"] = 0.1;
+  doc["attn_pdrop"] = 0.1;
+  doc["initializer_range"] = 0.02;
+  doc["scale_attn_weights"] = true;
+  doc["scale_attn_by_inverse_layer_idx"] = false;
+  doc["reorder_and_upcast_attn"] = false;
+  doc["tie_word_embeddings"] = tie_word_embeddings;
+  doc["bos_token_id"] = 50256;
+  doc["eos_token_id"] = 50256;
+  doc["use_cache"] = true;
+  doc["torch_dtype"] = torch_dtype;
+  return doc.dump(2) + "\n";
+}
+
 }  // namespace kael::model

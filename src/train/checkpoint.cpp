@@ -40,34 +40,6 @@ OutKind inspect_out(const fs::path& out) {
   return OutKind::empty;
 }
 
-std::string config_json(const model::Config& config) {
-  nlohmann::ordered_json doc;
-  doc["architectures"] = {"GPT2LMHeadModel"};
-  doc["model_type"] = "gpt2";
-  doc["vocab_size"] = config.vocab_size;
-  doc["n_positions"] = config.n_positions;
-  doc["n_ctx"] = config.n_positions;
-  doc["n_embd"] = config.n_embd;
-  doc["n_layer"] = config.n_layer;
-  doc["n_head"] = config.n_head;
-  doc["n_inner"] = config.n_inner > 0 ? nlohmann::ordered_json(config.n_inner) : nlohmann::ordered_json();
-  doc["activation_function"] = "gelu_new";
-  doc["layer_norm_epsilon"] = config.layer_norm_epsilon;
-  doc["resid_pdrop"] = 0.1;
-  doc["embd_pdrop"] = 0.1;
-  doc["attn_pdrop"] = 0.1;
-  doc["initializer_range"] = 0.02;
-  doc["scale_attn_weights"] = true;
-  doc["scale_attn_by_inverse_layer_idx"] = false;
-  doc["reorder_and_upcast_attn"] = false;
-  doc["tie_word_embeddings"] = config.tie_word_embeddings;
-  doc["bos_token_id"] = 50256;
-  doc["eos_token_id"] = 50256;
-  doc["use_cache"] = true;
-  doc["torch_dtype"] = "float32";
-  return doc.dump(2) + "\n";
-}
-
 void save_checkpoint(const fs::path& out, const TrainableGPT2& model, AdamW& adamw, const CheckpointText& text) {
   const auto parameters = model.parameters();
   for (const Parameter& parameter : parameters) check_finite(parameter);

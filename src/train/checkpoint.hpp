@@ -21,11 +21,8 @@ inline constexpr const char* kCacheDir = ".kael-train";
 enum class OutKind { absent, empty, run, model, other };
 OutKind inspect_out(const std::filesystem::path& out);
 
-// config.json for a model of `config`, with the fields transformers' GPT2Config reads.
-std::string config_json(const model::Config& config);
-
 struct CheckpointText {
-  std::string config_json;      // OUT/config.json
+  std::string config_json;      // OUT/config.json (torch_dtype float32: checkpoints hold F32 weights)
   std::string vocab_json;       // OUT/vocab.json
   std::string merges_txt;       // OUT/merges.txt
   std::string state_json;       // OUT/training_state.json

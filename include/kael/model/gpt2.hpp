@@ -42,6 +42,10 @@ struct Config {
   static Config from_json_file(const std::filesystem::path& path);
   // DIR/config.json when present, GPT-2 small defaults when not.
   static Config from_directory(const std::filesystem::path& dir);
+  // config.json text for this shape, as transformers' GPT2Config writes it (gelu_new, GPT-2's
+  // dropout rates and token ids), with `torch_dtype` naming the weights the file beside it holds
+  // ("float32", "float16", "bfloat16"). from_json reads it back to an equal Config.
+  std::string to_json(std::string_view torch_dtype) const;
 };
 
 // How the four matrices of each block and the output head are stored: f32 as in the
