@@ -1,6 +1,7 @@
 // `kael generate`: continues a prompt (text or --ids) with the model, streaming the text to
 // stdout as it is produced, or printing one JSON object with --json. Timings go to stderr.
 // --n N samples N continuations; --beams N runs beam search. Both print every choice when done.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -72,8 +73,19 @@ std::pair<std::int32_t, float> parse_bias(const std::string& item) {
   return {ids[0], bias};
 }
 
-// Several choices (--n, --beams): JSON {"prompt_ids", "choices": [{"ids", "text", "finish_reason"
-// [, "score"]}]}, or each text followed by a line holding only "---".
+// Whether the statistics line (stderr) lands right after the streamed text (stdout): on a
+// terminal, or when both go to the same file or pipe (2>&1). Then the text ends its line first.
+bool statistics_follow_text() {
+  if (isatty(STDOUT_FILENO)) return true;
+  struct stat out{}, err{};
+  return fstat(STDOUT_FILENO, &out) == 0 && fstat(STDERR_FILENO, &err) == 0 && out.st_dev == err.st_dev &&
+         out.st_ino == err.st_ino;
+}
+
+// --json has one shape in every mode (one choice, --n, --beams): {"prompt_ids", "choices": [{"ids",
+// "text", "finish_reason" [, "score"]}], "ids", "text"}, where the top-level "ids" and "text" are
+// the first choice's: the one-choice shape of earlier releases, kept for one release
+// (docs/cli.md). Without --json, several choices print each text followed by a line "---".
 struct Choice {
   std::vector<std::int32_t> ids;
   std::string text;
@@ -89,7 +101,9 @@ void print_choices(const std::vector<std::int32_t>& prompt_ids, const std::vecto
       if (c.score) item["score"] = *c.score;
       list.push_back(std::move(item));
     }
-    const nlohmann::ordered_json out = {{"prompt_ids", prompt_ids}, {"choices", std::move(list)}};
+    nlohmann::ordered_json out = {{"prompt_ids", prompt_ids}, {"choices", std::move(list)}};
+    out["ids"] = choices.front().ids;
+    out["text"] = choices.front().text;
     std::cout << out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
     return;
   }
@@ -192,11 +206,9 @@ int run_generate(const GenerateArgs& args) {
   const auto result = generate::generate(model, tokenizer, prompt_ids, options, on_piece);
 
   if (args.json) {
-    // Keys in the documented order. Text that ends inside a character (cut by max tokens) is
-    // shown with U+FFFD.
-    const nlohmann::ordered_json out = {{"prompt_ids", result.prompt_ids}, {"ids", result.ids}, {"text", result.text}};
-    std::cout << out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
-  } else if (isatty(STDOUT_FILENO) && (result.text.empty() || result.text.back() != '\n')) {
+    // Text that ends inside a character (cut by max tokens) is shown with U+FFFD.
+    print_choices(result.prompt_ids, {{result.ids, result.text, result.finish_reason, std::nullopt}}, true);
+  } else if (statistics_follow_text() && (result.text.empty() || result.text.back() != '\n')) {
     write_stdout("\n");
   }
   std::cout.flush();
@@ -268,7 +280,7 @@ RunFn setup(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--dtype", args->dtype, kDtypeHelp)->capture_default_str();
-  cmd->add_flag("--json", args->json, R"(Print {"prompt_ids", "ids", "text"} instead of streaming)");
+  cmd->add_flag("--json", args->json, R"(Print {"prompt_ids", "choices": [{"ids", "text", "finish_reason"}], "ids", "text"} instead of streaming)");
   return [args] { return run_generate(*args); };
 }
 

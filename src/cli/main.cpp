@@ -39,14 +39,19 @@ int main(int argc, char** argv) {
     runs.emplace_back(app.get_subcommand(command.name), std::move(run));
   }
 
-  // CLI11 would take an unknown first word for a stray argument and only say that a
-  // subcommand is required; name it, and the ones kael has.
-  if (argc > 1 && argv[1][0] != '-' &&
-      std::none_of(commands.begin(), commands.end(), [&](const auto& c) { return c.name == argv[1]; })) {
+  // CLI11 would take an unknown first word for a stray argument, and say of a missing one only
+  // that a subcommand is required; either way, say which subcommands kael has.
+  const auto unknown = [&] {
+    return std::none_of(commands.begin(), commands.end(), [&](const auto& c) { return c.name == argv[1]; });
+  };
+  if (argc == 1 || (argv[1][0] != '-' && unknown())) {
     std::string known;
     for (const auto& command : commands) known += (known.empty() ? "" : ", ") + command.name;
-    std::cerr << "error: unknown subcommand '" << argv[1] << "' (kael has: " << known
-              << "; `kael --help` lists them)\n";
+    if (argc == 1)
+      std::cerr << "error: no subcommand (kael has: " << known << "; `kael --help` describes them)\n";
+    else
+      std::cerr << "error: unknown subcommand '" << argv[1] << "' (kael has: " << known
+                << "; `kael --help` describes them)\n";
     return 1;
   }
 

@@ -175,7 +175,8 @@ def eos_model_dir(gpt2_f16_dir, tmp_path_factory):
 
 def test_end_of_text_ends_generation(kael, eos_model_dir):
     out = kael_json(kael, eos_model_dir, "--greedy", "--max-tokens", 10, "--ids", ids_arg(PROMPTS[0]))
-    assert out == {"prompt_ids": PROMPTS[0], "ids": [EOS], "text": ""}
+    assert out == {"prompt_ids": PROMPTS[0], "choices": [{"ids": [EOS], "text": "", "finish_reason": "stop"}],
+                   "ids": [EOS], "text": ""}
     sampled = kael_json(kael, eos_model_dir, "--temperature", 1, "--max-tokens", 10, "--ids", ids_arg(PROMPTS[0]))
     assert sampled["ids"] == [EOS]
     ignored = kael_json(kael, eos_model_dir, "--greedy", "--ignore-eos", "--max-tokens", 3, "--ids", ids_arg(PROMPTS[0]))
