@@ -1,9 +1,10 @@
 // The tensor library's overheads against what it is built on, in one run:
 //   (a) kael::matmul against kernels::gemm called directly at GPT-2 shapes (the ratio is the
 //       cost of the Tensor layer: allocation, operand checks, autograd bookkeeping);
-//   (b) add / mul / exp / sum over 16M F32 elements in GB/s (bytes the op must move: reads +
-//       writes), against a read-bandwidth probe on the pool's threads (bench/read_probe.hpp,
-//       as bench/bandwidth.cpp: each thread sums its own slice, best pass);
+//   (b) add / mul / exp / sigmoid / tanh / sum over 16M F32 elements, and add with a broadcast
+//       row (a bias) and with a transposed operand (4096 x 4096), in GB/s (bytes the op must
+//       move: reads + writes), against a read-bandwidth probe on the pool's threads
+//       (bench/read_probe.hpp, as bench/bandwidth.cpp: each thread sums its own slice, best pass);
 //   (c) autograd bookkeeping: a chain of small adds with requires_grad minus the same chain
 //       under NoGradGuard, per op, and the backward per op.
 // One JSON object per line (bench/tensor_vs_torch.py reads them), after a "cpu" line.
@@ -14,6 +15,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kael/tensor/autograd.hpp"
@@ -62,13 +64,30 @@ double read_bandwidth(const float* buffer, std::int64_t floats) {
   return static_cast<double>(floats) * 4 / seconds / 1e9;
 }
 
+// The best of `reps` runs of f and of g, run in turns (after one warm-up run each), so that the
+// machine's load changing over the runs weighs on both alike.
+template <class F, class G>
+std::pair<double, double> best_seconds_in_turns(int reps, F&& f, G&& g) {
+  f();
+  g();
+  double best_f = 1e30, best_g = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = Clock::now();
+    f();
+    best_f = std::min(best_f, std::chrono::duration<double>(Clock::now() - t0).count());
+    t0 = Clock::now();
+    g();
+    best_g = std::min(best_g, std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return {best_f, best_g};
+}
+
 void matmul_vs_gemm(std::int64_t M, std::int64_t K, std::int64_t N) {
   const kael::Tensor a = kael::randn({M, K}), b = kael::randn({K, N});
   std::vector<float> c(static_cast<std::size_t>(M * N));
-  const double direct = best_seconds(5, [&] {
-    kael::kernels::gemm(c.data(), N, a.data<float>(), K, false, b.data<float>(), N, false, M, N, K);
-  });
-  const double tensor = best_seconds(5, [&] { kael::matmul(a, b); });
+  const auto [direct, tensor] = best_seconds_in_turns(
+      9, [&] { kael::kernels::gemm(c.data(), N, a.data<float>(), K, false, b.data<float>(), N, false, M, N, K); },
+      [&] { kael::matmul(a, b); });
   const double gflop = 2.0 * static_cast<double>(M * N * K) / 1e9;
   std::printf("{\"bench\": \"matmul\", \"shape\": \"(%lldx%lld)@(%lldx%lld)\", \"kael_ms\": %.3f, \"gemm_ms\": %.3f, "
               "\"kael_gflops\": %.1f, \"gemm_gflops\": %.1f, \"ratio\": %.3f}\n",
@@ -124,7 +143,12 @@ int main(int argc, char** argv) {
   elementwise("mul", 3 * bytes, bound, best_seconds(5, [&] { kael::mul(a, b); }));
   elementwise("mul_scalar", 2 * bytes, bound, best_seconds(5, [&] { kael::mul(a, 0.5); }));
   elementwise("exp", 2 * bytes, bound, best_seconds(5, [&] { kael::exp(a); }));
+  elementwise("sigmoid", 2 * bytes, bound, best_seconds(5, [&] { kael::sigmoid(a); }));
+  elementwise("tanh", 2 * bytes, bound, best_seconds(5, [&] { kael::tanh(a); }));
   elementwise("sum", bytes, bound, best_seconds(5, [&] { kael::sum(a); }));
+  const kael::Tensor square = a.view({4096, 4096}), bias = kael::randn({4096}), other = b.view({4096, 4096});
+  elementwise("add_bias_row", 2 * bytes, bound, best_seconds(5, [&] { kael::add(square, bias); }));
+  elementwise("add_transposed", 3 * bytes, bound, best_seconds(5, [&] { kael::add(square.T(), other); }));
   autograd_overhead();
   return 0;
 }

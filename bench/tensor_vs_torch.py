@@ -1,6 +1,7 @@
 """kael's tensor library against torch on the CPU, in one run and one table: bench/tensor_speed
-(kael::matmul vs its GEMM at GPT-2 shapes, add/mul/exp/sum at 16M F32 elements against a read
-bandwidth probe, autograd bookkeeping per op), then the same ops in torch with
+(kael::matmul vs its GEMM at GPT-2 shapes, add/mul/exp/sigmoid/tanh/sum at 16M F32 elements and
+add with a broadcast row and with a transposed operand, against a read bandwidth probe, autograd
+bookkeeping per op), then the same ops in torch with
 torch.set_num_threads equal to kael's thread count. Best of several runs each, as tensor_speed.
 
     python3 bench/tensor_vs_torch.py [--binary build/bench/tensor_speed] [--threads N]
@@ -45,7 +46,12 @@ def torch_figures(torch, threads):
     out["mul"] = best_seconds(lambda: torch.mul(a, b))
     out["mul_scalar"] = best_seconds(lambda: torch.mul(a, 0.5))
     out["exp"] = best_seconds(lambda: torch.exp(a))
+    out["sigmoid"] = best_seconds(lambda: torch.sigmoid(a))
+    out["tanh"] = best_seconds(lambda: torch.tanh(a))
     out["sum"] = best_seconds(lambda: torch.sum(a))
+    square, bias, other = a.view(4096, 4096), torch.randn(4096), b.view(4096, 4096)
+    out["add_bias_row"] = best_seconds(lambda: torch.add(square, bias))
+    out["add_transposed"] = best_seconds(lambda: torch.add(square.T, other))
     ops = 2000
     leaf = torch.randn(16, requires_grad=True)
 
@@ -89,12 +95,12 @@ def main():
             print(f"{r['shape']:<24} {r['kael_ms']:>9.2f} {r['gemm_ms']:>9.2f} {r['ratio']:>9.3f} {t:>9.2f} {r['kael_ms'] / t:>10.2f}")
     bw = next(r["read_bw_gb_s"] for r in rows if r["bench"] == "elementwise")
     print(f"\n(b) 16M F32 elements; GB/s = bytes the op must move (reads + writes); read bandwidth probe {bw:.2f} GB/s")
-    print(f"{'op':<12} {'kael ms':>9} {'kael GB/s':>10} {'/ bw':>6} {'torch ms':>9} {'torch GB/s':>10} {'kael/torch':>10}")
+    print(f"{'op':<15} {'kael ms':>9} {'kael GB/s':>10} {'/ bw':>6} {'torch ms':>9} {'torch GB/s':>10} {'kael/torch':>10}")
     for r in rows:
         if r["bench"] == "elementwise":
             t = theirs[r["op"]]
             torch_gbs = r["gb_s"] * r["ms"] / 1e3 / t
-            print(f"{r['op']:<12} {r['ms']:>9.2f} {r['gb_s']:>10.2f} {r['ratio_to_bw']:>6.2f} {t * 1e3:>9.2f} "
+            print(f"{r['op']:<15} {r['ms']:>9.2f} {r['gb_s']:>10.2f} {r['ratio_to_bw']:>6.2f} {t * 1e3:>9.2f} "
                   f"{torch_gbs:>10.2f} {r['ms'] / 1e3 / t:>10.2f}")
     print("\n(c) autograd, a chain of 2000 adds of 16 elements, us per op")
     print(f"{'':<8} {'with grad':>10} {'no grad':>9} {'bookkeeping':>12} {'backward':>9}")

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "kernels/kernel_table.hpp"
 #include "kernels/norm.hpp"
 #include "kernels/elementwise.hpp"
+#include "kernels/exp.hpp"
 #include "kernels/thread_pool.hpp"
 #include "kernels_testing.hpp"
 
@@ -429,6 +432,90 @@ TEST_P(IsaKernels, SoftmaxAndGeluMatchReference) {
   kt.softmax(s.data(), x.data(), static_cast<std::int64_t>(x.size()));
   EXPECT_EQ(s[6], 1.0f);
   EXPECT_EQ(s[0], 0.0f);
+}
+
+namespace {
+
+// Distance in representable floats between a and b of the same sign (0 and -0 are 0 apart).
+std::int64_t ulps_apart(float a, float b) {
+  std::int32_t ia, ib;
+  std::memcpy(&ia, &a, sizeof ia);
+  std::memcpy(&ib, &b, sizeof ib);
+  if (ia < 0) ia = std::numeric_limits<std::int32_t>::min() - ia;
+  if (ib < 0) ib = std::numeric_limits<std::int32_t>::min() - ib;
+  return std::abs(static_cast<std::int64_t>(ia) - ib);
+}
+
+// Inputs for exp on ragged sizes: most in [-110, 95], across underflow to 0, the subnormal
+// results below -87.3 and overflow past 88.72, with the special values scattered among them.
+std::vector<float> exp_inputs(std::int64_t n, unsigned seed) {
+  static const float specials[] = {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+                                   std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                                   std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
+                                   std::numeric_limits<float>::denorm_min(), -1e-40f, 0.0f, -0.0f,
+                                   88.72283f, 88.72284f, 89.0f, -87.33655f, -100.0f, -103.97f, -103.972084f, -104.0f};
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-110.0f, 95.0f);
+  std::vector<float> x(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = rng() % 4 == 0 ? specials[rng() % std::size(specials)] : uniform(rng);
+  return x;
+}
+
+}  // namespace
+
+TEST_P(IsaKernels, ExpKeepsTheCLibrarySemanticsOnRaggedSizes) {
+  const KernelTable& kt = kernels_for(isa());
+  ASSERT_NE(kt.exp, nullptr);
+  for (std::int64_t n : {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 100, 1000, 4099}) {
+    const auto x = exp_inputs(n, static_cast<unsigned>(60 + n));
+    // Two sentinels past the end: a masked tail must not write them.
+    std::vector<float> fast(static_cast<std::size_t>(n) + 2, 7.0f), slow(static_cast<std::size_t>(n));
+    kt.exp(fast.data(), x.data(), n);
+    ref::exp(slow.data(), x.data(), n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float f = fast[static_cast<std::size_t>(i)], s = slow[static_cast<std::size_t>(i)];
+      if (std::isnan(s)) {
+        ASSERT_TRUE(std::isnan(f)) << "exp(" << x[i] << ") = " << f << ", n=" << n;
+        continue;
+      }
+      // Within one ulp of the correctly rounded value (the reference), subnormals included;
+      // infinities and zeros exactly.
+      ASSERT_LE(ulps_apart(f, s), std::isinf(s) || s == 0.0f ? 0 : 1)
+          << "exp(" << x[i] << ") = " << f << ", expected " << s << ", n=" << n;
+    }
+    ASSERT_EQ(fast[static_cast<std::size_t>(n)], 7.0f) << "wrote past the end, n=" << n;
+    ASSERT_EQ(fast[static_cast<std::size_t>(n) + 1], 7.0f) << "wrote past the end, n=" << n;
+    auto in_place = x;  // out may equal inp
+    kt.exp(in_place.data(), in_place.data(), n);
+    ASSERT_EQ(0, std::memcmp(in_place.data(), fast.data(), in_place.size() * sizeof(float))) << "in place, n=" << n;
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {std::numeric_limits<float>::quiet_NaN(), inf, -inf, 100.0f, 88.72284f, -104.0f,
+                                -1000.0f, 1e-40f, -1e-40f, 0.0f, 1.0f, -103.97f};
+  std::vector<float> y(x.size());
+  kt.exp(y.data(), x.data(), static_cast<std::int64_t>(x.size()));
+  EXPECT_TRUE(std::isnan(y[0]));
+  EXPECT_EQ(y[1], inf);
+  EXPECT_EQ(y[2], 0.0f);
+  EXPECT_EQ(y[3], inf);  // overflow
+  EXPECT_EQ(y[4], inf);  // just past ln(FLT_MAX)
+  EXPECT_EQ(y[5], 0.0f);  // below half the smallest subnormal
+  EXPECT_EQ(y[6], 0.0f);
+  EXPECT_EQ(y[7], 1.0f);  // subnormal inputs
+  EXPECT_EQ(y[8], 1.0f);
+  EXPECT_EQ(y[9], 1.0f);
+  EXPECT_EQ(y[10], std::exp(1.0f));
+  EXPECT_EQ(y[11], std::numeric_limits<float>::denorm_min());
+}
+
+TEST(X86Kernels, Avx512ExpEqualsAvx2BitForBit) {
+  std::string why;
+  if (!isa_supported(Isa::avx512, &why)) GTEST_SKIP() << "avx512 not run: " << why;
+  const auto x = exp_inputs(10007, 71);
+  std::vector<float> a(x.size()), b(x.size());
+  kernels_for(Isa::avx2).exp(a.data(), x.data(), static_cast<std::int64_t>(x.size()));
+  kernels_for(Isa::avx512).exp(b.data(), x.data(), static_cast<std::int64_t>(x.size()));
+  ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
 }
 
 INSTANTIATE_TEST_SUITE_P(Isas, IsaKernels, test_util::every_isa_and_threads(), test_util::isa_threads_name);

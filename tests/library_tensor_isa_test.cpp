@@ -5,6 +5,10 @@
 // plain loops.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+#include <vector>
+
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "kernels_testing.hpp"
@@ -77,6 +81,61 @@ TEST_P(TensorOnEveryIsa, ThreadedElementwiseAndSums) {
   expect_close(sum(a.view({256, 512}), {1}), sum(a64.view({256, 512}), {1}), 1e-5, "row sums");
   expect_close(softmax(a.view({128, 1024}), -1), softmax(a64.view({128, 1024}), -1), 1e-6, "softmax");
   expect_close(layer_norm(a.view({512, 256}), {256}), layer_norm(a64.view({512, 256}), {256}), 1e-5, "layer_norm");
+}
+
+// exp (and sigmoid and tanh, on it) through the kernel table's vector exp: NaN, infinities,
+// overflow, underflow and subnormal results as the C library gives them, within one ulp, for
+// contiguous, strided and broadcast inputs; F64 stays exact.
+TEST_P(TensorOnEveryIsa, ExpSigmoidAndTanhKeepTheCLibrarySemantics) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> special = {nan, inf, -inf, 88.72f, 88.73f, 100.0f, -87.0f, -100.0f, -103.97f, -104.0f,
+                                      -1e30f, 1e30f, 1e-40f, -1e-40f, 0.0f, -0.0f, 1.0f, -1.0f, 0.5f,
+                                      0.62f, -0.63f, 1e-8f, -3e-4f, 9.0f, -20.0f};
+  std::vector<float> values;
+  for (int rep = 0; rep < 7; ++rep) values.insert(values.end(), special.begin(), special.end());  // 175: ragged
+  const Tensor x = from_vector(values, {7, 25});
+  const auto check = [&](const Tensor& input, const char* what) {
+    const std::vector<float> in = input.contiguous().to_vector<float>(), out = exp(input).to_vector<float>();
+    const std::vector<float> sig = sigmoid(input).to_vector<float>(), th = tanh(input).to_vector<float>();
+    ASSERT_EQ(in.size(), out.size()) << what;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const double want = std::exp(static_cast<double>(in[i]));
+      const float rounded = static_cast<float>(want);
+      if (std::isnan(in[i])) {
+        EXPECT_TRUE(std::isnan(out[i]) && std::isnan(sig[i]) && std::isnan(th[i])) << what << " " << i;
+        continue;
+      }
+      if (std::isinf(rounded) || rounded == 0.0f) {
+        EXPECT_EQ(out[i], rounded) << what << " exp(" << in[i] << ")";
+      } else {
+        EXPECT_LE(std::abs(out[i] - want), std::nextafter(rounded, inf) - rounded) << what << " exp(" << in[i] << ")";
+      }
+      // The scalar form's formula, in float as before (0 once e^-x overflows).
+      const float sig_want = 1.0f / (1.0f + std::exp(-in[i]));
+      EXPECT_NEAR(sig[i], sig_want, 2.5e-7 * sig_want) << what << " sigmoid(" << in[i] << ")";
+      const float th_want = static_cast<float>(std::tanh(static_cast<double>(in[i])));
+      EXPECT_LE(std::abs(th[i] - th_want), std::abs(std::nextafter(th_want, 0.0f) - th_want)) << what << " tanh(" << in[i] << ")";
+      EXPECT_EQ(std::signbit(th[i]), std::signbit(in[i])) << what << " tanh(" << in[i] << ")";
+    }
+  };
+  check(x, "contiguous");
+  check(x.T(), "transposed");
+  check(x.narrow(1, 1, 23).slice(0, 0, 7, 2), "sliced");
+  check(x.narrow(0, 0, 1).expand({5, 25}), "expanded");
+  const Tensor x64 = x.to(DType::F64);
+  const std::vector<double> e64 = exp(x64).to_vector<double>(), in64 = x64.to_vector<double>();
+  for (std::size_t i = 0; i < e64.size(); ++i) {
+    if (!std::isnan(in64[i])) {
+      EXPECT_EQ(e64[i], std::exp(in64[i])) << in64[i];
+    }
+  }
+  EXPECT_EQ(sigmoid(from_vector(std::vector<float>{-inf, inf, -200.0f, 200.0f}, {4})).to_vector<float>(),
+            (std::vector<float>{0.0f, 1.0f, 0.0f, 1.0f}));
+  // A large F32 exp and softmax on the pool, against F64.
+  manual_seed(14);
+  const Tensor a = mul(randn({3, 40001}), 20.0);
+  expect_close(exp(mul(a, 0.1)), exp(mul(a.to(DType::F64), 0.1)), 1e-6, "exp, large");
+  expect_close(log_softmax(a, -1), log_softmax(a.to(DType::F64), -1), 1e-6, "log_softmax, wide");
 }
 
 INSTANTIATE_TEST_SUITE_P(Sets, TensorOnEveryIsa, every_isa_and_threads(), isa_threads_name);

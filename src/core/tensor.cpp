@@ -2,7 +2,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <utility>
 
 #include "core/huge_pages.hpp"
 
@@ -25,14 +27,75 @@ std::vector<std::int64_t> contiguous_strides(const Shape& shape) {
 // Tensors from this size up (a model's weight matrices) go on huge pages.
 constexpr std::size_t kHugeTensorBytes = std::size_t{2} << 20;
 
-std::shared_ptr<void> allocate_aligned(std::size_t bytes) {
-  if (bytes >= kHugeTensorBytes)
-    if (std::shared_ptr<void> memory = allocate_huge_aligned(bytes)) return memory;  // zeroed by the mapping
+// Freed huge blocks of uninitialized tensors (Tensor::empty, the tensor library's outputs),
+// kept for the next uninitialized tensor of the same size. A fresh mapping costs a page fault
+// and the kernel's clearing of each 2 MiB page on first touch, and its unmapping a TLB
+// shootdown, on every call of an op (or training step) that makes an output of the same shape;
+// for a memory-bound op that is a large part of its time. At most kCachedBytes stay mapped (the
+// most recently freed; the oldest are unmapped first). Zeroed tensors (weights) never come from
+// or go to it, so the engine's memory is as before.
+class BlockCache {
+ public:
+  static constexpr std::size_t kCachedBytes = std::size_t{256} << 20;
+
+  std::shared_ptr<void> take(std::size_t bytes) {
+    const std::lock_guard lock(mutex_);
+    for (std::size_t i = blocks_.size(); i-- > 0;)
+      if (blocks_[i].first == bytes) {
+        std::shared_ptr<void> block = std::move(blocks_[i].second);
+        blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
+        held_ -= bytes;
+        return block;
+      }
+    return nullptr;
+  }
+
+  void give(std::size_t bytes, std::shared_ptr<void> block) {
+    if (bytes > kCachedBytes) return;             // unmapped here
+    std::vector<std::shared_ptr<void>> unmapped;  // unmapped after the lock
+    {
+      const std::lock_guard lock(mutex_);
+      blocks_.emplace_back(bytes, std::move(block));
+      held_ += bytes;
+      while (held_ > kCachedBytes) {
+        held_ -= blocks_.front().first;
+        unmapped.push_back(std::move(blocks_.front().second));
+        blocks_.erase(blocks_.begin());
+      }
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::pair<std::size_t, std::shared_ptr<void>>> blocks_;  // oldest first
+  std::size_t held_ = 0;
+};
+
+BlockCache& block_cache() {
+  static BlockCache* const cache = new BlockCache;  // never destroyed: tensors may outlive statics
+  return *cache;
+}
+
+std::shared_ptr<void> allocate_aligned(std::size_t bytes, bool zeroed) {
+  if (bytes >= kHugeTensorBytes) {
+    if (zeroed) {
+      if (std::shared_ptr<void> memory = allocate_huge_aligned(bytes)) return memory;  // zeroed by the mapping
+    } else {
+      std::shared_ptr<void> block = block_cache().take(bytes);
+      if (!block) block = allocate_huge_aligned(bytes);
+      if (block) {
+        void* data = block.get();
+        return std::shared_ptr<void>(data, [bytes, block = std::move(block)](void*) mutable {
+          block_cache().give(bytes, std::move(block));
+        });
+      }
+    }
+  }
   // Round up so aligned_alloc gets a multiple of the alignment; never ask for zero bytes.
   const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   void* memory = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
   if (memory == nullptr) throw Error(str("out of memory allocating ", bytes, " bytes for a tensor"));
-  std::memset(memory, 0, rounded == 0 ? kAlignment : rounded);
+  if (zeroed) std::memset(memory, 0, rounded == 0 ? kAlignment : rounded);
   return std::shared_ptr<void>(memory, [](void* p) { std::free(p); });
 }
 
@@ -60,7 +123,7 @@ std::string shape_to_string(const Shape& shape) {
 
 Tensor::Tensor() : shape_{0}, strides_{1} {}
 
-Tensor Tensor::zeros(DType dtype, Shape shape) {
+Tensor Tensor::allocate(DType dtype, Shape shape, bool zeroed) {
   Tensor t;
   t.numel_ = shape_numel(shape);
   std::uint64_t bytes;
@@ -69,11 +132,14 @@ Tensor Tensor::zeros(DType dtype, Shape shape) {
   t.dtype_ = dtype;
   t.strides_ = contiguous_strides(shape);
   t.shape_ = std::move(shape);
-  t.owner_ = allocate_aligned(bytes);
+  t.owner_ = allocate_aligned(bytes, zeroed);
   t.data_ = static_cast<std::byte*>(t.owner_.get());
   t.version_ = std::make_shared<std::uint64_t>(0);
   return t;
 }
+
+Tensor Tensor::zeros(DType dtype, Shape shape) { return allocate(dtype, std::move(shape), true); }
+Tensor Tensor::empty(DType dtype, Shape shape) { return allocate(dtype, std::move(shape), false); }
 
 Tensor Tensor::from_bytes(DType dtype, Shape shape, std::span<const std::byte> bytes) {
   Tensor t = zeros(dtype, std::move(shape));

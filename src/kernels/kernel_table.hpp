@@ -112,6 +112,7 @@ struct KernelTable {
   AttendHeadFn* attend_head = nullptr;  // null: attention.cpp's two products per head
   RowFn* softmax = nullptr;
   RowFn* gelu_new = nullptr;
+  RowFn* exp = nullptr;  // exp.hpp: the C library's e^x, NaN and infinities included
   LayerNormRowFn* layernorm_row = nullptr;
   GeluBackwardFn* gelu_backward = nullptr;
   AdamWUpdateFn* adamw_update = nullptr;

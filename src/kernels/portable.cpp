@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/exp.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/layernorm_row.hpp"
 #include "kernels/scalar_math.hpp"
@@ -76,6 +77,7 @@ void fill(KernelTable& table) {
   table.int8_gemm = int8_gemm;
   table.softmax = softmax;
   table.gelu_new = gelu_new;
+  table.exp = exp;
   table.layernorm_row = layernorm_row_lanes;
   table.gelu_backward = gelu_backward;
   table.adamw_update = adamw_update;

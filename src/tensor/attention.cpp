@@ -63,13 +63,13 @@ Tensor causal_kernel(const Tensor& q, const Tensor& k, const Tensor& v, const Sh
   full.push_back(L);
   full.push_back(E);
   // Heads side by side in each row, as the kernel reads them: (L, G, E).
-  const auto rows = [&](const Tensor& t) { return t.expand(full).reshape({G, L, E}).permute({1, 0, 2}).contiguous(); };
+  const auto rows = [&](const Tensor& t) { return dense(t.expand(full).reshape({G, L, E}).permute({1, 0, 2})); };
   const Tensor qr = rows(q), kr = rows(k), vr = rows(v);
-  Tensor out = Tensor::zeros(DType::F32, {L, G, E});
+  Tensor out = Tensor::empty(DType::F32, {L, G, E});
   std::vector<float> scratch(static_cast<std::size_t>(kernels::attention_scratch_size(L, 0, G)));
   kernels::causal_attention(out.data<float>(), scratch.data(), qr.data<float>(), kr.data<float>(), vr.data<float>(), L,
                             0, G, E, G * E, G * E);
-  return out.permute({1, 0, 2}).contiguous().reshape(full);
+  return dense_copy(out.permute({1, 0, 2})).reshape(full);
 }
 
 void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal, const Tensor& attn_mask) {

@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "kael/tensor/ops.hpp"
+#include "tensor/strided.hpp"
 
 namespace kael::autograd {
 
@@ -80,8 +81,7 @@ std::vector<Node*> topological_order(Node* root) {
 
 void accumulate(Tensor& slot, const Tensor& gradient) {
   if (!slot.defined()) {
-    slot = gradient.contiguous().detach();
-    if (slot.raw_data() == gradient.raw_data()) slot = gradient.clone();  // never alias an op's value
+    slot = tensor_detail::dense_copy(gradient);  // never alias an op's value
   } else {
     slot = add(slot, gradient).detach();
   }

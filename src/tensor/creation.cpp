@@ -10,13 +10,14 @@ namespace kael {
 
 using namespace tensor_detail;
 
-Tensor empty(Shape shape, DType dtype) { return Tensor::zeros(dtype, std::move(shape)); }
+Tensor empty(Shape shape, DType dtype) { return Tensor::empty(dtype, std::move(shape)); }
 Tensor zeros(Shape shape, DType dtype) { return Tensor::zeros(dtype, std::move(shape)); }
 Tensor ones(Shape shape, DType dtype) { return full(std::move(shape), 1, dtype); }
 
 Tensor full(Shape shape, Scalar value, DType dtype) {
-  Tensor t = Tensor::zeros(dtype, std::move(shape));
-  if (value.value != 0.0) t.fill_(value.value);
+  if (value.value == 0.0) return Tensor::zeros(dtype, std::move(shape));
+  Tensor t = Tensor::empty(dtype, std::move(shape));
+  t.fill_(value.value);
   return t;
 }
 
@@ -31,7 +32,7 @@ Tensor arange(double start, double end, double step, DType dtype) {
   const double count = std::ceil((end - start) / step);
   if (count > 1e12) throw ValueError(str("arange: ", count, " values is too many"));
   const std::int64_t n = count > 0 ? static_cast<std::int64_t>(count) : 0;
-  Tensor t = Tensor::zeros(dtype, {n});
+  Tensor t = Tensor::empty(dtype, {n});
   const auto elem = static_cast<std::int64_t>(t.element_size());
   for (std::int64_t i = 0; i < n; ++i) {
     const double v = start + static_cast<double>(i) * step;
@@ -45,7 +46,7 @@ Tensor arange(double end, DType dtype) { return arange(0.0, end, 1.0, dtype); }
 
 Tensor linspace(double start, double end, std::int64_t steps, DType dtype) {
   if (steps < 0) throw ValueError(str("linspace: steps must be non-negative, got ", steps));
-  Tensor t = Tensor::zeros(dtype, {steps});
+  Tensor t = Tensor::empty(dtype, {steps});
   const auto elem = static_cast<std::int64_t>(t.element_size());
   const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
   // Both halves count from their own end, as PyTorch does, so the last value is exactly `end`.
@@ -69,7 +70,7 @@ Tensor from_vector(const std::vector<T>& values, Shape shape) {
   const std::int64_t n = shape_numel(shape);
   if (n != static_cast<std::int64_t>(values.size()))
     throw ValueError(str("from_vector: ", values.size(), " values do not fill shape ", shape_to_string(shape)));
-  Tensor t = Tensor::zeros(dtype_of<T>(), std::move(shape));
+  Tensor t = Tensor::empty(dtype_of<T>(), std::move(shape));
   T* out = t.data<T>();
   for (std::int64_t i = 0; i < n; ++i) out[i] = values[static_cast<std::size_t>(i)];
   return t;
@@ -124,7 +125,7 @@ double uniform(std::mt19937_64& engine) { return static_cast<double>(engine() >>
 
 template <class F>
 Tensor fill_random(Shape shape, DType dtype, F draw) {
-  Tensor t = Tensor::zeros(dtype, std::move(shape));
+  Tensor t = Tensor::empty(dtype, std::move(shape));
   const auto elem = static_cast<std::int64_t>(t.element_size());
   Generator& g = generator();
   const std::lock_guard lock(g.mutex);

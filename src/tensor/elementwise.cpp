@@ -1,8 +1,12 @@
 // Elementwise ops: broadcasting, type promotion, and their gradients.
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "kernels/kernel_table.hpp"
 #include "tensor/parallel.hpp"
 #include "tensor/strided.hpp"
 
@@ -69,112 +73,119 @@ DType promote_with_scalar(DType t, const Scalar& s) {
 }
 
 Tensor scalar_tensor(const Scalar& s, DType dtype) {
-  Tensor t = Tensor::zeros(dtype, {});
+  Tensor t = Tensor::empty(dtype, {});
   store(dtype, t.raw_data(), s.value);
   return t;
 }
 
-// An operand an elementwise op reads by flat index: contiguous in the result's shape (step 1)
-// or a single element broadcast to all of it (step 0).
-bool flat_operand(const Tensor& t, const Shape& shape) { return (t.shape() == shape && t.is_contiguous()) || t.numel() == 1; }
-
-// out (n, contiguous) = f(a[i * step_a], b[i * step_b]), threaded by ranges of elements. F32
-// throughout reads typed pointers (the steps fixed at compile time, so the loop vectorizes);
-// any other mix goes through load/store in `compute`. Each element is computed alone, so the
-// thread split never changes a bit.
-template <class F>
-void flat_binary(Tensor& out, const Tensor& a, const Tensor& b, DType compute, std::int64_t work, F& f) {
-  const std::int64_t n = out.numel();
-  const bool step_a = a.numel() == n && a.is_contiguous(), step_b = b.numel() == n && b.is_contiguous();
-  if (compute == DType::F32 && a.dtype() == DType::F32 && b.dtype() == DType::F32 && out.dtype() == DType::F32) {
-    const float* pa = a.data<float>();
-    const float* pb = b.data<float>();
-    float* po = out.data<float>();
-    const auto run = [&]<bool StepA, bool StepB>() {
-      parallel_range(n, work, [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t i = begin; i < end; ++i) po[i] = static_cast<float>(f(pa[StepA ? i : 0], pb[StepB ? i : 0]));
-      });
-    };
-    if (step_a && step_b) run.template operator()<true, true>();
-    else if (step_a) run.template operator()<true, false>();
-    else if (step_b) run.template operator()<false, true>();
-    else run.template operator()<false, false>();
-    return;
-  }
-  const DType da = a.dtype(), db = b.dtype(), dout = out.dtype();
-  const std::int64_t ea = step_a ? static_cast<std::int64_t>(a.element_size()) : 0;
-  const std::int64_t eb = step_b ? static_cast<std::int64_t>(b.element_size()) : 0;
-  const auto eo = static_cast<std::int64_t>(out.element_size());
-  dispatch(compute, [&]<class C>() {
-    const std::byte* pa = a.raw_data();
-    const std::byte* pb = b.raw_data();
-    std::byte* po = out.raw_data();
-    parallel_range(n, work, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t i = begin; i < end; ++i) store(dout, po + i * eo, f(load<C>(da, pa + i * ea), load<C>(db, pb + i * eb)));
-    });
-  });
+// The layout of an elementwise op over `shape`: the (new, contiguous) output first, then the
+// inputs broadcast to it.
+template <std::size_t N>
+Layout<N + 1> operands_layout(const Tensor& out, const Shape& shape, const Tensor* const (&inputs)[N]) {
+  std::vector<std::int64_t> strides[N + 1] = {broadcast_byte_strides(out, shape)};
+  for (std::size_t k = 0; k < N; ++k) strides[k + 1] = broadcast_byte_strides(*inputs[k], shape);
+  return coalesce(shape, strides);
 }
 
 // out = f(a, b) elementwise over the broadcast shape, computed in `compute`, stored as
-// `out_dtype`; `work` is the cost of one element in the thread pool's units.
+// `out_dtype`; `work` is the cost of one element in the thread pool's units. The rows of the
+// coalesced layout are threaded by ranges of elements (parallel_walk); all-F32 operands read
+// typed pointers, with an input's step of 0 or 1 element fixed at compile time so that the
+// loop vectorizes, and any other mix goes through load/store in `compute`. Each element is
+// computed alone, so neither the layout nor the thread split changes a bit.
 template <class F>
 Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType compute, DType out_dtype, F f,
                      std::int64_t work = 1) {
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
-  Tensor out = Tensor::zeros(out_dtype, shape);
-  if (flat_operand(a, shape) && flat_operand(b, shape)) {
-    flat_binary(out, a, b, compute, work, f);
-    return out;
-  }
-  const std::vector<std::int64_t> strides[3] = {broadcast_byte_strides(out, shape), broadcast_byte_strides(a, shape),
-                                                broadcast_byte_strides(b, shape)};
-  dispatch(compute, [&]<class C>() {
-    std::byte* po = out.raw_data();
-    const std::byte* pa = a.raw_data();
-    const std::byte* pb = b.raw_data();
-    walk(shape, strides, [&](const std::int64_t* o) {
-      store(out_dtype, po + o[0], f(load<C>(a.dtype(), pa + o[1]), load<C>(b.dtype(), pb + o[2])));
-    });
-  });
-  return out;
-}
-
-// out = f(a) elementwise; contiguous inputs are threaded by ranges as flat_binary's.
-template <class F>
-Tensor unary_kernel(const Tensor& a, DType compute, DType out_dtype, F f, std::int64_t work = 1) {
-  Tensor out = Tensor::zeros(out_dtype, a.shape());
-  const std::int64_t n = out.numel();
-  if (a.dtype() == DType::F32 && out_dtype == DType::F32 && a.is_contiguous()) {
-    const float* pa = a.data<float>();
-    float* po = out.data<float>();
-    parallel_range(n, work, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t i = begin; i < end; ++i) po[i] = static_cast<float>(f(pa[i]));
-    });
-    return out;
-  }
-  if (a.is_contiguous()) {
-    const DType da = a.dtype();
-    const auto ea = static_cast<std::int64_t>(a.element_size()), eo = static_cast<std::int64_t>(out.element_size());
-    dispatch(compute, [&]<class C>() {
-      const std::byte* pa = a.raw_data();
-      std::byte* po = out.raw_data();
-      parallel_range(n, work, [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t i = begin; i < end; ++i) store(out_dtype, po + i * eo, f(load<C>(da, pa + i * ea)));
+  Tensor out = Tensor::empty(out_dtype, shape);
+  const Tensor* const inputs[2] = {&a, &b};
+  const Layout<3> layout = operands_layout(out, shape, inputs);
+  // Byte steps along a row (the output's is its element size: it is contiguous).
+  const std::int64_t step_o = layout.shape.empty() ? 0 : layout.strides[0].back();
+  const std::int64_t step_a = layout.shape.empty() ? 0 : layout.strides[1].back();
+  const std::int64_t step_b = layout.shape.empty() ? 0 : layout.strides[2].back();
+  std::byte* po = out.raw_data();
+  const std::byte* pa = a.raw_data();
+  const std::byte* pb = b.raw_data();
+  if (compute == DType::F32 && a.dtype() == DType::F32 && b.dtype() == DType::F32 && out_dtype == DType::F32) {
+    const auto rows = [&]<std::int64_t StepA, std::int64_t StepB>() {
+      parallel_walk(layout, out.numel(), work, [&](const std::int64_t* o, std::int64_t count) {
+        float* y = reinterpret_cast<float*>(po + o[0]);
+        const float* x0 = reinterpret_cast<const float*>(pa + o[1]);
+        const float* x1 = reinterpret_cast<const float*>(pb + o[2]);
+        // StepA/StepB of -1: the row's own stride, in elements.
+        const std::int64_t sa = StepA >= 0 ? StepA : step_a / 4, sb = StepB >= 0 ? StepB : step_b / 4;
+        for (std::int64_t i = 0; i < count; ++i) y[i] = static_cast<float>(f(x0[i * sa], x1[i * sb]));
       });
-    });
+    };
+    const auto steps = [](std::int64_t step) { return step == 4 ? 1 : step == 0 ? 0 : -1; };
+    const int ka = steps(step_a), kb = steps(step_b);
+    if (ka == 1 && kb == 1) rows.template operator()<1, 1>();
+    else if (ka == 1 && kb == 0) rows.template operator()<1, 0>();
+    else if (ka == 0 && kb == 1) rows.template operator()<0, 1>();
+    else rows.template operator()<-1, -1>();
     return out;
   }
-  const std::vector<std::int64_t> strides[2] = {broadcast_byte_strides(out, a.shape()),
-                                                broadcast_byte_strides(a, a.shape())};
+  const DType da = a.dtype(), db = b.dtype();
   dispatch(compute, [&]<class C>() {
-    walk(a.shape(), strides, [&](const std::int64_t* o) {
-      store(out_dtype, out.raw_data() + o[0], f(load<C>(a.dtype(), a.raw_data() + o[1])));
+    parallel_walk(layout, out.numel(), work, [&](const std::int64_t* o, std::int64_t count) {
+      for (std::int64_t i = 0; i < count; ++i)
+        store(out_dtype, po + o[0] + i * step_o,
+              f(load<C>(da, pa + o[1] + i * step_a), load<C>(db, pb + o[2] + i * step_b)));
     });
   });
   return out;
 }
 
-// Thread-pool units per element of the transcendental functions (exp, tanh, erf, ...): a few
+// A vectorized form of an F32 function, for unary_kernel: out (n) = f(inp (n)), out may not
+// equal inp.
+using F32Rows = void (*)(float* out, const float* inp, std::int64_t n);
+
+// out = f(a) elementwise, threaded by ranges as binary_kernel. An F32 input and output go
+// through `rows` where given (on runs of the input copied together where they are strided),
+// else through f on typed pointers.
+template <class F>
+Tensor unary_kernel(const Tensor& a, DType compute, DType out_dtype, F f, std::int64_t work = 1,
+                    F32Rows rows = nullptr) {
+  Tensor out = Tensor::empty(out_dtype, a.shape());
+  const Tensor* const inputs[1] = {&a};
+  const Layout<2> layout = operands_layout(out, a.shape(), inputs);
+  const std::int64_t step_o = layout.shape.empty() ? 0 : layout.strides[0].back();
+  const std::int64_t step_a = layout.shape.empty() ? 0 : layout.strides[1].back();
+  std::byte* po = out.raw_data();
+  const std::byte* pa = a.raw_data();
+  if (a.dtype() == DType::F32 && out_dtype == DType::F32) {
+    parallel_walk(layout, out.numel(), work, [&](const std::int64_t* o, std::int64_t count) {
+      float* y = reinterpret_cast<float*>(po + o[0]);
+      const float* x = reinterpret_cast<const float*>(pa + o[1]);
+      if (rows != nullptr && step_a == 4) {
+        rows(y, x, count);
+      } else if (rows != nullptr) {
+        constexpr std::int64_t kChunk = 256;
+        float run[kChunk];
+        for (std::int64_t i0 = 0; i0 < count; i0 += kChunk) {
+          const std::int64_t m = std::min(kChunk, count - i0);
+          for (std::int64_t i = 0; i < m; ++i) run[i] = x[(i0 + i) * (step_a / 4)];
+          rows(y + i0, run, m);
+        }
+      } else if (step_a == 4) {
+        for (std::int64_t i = 0; i < count; ++i) y[i] = static_cast<float>(f(x[i]));
+      } else {
+        for (std::int64_t i = 0; i < count; ++i) y[i] = static_cast<float>(f(x[i * (step_a / 4)]));
+      }
+    });
+    return out;
+  }
+  const DType da = a.dtype();
+  dispatch(compute, [&]<class C>() {
+    parallel_walk(layout, out.numel(), work, [&](const std::int64_t* o, std::int64_t count) {
+      for (std::int64_t i = 0; i < count; ++i) store(out_dtype, po + o[0] + i * step_o, f(load<C>(da, pa + o[1] + i * step_a)));
+    });
+  });
+  return out;
+}
+
+// Thread-pool units per element of the C library's transcendental functions (log, erf, ...): a few
 // tens of flops, so far fewer elements are worth a thread than for an add.
 constexpr std::int64_t kMathWork = 16;
 
@@ -366,14 +377,68 @@ Tensor abs(const Tensor& a) {
   });
 }
 
-// A floating function of one tensor whose derivative is given from the input x and output y.
-#define KAEL_FLOAT_UNARY(name, expr, grad_expr)                                                  \
+namespace {
+
+// The kernel table's vector exp (kernels/exp.hpp): the C library's semantics (NaN, infinities,
+// overflow to inf, subnormal results) within one ulp of the correctly rounded value.
+void exp_rows(float* out, const float* inp, std::int64_t n) { kernels::active_kernels().exp(out, inp, n); }
+
+// Runs f(out, inp, m) over n elements in blocks that stay in L1, so that a function made of
+// several passes (sigmoid's, tanh's) reads and writes memory once.
+template <class F>
+void in_blocks(float* out, const float* inp, std::int64_t n, F f) {
+  constexpr std::int64_t kBlock = 2048;
+  for (std::int64_t i = 0; i < n; i += kBlock) f(out + i, inp + i, std::min(kBlock, n - i));
+}
+
+// 1 / (1 + e^-x), the scalar form's formula on the vector exp.
+void sigmoid_rows(float* out, const float* inp, std::int64_t n) {
+  in_blocks(out, inp, n, [](float* y, const float* x, std::int64_t m) {
+    for (std::int64_t i = 0; i < m; ++i) y[i] = -x[i];
+    exp_rows(y, y, m);
+    for (std::int64_t i = 0; i < m; ++i) y[i] = 1.0f / (1.0f + y[i]);
+  });
+}
+
+// tanh as Cephes' tanhf on the vector exp: x + x^3 P(x^2) below |x| = 0.625, where
+// 1 - 2 / (e^2|x| + 1) would cancel, that above (1 at +inf, NaN kept), with x's sign (so
+// tanh(-0) = -0); within 1 ulp of the correctly rounded value.
+// Both forms are computed for every element and one is picked by a bit mask: a branch on the
+// data would mispredict half the time, and the compiler does not turn floating code into a
+// select by itself (it may not evaluate the unused form's arithmetic speculatively).
+void tanh_rows(float* out, const float* inp, std::int64_t n) {
+  in_blocks(out, inp, n, [](float* y, const float* x, std::int64_t m) {
+    for (std::int64_t i = 0; i < m; ++i) y[i] = 2.0f * std::fabs(x[i]);
+    exp_rows(y, y, m);
+    for (std::int64_t i = 0; i < m; ++i) {
+      const float ax = std::fabs(x[i]), z = ax * ax;
+      const float small =
+          ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z + 1.33314422036e-1f) * z -
+           3.33332819422e-1f) * z * ax + ax;
+      const float large = 1.0f - 2.0f / (y[i] + 1.0f);
+      const std::uint32_t pick_small = 0u - static_cast<std::uint32_t>(ax < 0.625f);
+      const std::uint32_t magnitude = (std::bit_cast<std::uint32_t>(small) & pick_small) |
+                                      (std::bit_cast<std::uint32_t>(large) & ~pick_small);
+      const std::uint32_t sign = std::bit_cast<std::uint32_t>(x[i]) & 0x80000000u;
+      y[i] = std::bit_cast<float>(magnitude | sign);  // both forms are >= 0 (or NaN)
+    }
+  });
+}
+
+// Thread-pool units per element of exp_rows: a dozen vector operations for 8 or 16 elements.
+constexpr std::int64_t kVectorMathWork = 4;
+
+}  // namespace
+
+// A floating function of one tensor whose derivative is given from the input x and output y;
+// `rows` its F32 vector form, or nullptr.
+#define KAEL_FLOAT_UNARY(name, expr, grad_expr, rows, work)                                      \
   Tensor name(const Tensor& a) {                                                                 \
     const DType dt = float_result(a.dtype());                                                    \
     Tensor out = unary_kernel(a, dt, dt, [](auto x) {                                            \
       using C = FloatOf<decltype(x)>;                                                            \
       return static_cast<C>(expr);                                                               \
-    }, kMathWork);                                                                               \
+    }, work, rows);                                                                              \
     if (!autograd::any_requires_grad({&a})) return out;                                          \
     autograd::SavedTensor sx(a), sy(out);                                                        \
     return autograd::record(#name, std::move(out), {&a}, [sx, sy](const Tensor& g) {             \
@@ -383,12 +448,13 @@ Tensor abs(const Tensor& a) {
     });                                                                                          \
   }
 
-KAEL_FLOAT_UNARY(exp, std::exp(x), mul(g, y))
-KAEL_FLOAT_UNARY(log, std::log(x), div(g, x))
-KAEL_FLOAT_UNARY(sqrt, std::sqrt(x), div(g, mul(y, 2)))
-KAEL_FLOAT_UNARY(rsqrt, C(1) / std::sqrt(x), mul(g, mul(pow(y, 3), -0.5)))
-KAEL_FLOAT_UNARY(tanh, std::tanh(x), mul(g, sub(ones_like(y), mul(y, y))))
-KAEL_FLOAT_UNARY(sigmoid, C(1) / (C(1) + std::exp(-x)), mul(g, mul(y, sub(ones_like(y), y))))
+KAEL_FLOAT_UNARY(exp, std::exp(x), mul(g, y), exp_rows, kVectorMathWork)
+KAEL_FLOAT_UNARY(log, std::log(x), div(g, x), nullptr, kMathWork)
+KAEL_FLOAT_UNARY(sqrt, std::sqrt(x), div(g, mul(y, 2)), nullptr, kMathWork)
+KAEL_FLOAT_UNARY(rsqrt, C(1) / std::sqrt(x), mul(g, mul(pow(y, 3), -0.5)), nullptr, kMathWork)
+KAEL_FLOAT_UNARY(tanh, std::tanh(x), mul(g, sub(ones_like(y), mul(y, y))), tanh_rows, kVectorMathWork)
+KAEL_FLOAT_UNARY(sigmoid, C(1) / (C(1) + std::exp(-x)), mul(g, mul(y, sub(ones_like(y), y))), sigmoid_rows,
+                 kVectorMathWork)
 #undef KAEL_FLOAT_UNARY
 
 Tensor relu(const Tensor& a) {
@@ -464,13 +530,20 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
     throw TypeError(str("where: condition must be BOOL, got ", dtype_name(condition.dtype())));
   const Shape shape = broadcast_shapes(broadcast_shapes(condition.shape(), a.shape(), "where"), b.shape(), "where");
   const DType dt = promote_types(a.dtype(), b.dtype());
-  Tensor out = Tensor::zeros(dt, shape);
-  const std::vector<std::int64_t> strides[4] = {broadcast_byte_strides(out, shape), broadcast_byte_strides(condition, shape),
-                                                broadcast_byte_strides(a, shape), broadcast_byte_strides(b, shape)};
+  Tensor out = Tensor::empty(dt, shape);
+  const Tensor* const inputs[3] = {&condition, &a, &b};
+  const Layout<4> layout = operands_layout(out, shape, inputs);
+  std::int64_t steps[4] = {};
+  for (std::size_t k = 0; k < 4 && !layout.shape.empty(); ++k) steps[k] = layout.strides[k].back();
+  std::byte* po = out.raw_data();
+  const std::byte *pc = condition.raw_data(), *pa = a.raw_data(), *pb = b.raw_data();
   dispatch(dt, [&]<class C>() {
-    walk(shape, strides, [&](const std::int64_t* o) {
-      const bool c = load<bool>(DType::BOOL, condition.raw_data() + o[1]);
-      store(dt, out.raw_data() + o[0], c ? load<C>(a.dtype(), a.raw_data() + o[2]) : load<C>(b.dtype(), b.raw_data() + o[3]));
+    parallel_walk(layout, out.numel(), 1, [&](const std::int64_t* o, std::int64_t count) {
+      for (std::int64_t i = 0; i < count; ++i) {
+        const bool c = load<bool>(DType::BOOL, pc + o[1] + i * steps[1]);
+        store(dt, po + o[0] + i * steps[0],
+              c ? load<C>(a.dtype(), pa + o[2] + i * steps[2]) : load<C>(b.dtype(), pb + o[3] + i * steps[3]));
+      }
     });
   });
   if (!autograd::any_requires_grad({&a, &b})) return out;

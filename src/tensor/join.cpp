@@ -26,7 +26,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int dim) {
   }
   Shape shape = first.shape();
   shape[static_cast<std::size_t>(at)] = total;
-  Tensor out = Tensor::zeros(dt, shape);
+  Tensor out = Tensor::empty(dt, shape);
   std::vector<const Tensor*> inputs;
   std::vector<std::int64_t> starts;
   std::int64_t start = 0;
@@ -70,7 +70,7 @@ Tensor index_select(const Tensor& a, int dim, const Tensor& index) {
   const std::int64_t size = a.dim() ? a.shape()[static_cast<std::size_t>(at)] : 1;
   Shape shape = a.shape();
   if (a.dim()) shape[static_cast<std::size_t>(at)] = ids.numel();
-  Tensor out = Tensor::zeros(a.dtype(), shape);
+  Tensor out = Tensor::empty(a.dtype(), shape);
   const std::int64_t* p = ids.data<std::int64_t>();
   {
     autograd::NoGradGuard no_grad;

@@ -1,5 +1,7 @@
 // matmul and linear. F32 products run on the kernel table's threaded GEMM (kernels::gemm),
 // reading transposed operands in place; other floating dtypes use a plain loop.
+#include <algorithm>
+
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "kernels/gemm.hpp"
@@ -23,7 +25,7 @@ Operand operand_of(const Tensor& m, Tensor& keep) {
   const auto& s = m.strides();
   if (s[1] == 1 && s[0] >= std::max<std::int64_t>(m.shape()[1], 1)) return {m.data<float>(), s[0], false};
   if (s[0] == 1 && s[1] >= std::max<std::int64_t>(m.shape()[0], 1)) return {m.data<float>(), s[1], true};
-  keep = m.contiguous();
+  keep = dense_copy(m);
   return {keep.data<float>(), std::max<std::int64_t>(m.shape()[1], 1), false};
 }
 
@@ -34,7 +36,10 @@ void product_2d(Tensor& out, const Tensor& a, const Tensor& b) {
   if (a.dtype() == DType::F32) {
     Tensor ka, kb;
     const Operand oa = operand_of(a, ka), ob = operand_of(b, kb);
-    if (K == 0) return;  // out stays zero
+    if (K == 0) {  // an empty sum
+      std::fill_n(out.data<float>(), M * N, 0.0f);
+      return;
+    }
     kernels::gemm(out.data<float>(), N, oa.data, oa.ld, oa.transposed, ob.data, ob.ld, ob.transposed, M, N, K);
     return;
   }
@@ -59,7 +64,7 @@ Tensor batched_product(const Tensor& a, const Tensor& b) {
   Shape out_shape = batch;
   out_shape.push_back(M);
   out_shape.push_back(N);
-  Tensor out = Tensor::zeros(a.dtype(), out_shape);
+  Tensor out = Tensor::empty(a.dtype(), out_shape);
   Shape full_a = batch, full_b = batch;
   full_a.insert(full_a.end(), a.shape().end() - 2, a.shape().end());
   full_b.insert(full_b.end(), b.shape().end() - 2, b.shape().end());

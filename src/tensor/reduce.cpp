@@ -151,7 +151,7 @@ Tensor sum(const Tensor& a, std::vector<int> dims, bool keepdim) {
   for (std::size_t i = 0; i < reduce.size(); ++i)
     if (reduce[i]) keep_shape[i] = 1;
   return autograd::record("sum", std::move(out), {&a}, [from, keep_shape](const Tensor& g) {
-    return std::vector<Tensor>{g.reshape(keep_shape).expand(from).contiguous()};
+    return std::vector<Tensor>{dense_copy(g.reshape(keep_shape).expand(from))};
   });
 }
 
@@ -186,13 +186,13 @@ std::pair<Tensor, Tensor> extreme(const char* op, const Tensor& a, int dim, bool
   for (int i = 0; i < a.dim(); ++i)
     if (i != at) order.push_back(i);
   if (a.dim()) order.push_back(at);
-  const Tensor moved = (a.dim() ? a.detach().permute(order) : a.detach()).contiguous().to(
-      is_floating(a.dtype()) ? DType::F64 : DType::I64);
+  const Tensor moved = dense((a.dim() ? a.detach().permute(order) : a.detach()).to(
+      is_floating(a.dtype()) ? DType::F64 : DType::I64));
   const std::int64_t rows = moved.numel() / n;
   Shape out_shape = a.shape();
   if (a.dim()) out_shape[static_cast<std::size_t>(at)] = 1;
-  Tensor indices = Tensor::zeros(DType::I64, out_shape);
-  Tensor values = Tensor::zeros(a.dtype(), out_shape);
+  Tensor indices = Tensor::empty(DType::I64, out_shape);
+  Tensor values = Tensor::empty(a.dtype(), out_shape);
   dispatch(moved.dtype(), [&]<class C>() {
     const C* p = reinterpret_cast<const C*>(moved.raw_data());
     std::int64_t* idx = indices.data<std::int64_t>();

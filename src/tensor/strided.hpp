@@ -2,12 +2,15 @@
 // compute type, and a walk over a shape where each operand has its own (broadcast) strides.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 #include <vector>
 
 #include "kael/core/tensor.hpp"
+#include "tensor/parallel.hpp"
 
 namespace kael::tensor_detail {
 
@@ -116,6 +119,140 @@ void walk(const Shape& shape, const std::vector<std::int64_t> (&strides)[N], F&&
     }
   }
 }
+
+// A walk's shape and each operand's byte strides over it, with dims of extent 1 dropped and
+// neighbours merged where every operand steps through them as through one dim (contiguous
+// operands of one shape become a single dim, a broadcast bias a stride-0 dim), so that rows,
+// the runs along the last dim, are as long as the layouts allow.
+template <std::size_t N>
+struct Layout {
+  Shape shape;
+  std::vector<std::int64_t> strides[N];
+};
+
+template <std::size_t N>
+Layout<N> coalesce(const Shape& shape, const std::vector<std::int64_t> (&strides)[N]) {
+  Layout<N> out;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    bool merge = !out.shape.empty();
+    for (std::size_t k = 0; k < N && merge; ++k) merge = out.strides[k].back() == strides[k][d] * shape[d];
+    if (merge) {
+      out.shape.back() *= shape[d];
+      for (std::size_t k = 0; k < N; ++k) out.strides[k].back() = strides[k][d];
+      continue;
+    }
+    out.shape.push_back(shape[d]);
+    for (std::size_t k = 0; k < N; ++k) out.strides[k].push_back(strides[k][d]);
+  }
+  return out;
+}
+
+// Calls row(offsets, count) for the elements [begin, end) of layout's shape in row-major order,
+// a run of `count` elements along the last dim at a time: offsets[k] is operand k's byte
+// offset of the run's first element, and its next ones follow at layout.strides[k].back()
+// (for a 0-D layout, one run of one element at offset 0).
+template <std::size_t N, class F>
+void walk_rows(const Layout<N>& layout, std::int64_t begin, std::int64_t end, F&& row) {
+  std::int64_t offsets[N] = {};
+  const std::size_t dims = layout.shape.size();
+  if (begin >= end) return;
+  if (dims == 0) {
+    row(static_cast<const std::int64_t*>(offsets), std::int64_t{1});
+    return;
+  }
+  const std::int64_t inner = layout.shape[dims - 1];
+  std::vector<std::int64_t> index(dims, 0);
+  std::int64_t col = begin % inner;
+  for (std::int64_t rest = begin / inner, d = static_cast<std::int64_t>(dims) - 2; d >= 0; --d) {
+    const auto axis = static_cast<std::size_t>(d);
+    index[axis] = rest % layout.shape[axis];
+    rest /= layout.shape[axis];
+    for (std::size_t k = 0; k < N; ++k) offsets[k] += index[axis] * layout.strides[k][axis];
+  }
+  for (std::size_t k = 0; k < N; ++k) offsets[k] += col * layout.strides[k][dims - 1];
+  for (std::int64_t at = begin;;) {
+    const std::int64_t count = std::min(inner - col, end - at);
+    row(static_cast<const std::int64_t*>(offsets), count);
+    at += count;
+    if (at >= end) return;
+    for (std::size_t k = 0; k < N; ++k) offsets[k] -= col * layout.strides[k][dims - 1];
+    col = 0;
+    for (std::size_t axis = dims - 1; axis-- > 0;) {
+      if (++index[axis] < layout.shape[axis]) {
+        for (std::size_t k = 0; k < N; ++k) offsets[k] += layout.strides[k][axis];
+        break;
+      }
+      for (std::size_t k = 0; k < N; ++k) offsets[k] -= layout.strides[k][axis] * (layout.shape[axis] - 1);
+      index[axis] = 0;
+    }
+  }
+}
+
+// True when some operand steps through the last dim by more than a cache line and through the
+// dim before it by less (a transposed view): row by row, each of its elements would be a new
+// cache line (and a new page every few), which are gone again by the time the next row wants
+// their neighbours.
+template <std::size_t N>
+bool crosswise(const Layout<N>& layout) {
+  const std::size_t dims = layout.shape.size();
+  if (dims < 2) return false;
+  for (std::size_t k = 0; k < N; ++k) {
+    const std::int64_t inner = std::abs(layout.strides[k][dims - 1]), outer = std::abs(layout.strides[k][dims - 2]);
+    if (inner > 64 && outer < inner) return true;
+  }
+  return false;
+}
+
+// walk_rows' calls over the whole layout in tiles of the last two dims, kTileRows rows of
+// kTileColumns elements, threaded by bands of kTileRows rows: a crosswise operand's tile is
+// kTileColumns cache lines, which stay in cache while the tile's rows use up their floats (few
+// enough lines that a power-of-two row stride, which puts them all in a few cache sets, does
+// not evict them).
+template <std::size_t N, class F>
+void parallel_walk_tiles(const Layout<N>& layout, std::int64_t numel, std::int64_t work_per_element, F& row) {
+  constexpr std::int64_t kTileRows = 16, kTileColumns = 64;
+  const std::size_t dims = layout.shape.size();
+  const std::int64_t R = layout.shape[dims - 2], C = layout.shape[dims - 1];
+  const std::int64_t bands = (R + kTileRows - 1) / kTileRows, outer = numel / (R * C);
+  parallel_range(outer * bands, work_per_element * kTileRows * C, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t band = first; band < last; ++band) {
+      std::int64_t base[N] = {};
+      for (std::int64_t rest = band / bands, d = static_cast<std::int64_t>(dims) - 3; d >= 0; --d) {
+        const auto axis = static_cast<std::size_t>(d);
+        for (std::size_t k = 0; k < N; ++k) base[k] += rest % layout.shape[axis] * layout.strides[k][axis];
+        rest /= layout.shape[axis];
+      }
+      const std::int64_t r0 = band % bands * kTileRows, r1 = std::min(R, r0 + kTileRows);
+      for (std::int64_t c0 = 0; c0 < C; c0 += kTileColumns)
+        for (std::int64_t r = r0; r < r1; ++r) {
+          std::int64_t offsets[N];
+          for (std::size_t k = 0; k < N; ++k)
+            offsets[k] = base[k] + r * layout.strides[k][dims - 2] + c0 * layout.strides[k][dims - 1];
+          row(static_cast<const std::int64_t*>(offsets), std::min(kTileColumns, C - c0));
+        }
+    }
+  });
+}
+
+// walk_rows over all `numel` elements, split into ranges over the pool's threads as
+// parallel_range does (`work_per_element` units each), or in tiles where an operand is read
+// crosswise. Each element is visited once, in any range, so an op that computes each element
+// alone gives the same bits whatever the split or the order.
+template <std::size_t N, class F>
+void parallel_walk(const Layout<N>& layout, std::int64_t numel, std::int64_t work_per_element, F&& row) {
+  if (numel <= 0) return;
+  if (crosswise(layout)) {
+    parallel_walk_tiles(layout, numel, work_per_element, row);
+    return;
+  }
+  parallel_range(numel, work_per_element, [&](std::int64_t begin, std::int64_t end) { walk_rows(layout, begin, end, row); });
+}
+
+// A new contiguous tensor with t's values (no history), copied on the pool's threads; and t
+// itself where it is contiguous already. The tensor layer's contiguous() and clone().
+Tensor dense_copy(const Tensor& t);
+inline Tensor dense(const Tensor& t) { return t.is_contiguous() ? t : dense_copy(t); }
 
 // A dim in [-rank, rank) made non-negative; IndexError naming `op` otherwise.
 int wrap_dim(int dim, int rank, const char* op);

@@ -28,18 +28,51 @@ Tensor view_of(const char* op, const Tensor& base, Shape shape, std::vector<std:
 void convert_into(Tensor& out, const Tensor& source) {
   const std::vector<std::int64_t> strides[2] = {broadcast_byte_strides(out, out.shape()),
                                                 broadcast_byte_strides(source, out.shape())};
+  const Layout<2> layout = coalesce(out.shape(), strides);
+  const std::int64_t step_o = layout.shape.empty() ? 0 : layout.strides[0].back();
+  const std::int64_t step_s = layout.shape.empty() ? 0 : layout.strides[1].back();
   const DType to = out.dtype(), from = source.dtype();
+  std::byte* dst = out.raw_data();
+  const std::byte* src = source.raw_data();
+  const auto elem = static_cast<std::int64_t>(out.element_size());
+  if (to == from) {  // a copy of the bytes, whole rows at once where both sides are dense
+    const auto copy = [&]<class Word>() {
+      parallel_walk(layout, out.numel(), 1, [&](const std::int64_t* o, std::int64_t count) {
+        if (step_o == elem && step_s == elem) {
+          std::memcpy(dst + o[0], src + o[1], static_cast<std::size_t>(count * elem));
+          return;
+        }
+        for (std::int64_t i = 0; i < count; ++i)
+          write_raw(dst + o[0] + i * step_o, read_raw<Word>(src + o[1] + i * step_s));
+      });
+    };
+    switch (elem) {
+      case 1: copy.template operator()<std::uint8_t>(); break;
+      case 2: copy.template operator()<std::uint16_t>(); break;
+      case 4: copy.template operator()<std::uint32_t>(); break;
+      default: copy.template operator()<std::uint64_t>(); break;
+    }
+    return;
+  }
   const DType via = !is_floating(to) && !is_floating(from)       ? DType::I64
                     : to == DType::F64 || from == DType::F64 ? DType::F64
                                                              : DType::F32;
-  std::byte* dst = out.raw_data();
-  const std::byte* src = source.raw_data();
   dispatch(via, [&]<class C>() {
-    walk(out.shape(), strides, [&](const std::int64_t* o) { store(to, dst + o[0], load<C>(from, src + o[1])); });
+    parallel_walk(layout, out.numel(), 1, [&](const std::int64_t* o, std::int64_t count) {
+      for (std::int64_t i = 0; i < count; ++i) store(to, dst + o[0] + i * step_o, load<C>(from, src + o[1] + i * step_s));
+    });
   });
 }
 
 }  // namespace
+
+namespace tensor_detail {
+Tensor dense_copy(const Tensor& t) {
+  Tensor out = Tensor::empty(t.dtype(), t.shape());
+  convert_into(out, t);
+  return out;
+}
+}  // namespace tensor_detail
 
 Tensor Tensor::view(Shape shape) const {
   // One dim may be -1: inferred from the others.
@@ -77,7 +110,7 @@ Tensor Tensor::view(Shape shape) const {
 
 Tensor Tensor::reshape(Shape shape) const {
   if (is_contiguous()) return view(std::move(shape));
-  const Tensor copy = autograd::record("reshape", clone(), {this}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
+  const Tensor copy = autograd::record("reshape", dense_copy(*this), {this}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
   return copy.view(std::move(shape));
 }
 
@@ -230,7 +263,7 @@ Tensor Tensor::detach() const {
 
 Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return *this;
-  Tensor out = Tensor::zeros(dtype, shape_);
+  Tensor out = Tensor::empty(dtype, shape_);
   convert_into(out, *this);
   const DType from = dtype_;
   if (!is_floating(dtype) || !requires_grad() || !autograd::grad_mode_enabled()) return out;
@@ -259,7 +292,7 @@ template <class T>
 std::vector<T> Tensor::to_vector() const {
   if (dtype_of<T>() != dtype_)
     throw TypeError(str("to_vector: the tensor has dtype ", dtype_name(dtype_), ", asked for ", dtype_name(dtype_of<T>())));
-  const Tensor flat = contiguous();
+  const Tensor flat = dense(*this);
   const T* p = reinterpret_cast<const T*>(flat.raw_data());
   return std::vector<T>(p, p + numel_);
 }
@@ -362,7 +395,7 @@ Tensor& Tensor::copy_(const Tensor& source) {
 Tensor& Tensor::fill_(double value) {
   check_inplace(*this, "fill_");
   const DType via = is_floating(dtype_) ? DType::F64 : DType::I64;
-  Tensor scalar = Tensor::zeros(via, {});
+  Tensor scalar = Tensor::empty(via, {});
   if (via == DType::F64) store(via, scalar.raw_data(), value);
   else store(via, scalar.raw_data(), static_cast<std::int64_t>(value));
   return copy_(scalar);

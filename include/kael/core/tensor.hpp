@@ -38,6 +38,9 @@ class Tensor {
 
   // A new owned, zero-filled, contiguous tensor.
   static Tensor zeros(DType dtype, Shape shape);
+  // A new owned, contiguous tensor whose bytes are not initialized (torch.empty): for outputs
+  // that are written in full before they are read.
+  static Tensor empty(DType dtype, Shape shape);
   // A new owned tensor holding a copy of `bytes` (which must be numel * element size long).
   static Tensor from_bytes(DType dtype, Shape shape, std::span<const std::byte> bytes);
   // A contiguous tensor over `data`, which `owner` keeps alive. No copy is made.
@@ -174,6 +177,7 @@ class Tensor {
   Tensor& operator/=(double value);
 
  private:
+  static Tensor allocate(DType dtype, Shape shape, bool zeroed);
   void check_type(DType expected) const;
   std::int64_t offset_of(std::initializer_list<std::int64_t> index) const;
 

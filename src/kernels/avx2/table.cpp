@@ -1,6 +1,7 @@
 // The AVX2 table: every entry from this folder; LayerNorm is the shared lane loop compiled
 // here with AVX2 (the same bits as the portable one, twice the lanes per instruction).
 #include "kernels/avx2/kernels.hpp"
+#include "kernels/exp.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/layernorm_row.hpp"
 
@@ -16,6 +17,7 @@ void fill(KernelTable& table, const CpuFeatures& cpu) {
   table.int8_dot = cpu.avx_vnni ? "avx-vnni" : "pmaddubsw";
   table.softmax = softmax;
   table.gelu_new = gelu_new;
+  table.exp = exp;
   table.layernorm_row = layernorm_row_lanes;
 }
 

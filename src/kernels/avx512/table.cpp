@@ -3,6 +3,7 @@
 // compiled here (same bits as the other sets). Without AVX512-VNNI (Skylake-SP, or
 // KAEL_VNNI=0) the int8 GEMM stays the AVX2 one.
 #include "kernels/avx512/kernels.hpp"
+#include "kernels/exp.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/layernorm_row.hpp"
 
@@ -20,6 +21,7 @@ void fill(KernelTable& table, const CpuFeatures& cpu) {
   table.attend_head = attend_head;
   table.softmax = softmax;
   table.gelu_new = gelu_new;
+  table.exp = exp;
   table.layernorm_row = layernorm_row_lanes;
   table.gelu_backward = gelu_backward;
   table.adamw_update = adamw_update;

@@ -1,0 +1,46 @@
+// The AVX2 exp kernel (exp.hpp): the portable method on 8 lanes with FMAs, which makes the
+// reduction x - n ln 2 exact in its first step. avx512/exp.cpp does the same operations on 16
+// lanes, so both give the same bits.
+#include <immintrin.h>
+
+#include "kernels/exp.hpp"
+
+namespace kael::kernels::avx2 {
+namespace {
+
+inline __m256 exp8_ieee(__m256 x) {
+  // max/min return their second operand when either is NaN, so NaN passes the clamp.
+  x = _mm256_min_ps(_mm256_set1_ps(89.0f), _mm256_max_ps(_mm256_set1_ps(-104.0f), x));
+  const __m256 round = _mm256_set1_ps(12582912.0f);  // 1.5 * 2^23
+  const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), round);
+  const __m256 n = _mm256_sub_ps(t, round);
+  const __m256i ni = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_castps_si256(round));
+  __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-0.693145751953125f), x);
+  r = _mm256_fmadd_ps(n, _mm256_set1_ps(-1.428606765330187045e-6f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
+  const __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+  const __m256i bias = _mm256_set1_epi32(127);
+  const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23));
+  const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23));
+  return _mm256_mul_ps(_mm256_mul_ps(y, s1), s2);
+}
+
+}  // namespace
+
+void exp(float* out, const float* inp, std::int64_t n) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, exp8_ieee(_mm256_loadu_ps(inp + i)));
+  if (i < n) {
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - i)), lanes);
+    _mm256_maskstore_ps(out + i, mask, exp8_ieee(_mm256_maskload_ps(inp + i, mask)));
+  }
+}
+
+}  // namespace kael::kernels::avx2
