@@ -254,7 +254,7 @@ def measure_in_child(model_dir: pathlib.Path, workdir: pathlib.Path, threads: in
     why = f"llama.cpp's process died ({died}) before it gave its figures"
     info = build.get("build", {})
     if "GCC" in info.get("compiler", "") and "AMX_INT8" in info.get("features", []):
-        why += ("; a GCC 12 build with AMX dies in ggml's AMX kernels (the README's llama.cpp paragraph "
+        why += ("; a GCC 12 build with AMX dies in ggml's AMX kernels (docs/performance.md, 'llama.cpp for compare.py', "
                 "says how to build it with clang)")
     return {"skipped": why, **build}
 
