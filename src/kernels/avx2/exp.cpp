@@ -3,6 +3,7 @@
 // lanes, so both give the same bits.
 #include <immintrin.h>
 
+#include "kernels/avx2/math.hpp"
 #include "kernels/exp.hpp"
 
 namespace kael::kernels::avx2 {
@@ -17,12 +18,7 @@ inline __m256 exp8_ieee(__m256 x) {
   const __m256i ni = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_castps_si256(round));
   __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-0.693145751953125f), x);
   r = _mm256_fmadd_ps(n, _mm256_set1_ps(-1.428606765330187045e-6f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  const __m256 p = expf_polynomial8(r);
   const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
   const __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
   const __m256i bias = _mm256_set1_epi32(127);
@@ -37,8 +33,7 @@ void exp(float* out, const float* inp, std::int64_t n) {
   std::int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, exp8_ieee(_mm256_loadu_ps(inp + i)));
   if (i < n) {
-    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n - i)), lanes);
+    const __m256i mask = tail_mask(n - i);
     _mm256_maskstore_ps(out + i, mask, exp8_ieee(_mm256_maskload_ps(inp + i, mask)));
   }
 }

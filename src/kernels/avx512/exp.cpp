@@ -1,6 +1,7 @@
 // The AVX-512 exp kernel (exp.hpp): avx2/exp.cpp's operations on 16 lanes (the same bits).
 #include <immintrin.h>
 
+#include "kernels/avx512/math.hpp"
 #include "kernels/exp.hpp"
 
 namespace kael::kernels::avx512 {
@@ -15,12 +16,7 @@ inline __m512 exp16_ieee(__m512 x) {
   const __m512i ni = _mm512_sub_epi32(_mm512_castps_si512(t), _mm512_castps_si512(round));
   __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693145751953125f), x);
   r = _mm512_fmadd_ps(n, _mm512_set1_ps(-1.428606765330187045e-6f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 p = expf_polynomial16(r);
   const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
   const __m512i n1 = _mm512_srai_epi32(ni, 1), n2 = _mm512_sub_epi32(ni, n1);
   const __m512i bias = _mm512_set1_epi32(127);
@@ -35,7 +31,7 @@ void exp(float* out, const float* inp, std::int64_t n) {
   std::int64_t i = 0;
   for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, exp16_ieee(_mm512_loadu_ps(inp + i)));
   if (i < n) {
-    const auto mask = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    const __mmask16 mask = tail_mask(n - i);
     _mm512_mask_storeu_ps(out + i, mask, exp16_ieee(_mm512_maskz_loadu_ps(mask, inp + i)));
   }
 }
