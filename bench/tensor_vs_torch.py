@@ -1,7 +1,7 @@
 """kael's tensor library against torch on the CPU, in one run and one table: bench/tensor_speed
 (kael::matmul vs its GEMM at GPT-2 shapes, add/mul/exp/sigmoid/tanh/sum at 16M F32 elements and
-add with a broadcast row and with a transposed operand, against a read bandwidth probe, autograd
-bookkeeping per op), then the same ops in torch with
+add with a broadcast row and with a transposed operand, against a read bandwidth probe, add
+against a plain-store loop, autograd bookkeeping per op), then the same ops in torch with
 torch.set_num_threads equal to kael's thread count. Best of several runs each, as tensor_speed.
 
     python3 bench/tensor_vs_torch.py [--binary build/bench/tensor_speed] [--threads N]
@@ -41,17 +41,18 @@ def torch_figures(torch, threads):
         a, b = torch.randn(m, k), torch.randn(k, n)
         out[f"({m}x{k})@({k}x{n})"] = best_seconds(lambda: torch.matmul(a, b))
     size = 1 << 24
+    reps = 20  # as tensor_speed's elementwise runs
     a, b = torch.randn(size), torch.randn(size)
-    out["add"] = best_seconds(lambda: torch.add(a, b))
-    out["mul"] = best_seconds(lambda: torch.mul(a, b))
-    out["mul_scalar"] = best_seconds(lambda: torch.mul(a, 0.5))
-    out["exp"] = best_seconds(lambda: torch.exp(a))
-    out["sigmoid"] = best_seconds(lambda: torch.sigmoid(a))
-    out["tanh"] = best_seconds(lambda: torch.tanh(a))
-    out["sum"] = best_seconds(lambda: torch.sum(a))
+    out["add"] = best_seconds(lambda: torch.add(a, b), reps)
+    out["mul"] = best_seconds(lambda: torch.mul(a, b), reps)
+    out["mul_scalar"] = best_seconds(lambda: torch.mul(a, 0.5), reps)
+    out["exp"] = best_seconds(lambda: torch.exp(a), reps)
+    out["sigmoid"] = best_seconds(lambda: torch.sigmoid(a), reps)
+    out["tanh"] = best_seconds(lambda: torch.tanh(a), reps)
+    out["sum"] = best_seconds(lambda: torch.sum(a), reps)
     square, bias, other = a.view(4096, 4096), torch.randn(4096), b.view(4096, 4096)
-    out["add_bias_row"] = best_seconds(lambda: torch.add(square, bias))
-    out["add_transposed"] = best_seconds(lambda: torch.add(square.T, other))
+    out["add_bias_row"] = best_seconds(lambda: torch.add(square, bias), reps)
+    out["add_transposed"] = best_seconds(lambda: torch.add(square.T, other), reps)
     ops = 2000
     leaf = torch.randn(16, requires_grad=True)
 
@@ -102,6 +103,9 @@ def main():
             torch_gbs = r["gb_s"] * r["ms"] / 1e3 / t
             print(f"{r['op']:<15} {r['ms']:>9.2f} {r['gb_s']:>10.2f} {r['ratio_to_bw']:>6.2f} {t * 1e3:>9.2f} "
                   f"{torch_gbs:>10.2f} {r['ms'] / 1e3 / t:>10.2f}")
+    loop = next(r for r in rows if r["bench"] == "add_vs_stream_loop")
+    print(f"add against a plain-store loop (STREAM's add) in turns: kael {loop['kael_ms']:.2f} ms, loop "
+          f"{loop['loop_ms']:.2f} ms ({loop['loop_gb_s']:.2f} GB/s), kael/loop {loop['ratio']:.2f}")
     print("\n(c) autograd, a chain of 2000 adds of 16 elements, us per op")
     print(f"{'':<8} {'with grad':>10} {'no grad':>9} {'bookkeeping':>12} {'backward':>9}")
     ours = next(r for r in rows if r["bench"] == "autograd")

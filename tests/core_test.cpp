@@ -125,7 +125,7 @@ TEST(Tensor, ScalarAndEmpty) {
   EXPECT_EQ(empty.bytes().size(), 0u);
 }
 
-TEST(Tensor, TransposeViewAndContiguous) {
+TEST(Tensor, TransposeViewAndPackedCopy) {
   Tensor t = Tensor::zeros(DType::I32, {2, 3});
   for (int i = 0; i < 6; ++i) t.data<std::int32_t>()[i] = i;
   Tensor v = t.transpose();
@@ -135,11 +135,23 @@ TEST(Tensor, TransposeViewAndContiguous) {
   EXPECT_EQ(v.at<std::int32_t>({2, 1}), 5);
   EXPECT_EQ(v.at<std::int32_t>({1, 0}), 1);
   EXPECT_THROW((void)v.bytes(), ValueError);
-  Tensor c = v.contiguous();
+  Tensor c = v.packed_copy();
   EXPECT_TRUE(c.is_contiguous());
+  EXPECT_NE(c.raw_data(), t.raw_data());
   const std::int32_t expected[] = {0, 3, 1, 4, 2, 5};
   EXPECT_EQ(std::memcmp(c.raw_data(), expected, sizeof expected), 0);
   EXPECT_THROW(Tensor::zeros(DType::F32, {2, 2, 2}).transpose(), ValueError);
+  // A strided 3-D view (every other row of a 4 x 3 x 2 tensor, the last dims swapped) and an
+  // empty one.
+  Tensor big = Tensor::zeros(DType::I64, {4, 3, 2});
+  for (int i = 0; i < 24; ++i) big.data<std::int64_t>()[i] = i;
+  const Tensor strided = big.as_strided({2, 2, 3}, {12, 1, 2});
+  const Tensor packed = strided.packed_copy();
+  for (std::int64_t a = 0; a < 2; ++a)
+    for (std::int64_t b = 0; b < 2; ++b)
+      for (std::int64_t c3 = 0; c3 < 3; ++c3)
+        EXPECT_EQ(packed.at<std::int64_t>({a, b, c3}), a * 12 + b + c3 * 2);
+  EXPECT_EQ(big.as_strided({0, 3}, {1, 2}).packed_copy().numel(), 0);
 }
 
 TEST(Tensor, BorrowKeepsOwnerAlive) {

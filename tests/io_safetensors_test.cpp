@@ -75,7 +75,7 @@ Tensor patterned(DType dtype, Shape shape, unsigned seed = 1) {
 void expect_same(const Tensor& a, const Tensor& b) {
   ASSERT_EQ(a.dtype(), b.dtype());
   ASSERT_EQ(a.shape(), b.shape());
-  const Tensor ca = a.contiguous(), cb = b.contiguous();
+  const Tensor ca = a.packed_copy(), cb = b.packed_copy();
   ASSERT_EQ(ca.nbytes(), cb.nbytes());
   EXPECT_EQ(0, std::memcmp(ca.raw_data(), cb.raw_data(), ca.nbytes()));
 }

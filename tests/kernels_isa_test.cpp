@@ -16,9 +16,10 @@
 #include "kernels/cpu_features.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/kernel_table.hpp"
-#include "kernels/norm.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/exp.hpp"
+#include "kernels/norm.hpp"
+#include "kernels/sum.hpp"
 #include "kernels/thread_pool.hpp"
 #include "kernels_testing.hpp"
 
@@ -101,6 +102,10 @@ TEST(CpuFeatures, EveryTableIsComplete) {
     EXPECT_NE(t.softmax, nullptr);
     EXPECT_NE(t.gelu_new, nullptr);
     EXPECT_NE(t.layernorm_row, nullptr);
+    EXPECT_NE(t.exp, nullptr);
+    EXPECT_NE(t.sigmoid, nullptr);
+    EXPECT_NE(t.tanh, nullptr);
+    EXPECT_NE(t.sum, nullptr);
     EXPECT_NE(t.int8_dot, nullptr);
   }
 }
@@ -516,6 +521,104 @@ TEST(X86Kernels, Avx512ExpEqualsAvx2BitForBit) {
   kernels_for(Isa::avx2).exp(a.data(), x.data(), static_cast<std::int64_t>(x.size()));
   kernels_for(Isa::avx512).exp(b.data(), x.data(), static_cast<std::int64_t>(x.size()));
   ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+}
+
+// sigmoid and tanh (exp.hpp) on exp's inputs and on a band around 0 where tanh switches form:
+// within 2 ulp of the reference, NaN kept, infinities, zeros and signs exact; in place alike.
+TEST_P(IsaKernels, SigmoidAndTanhStayWithinTwoUlpOnRaggedSizes) {
+  const KernelTable& kt = kernels_for(isa());
+  ASSERT_NE(kt.sigmoid, nullptr);
+  ASSERT_NE(kt.tanh, nullptr);
+  const struct {
+    const char* name;
+    RowFn* fast;
+    RowFn* slow;
+  } functions[] = {{"sigmoid", kt.sigmoid, ref::sigmoid}, {"tanh", kt.tanh, ref::tanh}};
+  for (const auto& fn : functions)
+    for (std::int64_t n : {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 100, 1000, 4099}) {
+      auto x = exp_inputs(n, static_cast<unsigned>(90 + n));
+      std::mt19937 rng(static_cast<unsigned>(n));
+      std::uniform_real_distribution<float> near_zero(-1.5f, 1.5f);
+      for (std::size_t i = 0; i < x.size(); i += 3) x[i] = near_zero(rng);
+      std::vector<float> fast(static_cast<std::size_t>(n) + 2, 7.0f), slow(static_cast<std::size_t>(n));
+      fn.fast(fast.data(), x.data(), n);
+      fn.slow(slow.data(), x.data(), n);
+      for (std::int64_t i = 0; i < n; ++i) {
+        const float f = fast[static_cast<std::size_t>(i)], s = slow[static_cast<std::size_t>(i)];
+        if (std::isnan(s)) {
+          ASSERT_TRUE(std::isnan(f)) << fn.name << "(" << x[i] << ") = " << f << ", n=" << n;
+          continue;
+        }
+        // sigmoid below about -88 gives 0 where the true value is a tiny subnormal (e^-x
+        // overflows first), as torch's does: absolute error under the smallest normal there.
+        if (std::fabs(s) < std::numeric_limits<float>::min()) {
+          ASSERT_LT(std::fabs(f - s), std::numeric_limits<float>::min()) << fn.name << "(" << x[i] << ")";
+          continue;
+        }
+        ASSERT_LE(ulps_apart(f, s), s == 1.0f || s == -1.0f || s == 0.0f ? 1 : 2)
+            << fn.name << "(" << x[i] << ") = " << f << ", expected " << s << ", n=" << n;
+        ASSERT_EQ(std::signbit(f), std::signbit(s)) << fn.name << "(" << x[i] << ")";
+      }
+      ASSERT_EQ(fast[static_cast<std::size_t>(n)], 7.0f) << "wrote past the end, n=" << n;
+      ASSERT_EQ(fast[static_cast<std::size_t>(n) + 1], 7.0f) << "wrote past the end, n=" << n;
+      auto in_place = x;
+      fn.fast(in_place.data(), in_place.data(), n);
+      ASSERT_EQ(0, std::memcmp(in_place.data(), fast.data(), in_place.size() * sizeof(float))) << fn.name << " in place";
+    }
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {inf, -inf, 0.0f, -0.0f, 20.0f, -20.0f};
+  std::vector<float> y(x.size());
+  kt.tanh(y.data(), x.data(), static_cast<std::int64_t>(x.size()));
+  EXPECT_EQ(y[0], 1.0f);
+  EXPECT_EQ(y[1], -1.0f);
+  EXPECT_TRUE(y[2] == 0.0f && !std::signbit(y[2]));
+  EXPECT_TRUE(y[3] == 0.0f && std::signbit(y[3]));
+  EXPECT_EQ(y[4], 1.0f);
+  EXPECT_EQ(y[5], -1.0f);
+  kt.sigmoid(y.data(), x.data(), static_cast<std::int64_t>(x.size()));
+  EXPECT_EQ(y[0], 1.0f);
+  EXPECT_EQ(y[1], 0.0f);
+  EXPECT_EQ(y[2], 0.5f);
+  EXPECT_EQ(y[3], 0.5f);
+}
+
+TEST(X86Kernels, Avx512SigmoidAndTanhEqualAvx2BitForBit) {
+  std::string why;
+  if (!isa_supported(Isa::avx512, &why)) GTEST_SKIP() << "avx512 not run: " << why;
+  const auto x = exp_inputs(10007, 73);
+  const auto n = static_cast<std::int64_t>(x.size());
+  std::vector<float> a(x.size()), b(x.size());
+  kernels_for(Isa::avx2).sigmoid(a.data(), x.data(), n);
+  kernels_for(Isa::avx512).sigmoid(b.data(), x.data(), n);
+  ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+  kernels_for(Isa::avx2).tanh(a.data(), x.data(), n);
+  kernels_for(Isa::avx512).tanh(b.data(), x.data(), n);
+  ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+}
+
+// The sum's order (sum.hpp) is the same on every set: the portable loop's bits exactly, close
+// to the long double sum, special values carried.
+TEST_P(IsaKernels, SumHasThePortableOrderOnRaggedSizes) {
+  const KernelTable& kt = kernels_for(isa());
+  ASSERT_NE(kt.sum, nullptr);
+  for (std::int64_t n : {0, 1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 100, 1000, 4099}) {
+    // Magnitudes over eight decades, so that the order of the adds shows in the low bits.
+    auto x = random_vector(n, static_cast<unsigned>(200 + n), 1.0f);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] *= std::pow(10.0f, static_cast<float>(i % 9) - 4.0f);
+    const double fast = kt.sum(x.data(), n);
+    ASSERT_EQ(fast, portable::sum(x.data(), n)) << "n=" << n;
+    double magnitude = 0;
+    for (const float v : x) magnitude += std::fabs(v);
+    ASSERT_LE(std::fabs(fast - ref::sum(x.data(), n)), 1e-15 * magnitude) << "n=" << n;
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x(37, 1.0f);
+  x[35] = inf;
+  EXPECT_EQ(kt.sum(x.data(), 37), inf);
+  x[2] = -inf;
+  EXPECT_TRUE(std::isnan(kt.sum(x.data(), 37)));
+  x.assign(37, -0.0f);
+  EXPECT_EQ(kt.sum(x.data(), 37), 0.0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Isas, IsaKernels, test_util::every_isa_and_threads(), test_util::isa_threads_name);

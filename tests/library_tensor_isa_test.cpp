@@ -81,6 +81,19 @@ TEST_P(TensorOnEveryIsa, ThreadedElementwiseAndSums) {
   expect_close(sum(a.view({256, 512}), {1}), sum(a64.view({256, 512}), {1}), 1e-5, "row sums");
   expect_close(softmax(a.view({128, 1024}), -1), softmax(a64.view({128, 1024}), -1), 1e-6, "softmax");
   expect_close(layer_norm(a.view({512, 256}), {256}), layer_norm(a64.view({512, 256}), {256}), 1e-5, "layer_norm");
+  // Rows longer than a block of the sum: a row's sum has one order, alone or among rows.
+  const Tensor rows = a.view({4, 1 << 15});
+  const std::vector<float> row_sums = sum(rows, {1}).to_vector<float>();
+  for (std::int64_t r = 0; r < 4; ++r) EXPECT_EQ(row_sums[static_cast<std::size_t>(r)], sum(rows.select(0, r)).item<float>());
+  expect_close(sum(rows, {1}), sum(a64.view({4, 1 << 15}), {1}), 1e-5, "long row sums");
+  // max / min and their indices over either dim, threaded over rows.
+  for (int dim : {0, 1}) {
+    const Tensor m = a.view({256, 512}), m64 = a64.view({256, 512});
+    expect_close(max(m, dim).first, max(m64, dim).first, 0, "max");
+    expect_close(min(m, dim).first, min(m64, dim).first, 0, "min");
+    EXPECT_EQ(argmax(m, dim).to_vector<std::int64_t>(), argmax(m64, dim).to_vector<std::int64_t>());
+    EXPECT_EQ(max(m, dim).second.to_vector<std::int64_t>(), max(m64, dim).second.to_vector<std::int64_t>());
+  }
 }
 
 // exp (and sigmoid and tanh, on it) through the kernel table's vector exp: NaN, infinities,

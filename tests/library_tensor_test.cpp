@@ -121,6 +121,23 @@ TEST(TensorAutograd, GradientsOfAProductAndASum) {
   EXPECT_FALSE(x.grad().defined());
 }
 
+// clone() and contiguous() are differentiable (as torch's): the gradient reaches the leaf.
+TEST(TensorAutograd, CloneAndContiguousPassTheGradient) {
+  Tensor w = tensor({{1, 2, 3}, {4, 5, 6}}).requires_grad_();
+  const Tensor copy = w.clone();
+  EXPECT_TRUE(copy.requires_grad());
+  EXPECT_NE(copy.raw_data(), w.raw_data());
+  const Tensor packed = w.T().contiguous();  // (3, 2), a copy
+  EXPECT_TRUE(packed.is_contiguous());
+  EXPECT_EQ(w.contiguous().raw_data(), w.raw_data());  // already contiguous: the tensor itself
+  sum(mul(copy, copy)).backward();
+  sum(mul(packed, tensor({{1, 0}, {0, 1}, {1, 1}}))).backward();
+  // 2 w + the mask transposed.
+  EXPECT_EQ(w.grad().to_vector<float>(), (std::vector<float>{3, 4, 7, 8, 11, 13}));
+  const autograd::NoGradGuard no_grad;
+  EXPECT_FALSE(w.clone().requires_grad());
+}
+
 TEST(TensorAutograd, GradientsAccumulateAndTheGraphIsFreed) {
   Tensor a = tensor({1, 2, 3}).requires_grad_();
   for (int i = 0; i < 2; ++i) (a * 2.0).sum().backward();
@@ -457,7 +474,8 @@ TEST(TensorThreads, ReductionsAgreeWithTheStridedWalk) {
   const std::vector<Tensor> one = with_threads(1, run), many = with_threads(4, run);
   for (std::size_t k = 0; k < one.size(); ++k)
     EXPECT_EQ(std::memcmp(one[k].raw_data(), many[k].raw_data(), one[k].nbytes()), 0) << "reduction " << k;
-  // The transposed copy takes the strided walk: one chain per output in the same order.
+  // The transposed copy takes the strided walk, one chain per output: in double another order
+  // than the kernel table's lanes, and for these values the same floats once rounded.
   const Tensor t = a.T().contiguous().T();  // a's values, not contiguous
   EXPECT_EQ(std::memcmp(sum(t, {1}).raw_data(), many[2].raw_data(), many[2].nbytes()), 0);
   EXPECT_TRUE(allclose(sum(t), many[0], 1e-6, 1e-3));

@@ -151,7 +151,7 @@ TEST(Loader, WrongShapeNamesExpectedAndFound) {
 
   // A Conv1D weight stored [out, in] gets a hint.
   auto transposed = tiny_checkpoint(c);
-  transposed["h.1.attn.c_attn.weight"] = transposed.at("h.1.attn.c_attn.weight").transpose().contiguous();
+  transposed["h.1.attn.c_attn.weight"] = transposed.at("h.1.attn.c_attn.weight").transpose().packed_copy();
   expect_error<ValueError>([&] { GPT2::from_tensors(c, std::move(transposed)); },
                            {"shape [36, 12]", "expected [12, 36]", "[in, out]"});
 
@@ -197,7 +197,7 @@ TEST(Loader, UntiedHeadIsUsed) {
   auto tensors = tiny_checkpoint(c);
   expect_error<Error>([&] { GPT2::from_tensors(c, share(tensors)); }, {"missing tensor 'lm_head.weight'"});
   // With the head equal to wte, the logits equal the tied model's.
-  tensors["lm_head.weight"] = tensors.at("wte.weight").clone();
+  tensors["lm_head.weight"] = tensors.at("wte.weight").packed_copy();
   const auto tied = last_logits(GPT2::from_tensors(tiny_config(), tiny_checkpoint(c)));
   EXPECT_EQ(last_logits(GPT2::from_tensors(c, share(tensors))), tied);
   // Changing only the head changes the logits.

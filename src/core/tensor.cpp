@@ -242,22 +242,25 @@ double Tensor::value_as_double(std::int64_t flat_index) const {
   return element_as_double(dtype_, data_ + offset * static_cast<std::int64_t>(element_size()));
 }
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
-
-Tensor Tensor::clone() const {
-  Tensor out = zeros(dtype_, shape_);
-  const std::size_t elem = element_size();
+Tensor Tensor::packed_copy() const {
+  Tensor out = empty(dtype_, shape_);
+  const auto elem = static_cast<std::int64_t>(element_size());
   if (is_contiguous()) {
     if (nbytes()) std::memcpy(out.data_, data_, nbytes());
     return out;
   }
-  // Walk the strided view in row-major order with a multi-index counter.
-  std::vector<std::int64_t> index(shape_.size(), 0);
-  for (std::int64_t n = 0; n < numel_; ++n) {
+  if (numel_ == 0) return out;
+  // Rows of the last dim in row-major order, the row's start found by a multi-index counter.
+  const std::size_t rank = shape_.size();
+  const std::int64_t row = shape_[rank - 1], step = strides_[rank - 1] * elem;
+  std::vector<std::int64_t> index(rank, 0);
+  std::byte* dst = out.data_;
+  for (std::int64_t r = 0; r < numel_ / row; ++r) {
     std::int64_t offset = 0;
-    for (std::size_t a = 0; a < shape_.size(); ++a) offset += index[a] * strides_[a];
-    std::memcpy(out.data_ + n * static_cast<std::int64_t>(elem), data_ + offset * static_cast<std::int64_t>(elem), elem);
-    for (std::size_t a = shape_.size(); a-- > 0;) {
+    for (std::size_t a = 0; a + 1 < rank; ++a) offset += index[a] * strides_[a];
+    const std::byte* src = data_ + offset * elem;
+    for (std::int64_t i = 0; i < row; ++i, dst += elem) std::memcpy(dst, src + i * step, static_cast<std::size_t>(elem));
+    for (std::size_t a = rank - 1; a-- > 0;) {
       if (++index[a] < shape_[a]) break;
       index[a] = 0;
     }

@@ -47,7 +47,7 @@ SavePlan plan_save(const std::map<std::string, Tensor>& tensors, const std::map<
     if (!checked_add(offset, tensor.nbytes(), end))
       throw ValueError("cannot save safetensors: total size overflows 64 bits");
     header[entry->first] = {{"dtype", dtype_name(tensor.dtype())}, {"shape", tensor.shape()}, {"data_offsets", {offset, end}}};
-    plan.data.push_back(tensor.contiguous());  // views are written by value
+    plan.data.push_back(tensor.is_contiguous() ? tensor : tensor.packed_copy());  // views are written by value
     offset = end;
   }
   plan.header = header.dump();

@@ -5,7 +5,8 @@
 // (|r| <= ln 2 / 2), e^r = 1 + (r + r^2 P(r)) with Cephes' expf polynomial, added to 1 last
 // so that the sum is rounded once, then scaled by 2^n as 2^(n/2) 2^(n - n/2): both factors
 // are normal floats, the first product is exact, and the second rounds once into the
-// subnormals, to 0 or to +inf exactly as the true product would.
+// subnormals, to 0 or to +inf exactly as the true product would. sigmoid and tanh follow it
+// with the formulas of exp.hpp.
 #include "kernels/exp.hpp"
 
 #include <cmath>
@@ -16,6 +17,12 @@ namespace kael::kernels {
 namespace ref {
 void exp(float* out, const float* inp, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(std::exp(static_cast<double>(inp[i])));
+}
+void sigmoid(float* out, const float* inp, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(inp[i]))));
+}
+void tanh(float* out, const float* inp, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(std::tanh(static_cast<double>(inp[i])));
 }
 }  // namespace ref
 
@@ -58,10 +65,29 @@ float exp_one(float x) {
   return y * s1 * s2;
 }
 
+float tanh_one(float x) {
+  const float ax = std::fabs(x), z = ax * ax;
+  const float small =
+      ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z + 1.33314422036e-1f) * z -
+       3.33332819422e-1f) * z * ax + ax;
+  const float large = 1.0f - 2.0f / (exp_one(ax + ax) + 1.0f);
+  const std::uint32_t pick_small = 0u - static_cast<std::uint32_t>(ax < 0.625f);
+  const std::uint32_t magnitude = (bits_of(small) & pick_small) | (bits_of(large) & ~pick_small);
+  return float_of(magnitude | (bits_of(x) & 0x80000000u));  // both forms are >= 0 (or NaN)
+}
+
 }  // namespace
 
 void exp(float* out, const float* inp, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) out[i] = exp_one(inp[i]);
+}
+
+void sigmoid(float* out, const float* inp, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = 1.0f / (1.0f + exp_one(-inp[i]));
+}
+
+void tanh(float* out, const float* inp, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = tanh_one(inp[i]);
 }
 
 }  // namespace portable

@@ -63,6 +63,8 @@ using AttendHeadFn = void(float* out, std::int64_t out_stride, const float* q, s
                           std::int64_t block_positions, std::int64_t T, std::int64_t pos0, std::int64_t head_dim);
 // Rows (norm.hpp, elementwise.hpp): out (n) = f(inp); out may equal inp.
 using RowFn = void(float* out, const float* inp, std::int64_t n);
+// sum.hpp: the sum of x (n) in double, lanes as described there.
+using SumFn = double(const float* x, std::int64_t n);
 // out (C) = layernorm of one row x (C).
 using LayerNormRowFn = void(float* out, const float* x, const float* weight, const float* bias, std::int64_t C,
                             float eps);
@@ -113,6 +115,9 @@ struct KernelTable {
   RowFn* softmax = nullptr;
   RowFn* gelu_new = nullptr;
   RowFn* exp = nullptr;  // exp.hpp: the C library's e^x, NaN and infinities included
+  RowFn* sigmoid = nullptr;  // exp.hpp, on that exp
+  RowFn* tanh = nullptr;     // exp.hpp, on that exp
+  SumFn* sum = nullptr;      // sum.hpp
   LayerNormRowFn* layernorm_row = nullptr;
   GeluBackwardFn* gelu_backward = nullptr;
   AdamWUpdateFn* adamw_update = nullptr;

@@ -9,6 +9,7 @@
 #include "kernels/kernel_table.hpp"
 #include "kernels/layernorm_row.hpp"
 #include "kernels/scalar_math.hpp"
+#include "kernels/sum.hpp"
 #include "kernels/vec.hpp"
 
 namespace kael::kernels::portable {
@@ -78,6 +79,9 @@ void fill(KernelTable& table) {
   table.softmax = softmax;
   table.gelu_new = gelu_new;
   table.exp = exp;
+  table.sigmoid = sigmoid;
+  table.tanh = tanh;
+  table.sum = sum;
   table.layernorm_row = layernorm_row_lanes;
   table.gelu_backward = gelu_backward;
   table.adamw_update = adamw_update;

@@ -87,7 +87,7 @@ void check_parameters(const std::vector<ParameterSpec>& specs, const std::vector
 Tensor as_kernel_f32(Tensor tensor) {
   if (tensor.dtype() != DType::F32) return tensor.to_f32();
   const bool aligned = reinterpret_cast<std::uintptr_t>(tensor.raw_data()) % alignof(float) == 0;
-  if (!tensor.is_contiguous() || !aligned) return tensor.clone();
+  if (!tensor.is_contiguous() || !aligned) return tensor.packed_copy();
   return tensor;
 }
 

@@ -1,6 +1,5 @@
 // Elementwise ops: broadcasting, type promotion, and their gradients.
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 
@@ -87,6 +86,9 @@ Layout<N + 1> operands_layout(const Tensor& out, const Shape& shape, const Tenso
   return coalesce(shape, strides);
 }
 
+// Elements per block of a strided input gathered before a row kernel: the block stays in L1.
+constexpr std::int64_t kGatherBlock = 256;
+
 // out = f(a, b) elementwise over the broadcast shape, computed in `compute`, stored as
 // `out_dtype`; `work` is the cost of one element in the thread pool's units. The rows of the
 // coalesced layout are threaded by ranges of elements (parallel_walk); all-F32 operands read
@@ -155,23 +157,23 @@ Tensor unary_kernel(const Tensor& a, DType compute, DType out_dtype, F f, std::i
   std::byte* po = out.raw_data();
   const std::byte* pa = a.raw_data();
   if (a.dtype() == DType::F32 && out_dtype == DType::F32) {
+    const std::int64_t sa = step_a / 4;
     parallel_walk(layout, out.numel(), work, [&](const std::int64_t* o, std::int64_t count) {
       float* y = reinterpret_cast<float*>(po + o[0]);
       const float* x = reinterpret_cast<const float*>(pa + o[1]);
-      if (rows != nullptr && step_a == 4) {
+      if (rows != nullptr && sa == 1) {
         rows(y, x, count);
       } else if (rows != nullptr) {
-        constexpr std::int64_t kChunk = 256;
-        float run[kChunk];
-        for (std::int64_t i0 = 0; i0 < count; i0 += kChunk) {
-          const std::int64_t m = std::min(kChunk, count - i0);
-          for (std::int64_t i = 0; i < m; ++i) run[i] = x[(i0 + i) * (step_a / 4)];
-          rows(y + i0, run, m);
+        // A strided input is gathered into the output a block at a time, then computed in place.
+        for (std::int64_t i0 = 0; i0 < count; i0 += kGatherBlock) {
+          const std::int64_t m = std::min(kGatherBlock, count - i0);
+          for (std::int64_t i = 0; i < m; ++i) y[i0 + i] = x[(i0 + i) * sa];
+          rows(y + i0, y + i0, m);
         }
-      } else if (step_a == 4) {
+      } else if (sa == 1) {
         for (std::int64_t i = 0; i < count; ++i) y[i] = static_cast<float>(f(x[i]));
       } else {
-        for (std::int64_t i = 0; i < count; ++i) y[i] = static_cast<float>(f(x[i * (step_a / 4)]));
+        for (std::int64_t i = 0; i < count; ++i) y[i] = static_cast<float>(f(x[i * sa]));
       }
     });
     return out;
@@ -379,51 +381,12 @@ Tensor abs(const Tensor& a) {
 
 namespace {
 
-// The kernel table's vector exp (kernels/exp.hpp): the C library's semantics (NaN, infinities,
-// overflow to inf, subnormal results) within one ulp of the correctly rounded value.
+// The kernel table's vector exp and the functions on it (kernels/exp.hpp): the C library's
+// semantics (NaN, infinities, overflow to inf, subnormal results), within 1-2 ulp of the
+// correctly rounded value.
 void exp_rows(float* out, const float* inp, std::int64_t n) { kernels::active_kernels().exp(out, inp, n); }
-
-// Runs f(out, inp, m) over n elements in blocks that stay in L1, so that a function made of
-// several passes (sigmoid's, tanh's) reads and writes memory once.
-template <class F>
-void in_blocks(float* out, const float* inp, std::int64_t n, F f) {
-  constexpr std::int64_t kBlock = 2048;
-  for (std::int64_t i = 0; i < n; i += kBlock) f(out + i, inp + i, std::min(kBlock, n - i));
-}
-
-// 1 / (1 + e^-x), the scalar form's formula on the vector exp.
-void sigmoid_rows(float* out, const float* inp, std::int64_t n) {
-  in_blocks(out, inp, n, [](float* y, const float* x, std::int64_t m) {
-    for (std::int64_t i = 0; i < m; ++i) y[i] = -x[i];
-    exp_rows(y, y, m);
-    for (std::int64_t i = 0; i < m; ++i) y[i] = 1.0f / (1.0f + y[i]);
-  });
-}
-
-// tanh as Cephes' tanhf on the vector exp: x + x^3 P(x^2) below |x| = 0.625, where
-// 1 - 2 / (e^2|x| + 1) would cancel, that above (1 at +inf, NaN kept), with x's sign (so
-// tanh(-0) = -0); within 1 ulp of the correctly rounded value.
-// Both forms are computed for every element and one is picked by a bit mask: a branch on the
-// data would mispredict half the time, and the compiler does not turn floating code into a
-// select by itself (it may not evaluate the unused form's arithmetic speculatively).
-void tanh_rows(float* out, const float* inp, std::int64_t n) {
-  in_blocks(out, inp, n, [](float* y, const float* x, std::int64_t m) {
-    for (std::int64_t i = 0; i < m; ++i) y[i] = 2.0f * std::fabs(x[i]);
-    exp_rows(y, y, m);
-    for (std::int64_t i = 0; i < m; ++i) {
-      const float ax = std::fabs(x[i]), z = ax * ax;
-      const float small =
-          ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z + 1.33314422036e-1f) * z -
-           3.33332819422e-1f) * z * ax + ax;
-      const float large = 1.0f - 2.0f / (y[i] + 1.0f);
-      const std::uint32_t pick_small = 0u - static_cast<std::uint32_t>(ax < 0.625f);
-      const std::uint32_t magnitude = (std::bit_cast<std::uint32_t>(small) & pick_small) |
-                                      (std::bit_cast<std::uint32_t>(large) & ~pick_small);
-      const std::uint32_t sign = std::bit_cast<std::uint32_t>(x[i]) & 0x80000000u;
-      y[i] = std::bit_cast<float>(magnitude | sign);  // both forms are >= 0 (or NaN)
-    }
-  });
-}
+void sigmoid_rows(float* out, const float* inp, std::int64_t n) { kernels::active_kernels().sigmoid(out, inp, n); }
+void tanh_rows(float* out, const float* inp, std::int64_t n) { kernels::active_kernels().tanh(out, inp, n); }
 
 // Thread-pool units per element of exp_rows: a dozen vector operations for 8 or 16 elements.
 constexpr std::int64_t kVectorMathWork = 4;

@@ -2,9 +2,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "kernels/kernel_table.hpp"
 #include "tensor/parallel.hpp"
 #include "tensor/strided.hpp"
 
@@ -84,6 +86,34 @@ void flat_sum(Acc* out, std::int64_t outer, std::int64_t R, std::int64_t inner, 
   });
 }
 
+// out (outer) = the sums in double of the rows of p (outer, R), on the kernel table's sum
+// (kernels/sum.hpp) in blocks of kSumBlock added in order: a single row has its blocks summed
+// on several threads, many rows are split between threads, and either way a row has one order.
+void f32_row_sums(double* out, std::int64_t outer, std::int64_t R, const float* p) {
+  const auto block_sum = kernels::active_kernels().sum;
+  const std::int64_t blocks = (R + kSumBlock - 1) / kSumBlock;
+  const auto block = [&](const float* row, std::int64_t b) {
+    return block_sum(row + b * kSumBlock, std::min(kSumBlock, R - b * kSumBlock));
+  };
+  if (outer == 1) {
+    std::vector<double> partial(static_cast<std::size_t>(blocks));
+    parallel_range(blocks, kSumBlock, [&](std::int64_t b0, std::int64_t b1) {
+      for (std::int64_t b = b0; b < b1; ++b) partial[static_cast<std::size_t>(b)] = block(p, b);
+    });
+    double total = 0;
+    for (const double v : partial) total += v;
+    out[0] = total;
+    return;
+  }
+  parallel_range(outer, R, [&](std::int64_t o0, std::int64_t o1) {
+    for (std::int64_t o = o0; o < o1; ++o) {
+      double total = 0;
+      for (std::int64_t b = 0; b < blocks; ++b) total += block(p + o * R, b);
+      out[o] = total;
+    }
+  });
+}
+
 // (outer, R, inner) when a is contiguous and its reduced dims are consecutive, else R = -1.
 struct FlatSplit {
   std::int64_t outer = 1, R = -1, inner = 1;
@@ -122,6 +152,12 @@ Tensor sum_raw(const Tensor& a, const std::vector<bool>& reduce, DType out_dtype
       const DType dt = a.dtype();
       const std::byte* base = a.raw_data();
       const auto elem = static_cast<std::int64_t>(a.element_size());
+      if constexpr (std::is_same_v<Acc, double>) {
+        if (dt == DType::F32 && split.inner == 1) {
+          f32_row_sums(out, split.outer, split.R, a.data<float>());
+          return;
+        }
+      }
       if (dt == DType::F32) {
         const float* p = a.data<float>();
         flat_sum(out, split.outer, split.R, split.inner, [p](std::int64_t i) { return static_cast<Acc>(p[i]); });
@@ -181,33 +217,43 @@ std::pair<Tensor, Tensor> extreme(const char* op, const Tensor& a, int dim, bool
   const int at = wrap_dim(dim, a.dim(), op);
   const std::int64_t n = a.dim() ? a.shape()[static_cast<std::size_t>(at)] : 1;
   if (n == 0) throw IndexError(str(op, ": dim ", at, " of shape ", shape_to_string(a.shape()), " is empty"));
-  // Move `dim` last and walk rows.
+  // Move `dim` last and walk rows, F32, F64 and I64 as they are, other dtypes through F64 or I64.
   std::vector<int> order;
   for (int i = 0; i < a.dim(); ++i)
     if (i != at) order.push_back(i);
   if (a.dim()) order.push_back(at);
-  const Tensor moved = dense((a.dim() ? a.detach().permute(order) : a.detach()).to(
-      is_floating(a.dtype()) ? DType::F64 : DType::I64));
+  const DType dt = a.dtype();
+  const bool native = dt == DType::F32 || dt == DType::F64 || dt == DType::I64;
+  const Tensor permuted = a.dim() ? a.detach().permute(order) : a.detach();
+  const Tensor moved = dense(native ? permuted : permuted.to(is_floating(dt) ? DType::F64 : DType::I64));
   const std::int64_t rows = moved.numel() / n;
   Shape out_shape = a.shape();
   if (a.dim()) out_shape[static_cast<std::size_t>(at)] = 1;
   Tensor indices = Tensor::empty(DType::I64, out_shape);
-  Tensor values = Tensor::empty(a.dtype(), out_shape);
-  dispatch(moved.dtype(), [&]<class C>() {
+  Tensor values = Tensor::empty(dt, out_shape);
+  const auto find = [&]<class C>() {
     const C* p = reinterpret_cast<const C*>(moved.raw_data());
     std::int64_t* idx = indices.data<std::int64_t>();
     const auto elem = static_cast<std::int64_t>(values.element_size());
-    for (std::int64_t r = 0; r < rows; ++r) {
-      std::int64_t best = 0;
-      for (std::int64_t i = 1; i < n; ++i) {
-        const C v = p[r * n + i], b = p[r * n + best];
-        if (b != b) break;  // NaN wins, as in PyTorch
-        if (v != v || (largest ? v > b : v < b)) best = i;
+    parallel_range(rows, n, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; ++r) {
+        const C* row = p + r * n;
+        std::int64_t best = 0;
+        for (std::int64_t i = 1; i < n; ++i) {
+          const C v = row[i], b = row[best];
+          if (b != b) break;  // NaN wins, as in PyTorch
+          if (v != v || (largest ? v > b : v < b)) best = i;
+        }
+        idx[r] = best;
+        store(dt, values.raw_data() + r * elem, row[best]);
       }
-      idx[r] = best;
-      store(a.dtype(), values.raw_data() + r * elem, p[r * n + best]);
-    }
-  });
+    });
+  };
+  switch (moved.dtype()) {
+    case DType::F32: find.template operator()<float>(); break;
+    case DType::F64: find.template operator()<double>(); break;
+    default: find.template operator()<std::int64_t>(); break;
+  }
   if (!keepdim && a.dim()) {
     values = values.squeeze(at);
     indices = indices.squeeze(at);

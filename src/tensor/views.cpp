@@ -261,6 +261,12 @@ Tensor Tensor::detach() const {
   return t;
 }
 
+Tensor Tensor::clone() const {
+  return autograd::record("clone", dense_copy(*this), {this}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
 Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return *this;
   Tensor out = Tensor::empty(dtype, shape_);

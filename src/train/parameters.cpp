@@ -110,7 +110,7 @@ void load_values(ParameterSet& set, const model::Config& config, std::map<std::s
   std::vector<model::CheckpointTensor> found = model::match_parameters(config, specs, std::move(tensors), source);
   for (std::size_t i = 0; i < specs.size(); ++i) {
     Tensor& tensor = found[i].tensor;
-    const Tensor f32 = tensor.dtype() == DType::F32 ? tensor.contiguous() : tensor.to_f32();
+    const Tensor f32 = tensor.dtype() == DType::F32 ? (tensor.is_contiguous() ? tensor : tensor.packed_copy()) : tensor.to_f32();
     std::memcpy(set.parameters[i].data, f32.raw_data(), f32.nbytes());
     if (mapped) io::release_mapped_pages(tensor);
     tensor = Tensor();

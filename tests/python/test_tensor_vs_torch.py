@@ -23,8 +23,10 @@ LAYOUTS = ["contiguous", "transposed", "sliced", "expanded"]
 
 
 def largest(values) -> float:
-    values = np.asarray(values, dtype=np.float64)
-    return float(np.abs(values).max()) if values.size else 0.0
+    """The largest finite magnitude (a NaN, as var of one element gives, sets no scale)."""
+    values = np.abs(np.asarray(values, dtype=np.float64))
+    finite = values[np.isfinite(values)]
+    return float(finite.max()) if finite.size else 0.0
 
 
 def close(got, want, rtol=1e-6, scale=0.0):
@@ -126,6 +128,8 @@ UNARY = {
     "min_dim": lambda lib, x: x.min(0, keepdim=True).values,
     "max_all": lambda lib, x: x.max(),
     "reshape": lambda lib, x: x.reshape(-1) * 2,
+    "clone": lambda lib, x: x.clone() * 2,
+    "contiguous": lambda lib, x: x.contiguous() * x,
     "permute_unsqueeze": lambda lib, x: x.permute(*reversed(range(x.dim()))).unsqueeze(0),
     "masked_fill": lambda lib, x: x.masked_fill(x > 0.5, -2.0),
     "getitem": lambda lib, x: x[..., :1] * x[..., -1:],

@@ -92,10 +92,10 @@ class Tensor {
   // The element at a logical (row-major) position, any dtype, as double.
   double value_as_double(std::int64_t flat_index) const;
 
-  // A contiguous tensor with the same values: this one (shared) if already contiguous, else a copy.
-  Tensor contiguous() const;
-  // An owned contiguous copy.
-  Tensor clone() const;
+  // An owned contiguous copy of the values, without history, on one thread: for the layers
+  // below the tensor library (io, model, train). The tensor library's clone() and
+  // contiguous() below are differentiable and threaded.
+  Tensor packed_copy() const;
   // A view of a 2-D tensor with the axes swapped (shares the bytes).
   Tensor transpose() const;
   // A contiguous owned F32 copy of any dtype (integers and BOOL by value, F16/BF16 exactly).
@@ -129,6 +129,11 @@ class Tensor {
   Tensor slice(int dim, std::int64_t start, std::int64_t end, std::int64_t step = 1) const;
   Tensor expand(Shape shape) const;
   Tensor detach() const;
+  // A new contiguous tensor with the same values, whose gradient flows back to this one
+  // (torch.clone); and contiguous(): this tensor itself (shared) where it is contiguous
+  // already, else clone().
+  Tensor clone() const;
+  Tensor contiguous() const;
   // Conversions: a copy unless already of that dtype / on that device.
   Tensor to(DType dtype) const;
   Tensor to(Device device) const;

@@ -6,6 +6,7 @@
 #include "kernels/exp.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/layernorm_row.hpp"
+#include "kernels/sum.hpp"
 
 namespace kael::kernels::avx512 {
 
@@ -22,6 +23,9 @@ void fill(KernelTable& table, const CpuFeatures& cpu) {
   table.softmax = softmax;
   table.gelu_new = gelu_new;
   table.exp = exp;
+  table.sigmoid = sigmoid;
+  table.tanh = tanh;
+  table.sum = sum;
   table.layernorm_row = layernorm_row_lanes;
   table.gelu_backward = gelu_backward;
   table.adamw_update = adamw_update;
