@@ -146,6 +146,28 @@ TEST_P(AmxBf16, WeightConversionEqualsThePlainOneBitForBit) {
   }
 }
 
+// The activations of the BF16 GEMV round as core's f32_to_bf16, as the training product's
+// operands do: subnormals kept (vcvtne2ps2bf16 alone flushes them), ties to even, NaN quiet;
+// zeros past K, in both layouts.
+TEST_P(AmxBf16, ActivationConversionRoundsAsCore) {
+  ON_ISA(GetParam(), true);
+  const std::int64_t M = 19, K = 70, Kp = bf16_padded_k(K);
+  std::vector<float> x = random_vector(M * K, 31);
+  const float specials[] = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 0x1p-130f, -0x1p-127f, 0x1.fffffcp-127f,
+                            std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), -0.0f};
+  for (std::size_t i = 0; i < x.size(); i += 11) x[i] = specials[(i / 11) % std::size(specials)];
+  for (bool tiled : {false, true}) {
+    std::vector<std::uint16_t> a(static_cast<std::size_t>(round_up(M, 32) * Kp), 0xAAAA);
+    amx::convert_rows_bf16(a.data(), x.data(), M, K, Kp, tiled);
+    for (std::int64_t t = 0; t < M; ++t)
+      for (std::int64_t k = 0; k < Kp; ++k) {
+        const std::uint16_t want = k < K ? kael::f32_to_bf16(x[static_cast<std::size_t>(t * K + k)]) : 0;
+        const std::int64_t at = tiled ? t / 16 * 16 * Kp + k / 32 * 512 + t % 16 * 32 + k % 32 : t * Kp + k;
+        ASSERT_EQ(a[static_cast<std::size_t>(at)], want) << "row " << t << ", k " << k << ", tiled " << tiled;
+      }
+  }
+}
+
 TEST_P(AmxBf16, LinearMatchesReferenceOnRaggedSizes) {
   ON_ISA(GetParam(), true);
   for (const Shape& s : kShapes)

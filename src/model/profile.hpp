@@ -1,10 +1,9 @@
-// Timing of the forward pass's parts (ForwardProfile), free when no profile is attached:
-// each lap reads the clock only if there is somewhere to add the time, and the thread pool's
-// counts only if they are being counted.
+// Timing of the forward pass's parts (ForwardProfile) on the wall clock: the core stopwatch
+// (core/lap_timer.hpp), plus the thread pool's busy counts for each part when they are being
+// counted (read only then).
 #pragma once
 
-#include <chrono>
-
+#include "core/lap_timer.hpp"
 #include "kael/model/gpt2.hpp"
 #include "kernels/thread_pool.hpp"
 
@@ -12,32 +11,25 @@ namespace kael::model {
 
 class PartTimer {
  public:
-  explicit PartTimer(ForwardProfile* profile)
-      : profile_(profile), counting_(profile && kernels::counting_thread_busy()) {
-    if (profile_) start_ = last_ = Clock::now();
+  explicit PartTimer(ForwardProfile* profile) : laps_(profile), counting_(profile && kernels::counting_thread_busy()) {
     if (counting_) busy_ = kernels::thread_busy();
   }
   // Adds the time since the previous lap to `part` (a member of ForwardProfile).
   void lap(double ForwardProfile::*part) {
-    if (!profile_) return;
-    const auto now = Clock::now();
-    profile_->*part += std::chrono::duration<double, std::milli>(now - last_).count();
-    last_ = now;
-    if (counting_) add_busy(profile_->*threads_of(part));
+    laps_.lap(part);
+    if (counting_) add_busy(laps_.profile()->*threads_of(part));
   }
   // Starts the next lap here, leaving the time since the previous one to "other".
   void skip() {
-    if (profile_) last_ = Clock::now();
-    if (counting_) add_busy(profile_->other_threads);
+    laps_.skip();
+    if (counting_) add_busy(laps_.profile()->other_threads);
   }
   // Adds the whole time since construction to total_ms.
   void finish() {
-    if (profile_) profile_->total_ms += std::chrono::duration<double, std::milli>(Clock::now() - start_).count();
+    if (laps_.profile()) laps_.profile()->total_ms += laps_.elapsed_ms();
   }
 
  private:
-  using Clock = std::chrono::steady_clock;
-
   // The ThreadBusy member that goes with a part's time.
   static ThreadBusy ForwardProfile::*threads_of(double ForwardProfile::*part) {
     if (part == &ForwardProfile::attention_ms) return &ForwardProfile::attention_threads;
@@ -55,9 +47,8 @@ class PartTimer {
     busy_ = std::move(now);
   }
 
-  ForwardProfile* profile_;
+  LapTimer<ForwardProfile, steady_ms> laps_;
   bool counting_;
-  Clock::time_point start_, last_;
   ThreadBusy busy_;
 };
 

@@ -1,29 +1,166 @@
 // Neural-network functions, composed of the differentiable ops (so their gradients follow).
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "kernels/kernel_table.hpp"
+#include "tensor/parallel.hpp"
 #include "tensor/strided.hpp"
 
 namespace kael {
 
 using namespace tensor_detail;
 
+namespace {
+
+// Whether a softmax over `dim` can take the row path: F32, contiguous, over the last dim.
+bool last_dim_rows(const Tensor& a, int dim) { return a.dtype() == DType::F32 && a.is_contiguous() && a.dim() > 0 && dim == a.dim() - 1 && a.numel() > 0; }
+
+// The rows (a.numel() / C, C) of an F32 contiguous tensor, threaded over rows: each row r of
+// `out` gets e = exp(x - max x) from the kernel table's exp, and finish(out_row, x_row, C, s)
+// is then called with s, the sum of e in double (the kernel table's sum). A NaN in a row gives
+// a NaN sum, so the row comes out NaN, as torch's; so does a row whose maximum is infinite.
+template <class F>
+Tensor softmax_rows(const Tensor& a, F finish) {
+  const std::int64_t C = a.shape().back(), rows = a.numel() / C;
+  Tensor out = Tensor::empty(DType::F32, a.shape());
+  const float* x = a.data<float>();
+  float* y = out.data<float>();
+  const kernels::KernelTable& kt = kernels::active_kernels();
+  parallel_range(rows, C * 8, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const float* xr = x + r * C;
+      float* yr = y + r * C;
+      float m = xr[0];
+      for (std::int64_t i = 1; i < C; ++i) m = xr[i] > m ? xr[i] : m;
+      for (std::int64_t i = 0; i < C; ++i) yr[i] = xr[i] - m;
+      kt.exp(yr, yr, C);
+      finish(yr, xr, C, m, kt.sum(yr, C));
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
 Tensor log_softmax(const Tensor& a, int dim) {
   const int at = wrap_dim(dim, a.dim(), "log_softmax");
   if (!is_floating(a.dtype())) throw TypeError(str("log_softmax: needs a floating tensor, got ", dtype_name(a.dtype())));
-  // Shifting by the (constant) row maximum keeps exp finite; it does not change the result.
-  const Tensor shift = max(a.detach(), at, true).first;
-  const Tensor shifted = sub(a, shift);
-  return sub(shifted, log(sum(exp(shifted), {at}, true)));
+  if (!last_dim_rows(a, at)) {
+    // Shifting by the (constant) row maximum keeps exp finite; it does not change the result.
+    const Tensor shift = max(a.detach(), at, true).first;
+    const Tensor shifted = sub(a, shift);
+    return sub(shifted, log(sum(exp(shifted), {at}, true)));
+  }
+  // y = (x - max) - log(sum e^(x - max)); dy/dx: g - e^y sum(g).
+  Tensor out = softmax_rows(a, [](float* y, const float* x, std::int64_t C, float m, double s) {
+    const auto log_sum = static_cast<float>(std::log(s));
+    for (std::int64_t i = 0; i < C; ++i) y[i] = (x[i] - m) - log_sum;
+  });
+  if (!autograd::any_requires_grad({&a})) return out;
+  autograd::SavedTensor sy(out);
+  return autograd::record("log_softmax", std::move(out), {&a}, [sy, at](const Tensor& g) {
+    const Tensor& y = sy.get("log_softmax");
+    return std::vector<Tensor>{sub(g, mul(exp(y), sum(g, {at}, true)))};
+  });
 }
 
 Tensor softmax(const Tensor& a, int dim) {
   const int at = wrap_dim(dim, a.dim(), "softmax");
   if (!is_floating(a.dtype())) throw TypeError(str("softmax: needs a floating tensor, got ", dtype_name(a.dtype())));
-  const Tensor e = exp(sub(a, max(a.detach(), at, true).first));
-  return div(e, sum(e, {at}, true));
+  if (!last_dim_rows(a, at)) {
+    const Tensor e = exp(sub(a, max(a.detach(), at, true).first));
+    return div(e, sum(e, {at}, true));
+  }
+  // y = e^(x - max) / sum; dy/dx: y (g - sum(g y)).
+  Tensor out = softmax_rows(a, [](float* y, const float*, std::int64_t C, float, double s) {
+    const auto total = static_cast<float>(s);
+    for (std::int64_t i = 0; i < C; ++i) y[i] /= total;
+  });
+  if (!autograd::any_requires_grad({&a})) return out;
+  autograd::SavedTensor sy(out);
+  return autograd::record("softmax", std::move(out), {&a}, [sy, at](const Tensor& g) {
+    const Tensor& y = sy.get("softmax");
+    return std::vector<Tensor>{mul(y, sub(g, sum(mul(g, y), {at}, true)))};
+  });
 }
+
+namespace {
+
+// layer_norm over the last dim of an F32 contiguous x (rows, C), threaded over rows: the mean
+// and the variance in double on the kernel table's sums (kernels/sum.hpp, training.hpp), then
+// y = (x - mean) rstd w + b. The backward, from the saved x-hat and rstd:
+//   dx = rstd (gw - mean(gw) - x-hat mean(gw x-hat)), gw = g w;  dw = sum over rows of g x-hat;
+//   db = sum over rows of g.
+Tensor layer_norm_rows(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  constexpr std::int64_t kSquaresBlock = std::int64_t{1} << 16;  // sum_of_squares takes one block
+  const std::int64_t C = x.shape().back(), rows = x.numel() / C;
+  const bool record_it = autograd::any_requires_grad({&x, &weight, &bias});
+  Tensor y = Tensor::empty(DType::F32, x.shape());
+  Tensor x_hat = record_it ? Tensor::empty(DType::F32, x.shape()) : Tensor();
+  Tensor rstd = Tensor::empty(DType::F32, {rows, 1});
+  const float* px = x.data<float>();
+  const float* w = weight.defined() ? weight.data<float>() : nullptr;
+  const float* b = bias.defined() ? bias.data<float>() : nullptr;
+  float* py = y.data<float>();
+  float* ph = record_it ? x_hat.data<float>() : nullptr;
+  float* pr = rstd.data<float>();
+  const kernels::KernelTable& kt = kernels::active_kernels();
+  parallel_range(rows, C * 4, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const float* xr = px + r * C;
+      float* yr = py + r * C;
+      const auto mu = static_cast<float>(kt.sum(xr, C) / static_cast<double>(C));
+      for (std::int64_t i = 0; i < C; ++i) yr[i] = xr[i] - mu;
+      double squares = 0;
+      for (std::int64_t i0 = 0; i0 < C; i0 += kSquaresBlock) squares += kt.sum_of_squares(yr + i0, std::min(kSquaresBlock, C - i0));
+      const auto r_std = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(C) + eps));
+      pr[r] = r_std;
+      float* hr = ph != nullptr ? ph + r * C : nullptr;
+      for (std::int64_t i = 0; i < C; ++i) {
+        const float h = yr[i] * r_std;
+        if (hr != nullptr) hr[i] = h;
+        yr[i] = h * (w != nullptr ? w[i] : 1.0f) + (b != nullptr ? b[i] : 0.0f);
+      }
+    }
+  });
+  if (!record_it) return y;
+  std::vector<int> row_dims(static_cast<std::size_t>(x.dim() - 1));
+  std::iota(row_dims.begin(), row_dims.end(), 0);
+  const autograd::SavedTensor saved_w(weight);
+  const bool has_w = weight.defined();
+  return autograd::record("layer_norm", std::move(y), {&x, &weight, &bias},
+                          [x_hat, rstd, saved_w, has_w, row_dims, C, rows](const Tensor& g) {
+    const Tensor gw = dense((has_w ? mul(g, saved_w.get("layer_norm")) : g).to(DType::F32));
+    // dx row by row: the two means in double, then one pass.
+    Tensor dx = Tensor::empty(DType::F32, x_hat.shape());
+    const float* pg = gw.data<float>();
+    const float* ph = x_hat.data<float>();
+    const float* pr = rstd.data<float>();
+    float* pd = dx.data<float>();
+    parallel_range(rows, C * 4, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; ++r) {
+        const float* gr = pg + r * C;
+        const float* hr = ph + r * C;
+        double sum_g = 0, sum_gh = 0;
+        for (std::int64_t i = 0; i < C; ++i) {
+          sum_g += gr[i];
+          sum_gh += static_cast<double>(gr[i]) * hr[i];
+        }
+        const auto mean_g = static_cast<float>(sum_g / static_cast<double>(C));
+        const auto mean_gh = static_cast<float>(sum_gh / static_cast<double>(C));
+        float* dr = pd + r * C;
+        for (std::int64_t i = 0; i < C; ++i) dr[i] = pr[r] * ((gr[i] - mean_g) - hr[i] * mean_gh);
+      }
+    });
+    const auto over_rows = [&row_dims](const Tensor& t) { return row_dims.empty() ? t : sum(t, row_dims); };
+    return std::vector<Tensor>{dx, over_rows(mul(g, x_hat)), over_rows(g)};
+  });
+}
+
+}  // namespace
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias, double eps) {
   const std::size_t n = normalized_shape.size();
@@ -34,6 +171,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     if (p->defined() && p->shape() != normalized_shape)
       throw ValueError(str("layer_norm: weight and bias must have shape ", shape_to_string(normalized_shape), ", got ",
                            shape_to_string(p->shape())));
+  const auto f32_dense = [](const Tensor& t) { return !t.defined() || (t.dtype() == DType::F32 && t.is_contiguous()); };
+  if (n == 1 && x.numel() > 0 && f32_dense(x) && f32_dense(weight) && f32_dense(bias)) return layer_norm_rows(x, weight, bias, eps);
   std::vector<int> dims;
   for (std::size_t i = 0; i < n; ++i) dims.push_back(-1 - static_cast<int>(i));
   const Tensor mu = mean(x, dims, true);
@@ -53,18 +192,55 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, std::int64_t ig
   const std::int64_t N = logits.shape()[0], C = logits.shape()[1];
   const Tensor ids = target.to(DType::I64).contiguous();
   const std::int64_t* t = ids.data<std::int64_t>();
-  // The picked log-probabilities through a one-hot weight, so the gradient needs no new op.
-  Tensor pick = Tensor::zeros(logits.dtype(), {N, C});
   std::int64_t counted = 0;
   for (std::int64_t i = 0; i < N; ++i) {
     if (t[i] == ignore_index) continue;
     if (t[i] < 0 || t[i] >= C)
       throw IndexError(str("cross_entropy: target ", t[i], " at position ", i, " out of range for ", C, " classes"));
-    store(logits.dtype(), pick.raw_data() + (i * C + t[i]) * static_cast<std::int64_t>(pick.element_size()), 1.0);
     ++counted;
   }
-  const Tensor total = neg(sum(mul(log_softmax(logits, 1), pick)));
-  return div(total, static_cast<double>(counted));  // no counted target: NaN, as PyTorch
+  // loss = -(1 / counted) sum over counted rows of log_softmax(logits)[i, t_i] (NaN when no
+  // target counts, as PyTorch).
+  const Tensor log_probs = log_softmax(logits.detach(), 1).contiguous();
+  double total = 0;
+  for (std::int64_t i = 0; i < N; ++i)
+    if (t[i] != ignore_index) total += log_probs.value_as_double(i * C + t[i]);
+  const double inv_counted = 1.0 / static_cast<double>(counted);
+  Tensor loss = full({}, -total * inv_counted, logits.dtype());
+  if (!autograd::any_requires_grad({&logits})) return loss;
+  // d loss / d logits[i, j] = (softmax[i, j] - [j == t_i]) / counted on counted rows, 0 on
+  // ignored ones: one pass over the saved log-probabilities.
+  return autograd::record("cross_entropy", std::move(loss), {&logits}, [log_probs, ids, ignore_index, inv_counted, N, C](const Tensor& g) {
+    const double scale = g.item<double>() * inv_counted;
+    const std::int64_t* ti = ids.data<std::int64_t>();
+    if (log_probs.dtype() != DType::F32) {
+      Tensor pick = Tensor::zeros(log_probs.dtype(), {N, C}), counted_rows = Tensor::zeros(log_probs.dtype(), {N, 1});
+      for (std::int64_t i = 0; i < N; ++i) {
+        if (ti[i] == ignore_index) continue;
+        store(log_probs.dtype(), pick.raw_data() + (i * C + ti[i]) * static_cast<std::int64_t>(pick.element_size()), 1.0);
+        store(log_probs.dtype(), counted_rows.raw_data() + i * static_cast<std::int64_t>(pick.element_size()), 1.0);
+      }
+      return std::vector<Tensor>{mul(sub(mul(exp(log_probs), counted_rows), pick), scale)};
+    }
+    Tensor grad = Tensor::empty(DType::F32, {N, C});
+    const float* lp = log_probs.data<float>();
+    float* out = grad.data<float>();
+    const auto row_scale = static_cast<float>(scale);
+    const kernels::KernelTable& kt = kernels::active_kernels();
+    parallel_range(N, C * 8, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t i = r0; i < r1; ++i) {
+        float* row = out + i * C;
+        if (ti[i] == ignore_index) {
+          std::fill(row, row + C, 0.0f);
+          continue;
+        }
+        kt.exp(row, lp + i * C, C);
+        for (std::int64_t j = 0; j < C; ++j) row[j] *= row_scale;
+        row[ti[i]] -= row_scale;
+      }
+    });
+    return std::vector<Tensor>{grad};
+  });
 }
 
 Tensor dropout(const Tensor& a, double p, bool training) {

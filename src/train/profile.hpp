@@ -1,34 +1,18 @@
-// Timing of a training step's parts (TrainProfile) on the process's CPU clock, free when no
-// profile is attached: each lap reads the clock only if there is somewhere to add the time.
+// Timing of a training step's parts (TrainProfile) on the process's CPU clock: the core
+// stopwatch (core/lap_timer.hpp), which adds the whole step to total_ms when it goes out of scope.
 #pragma once
 
-#include "kael/core/cpu_clock.hpp"
+#include "core/lap_timer.hpp"
 #include "kael/train/gpt2_train.hpp"
 
 namespace kael::train {
 
-class ProfileTimer {
+class ProfileTimer : public LapTimer<TrainProfile, process_cpu_ms> {
  public:
-  explicit ProfileTimer(TrainProfile* profile) : profile_(profile) {
-    if (profile_) start_ = last_ = now_ms();
-  }
-  ProfileTimer(const ProfileTimer&) = delete;
-  ProfileTimer& operator=(const ProfileTimer&) = delete;
-  // Adds the time since the previous lap to `part` (a member of TrainProfile).
-  void lap(double TrainProfile::*part) {
-    if (!profile_) return;
-    const double now = now_ms();
-    profile_->*part += now - last_;
-    last_ = now;
-  }
+  using LapTimer::LapTimer;
   ~ProfileTimer() {
-    if (profile_) profile_->total_ms += now_ms() - start_;
+    if (profile()) profile()->total_ms += elapsed_ms();
   }
-
- private:
-  static double now_ms() { return 1e3 * process_cpu_seconds(); }
-  TrainProfile* profile_;
-  double start_ = 0, last_ = 0;
 };
 
 }  // namespace kael::train

@@ -119,6 +119,7 @@ UNARY = {
     "rpow": lambda lib, x: 2 ** x,
     "softmax": lambda lib, x: x.softmax(-1),
     "log_softmax": lambda lib, x: x.log_softmax(0),
+    "log_softmax_last": lambda lib, x: x.log_softmax(-1),
     "sum": lambda lib, x: x.sum(),
     "sum_dim": lambda lib, x: x.sum(-1, keepdim=True),
     "mean": lambda lib, x: x.mean(0),
@@ -198,10 +199,13 @@ def test_linear(bias):
 
 
 @pytest.mark.parametrize("affine", [True, False])
-def test_layer_norm(affine):
+@pytest.mark.parametrize("shape, layout", [((3, 5, 13), "transposed"), ((3, 5, 13), "contiguous"), ((13,), "contiguous"),
+                                           ((3, 70001), "contiguous")])
+def test_layer_norm(affine, shape, layout):
     rng = np.random.default_rng(3)
-    pairs = [Pair((3, 5, 13), rng, "transposed")] + ([Pair((13,), rng), Pair((13,), rng)] if affine else [])
-    check(lambda lib, x, *wb: functional(lib).layer_norm(x, (13,), *wb, eps=1e-5), pairs, rng)
+    C = shape[-1]
+    pairs = [Pair(shape, rng, layout)] + ([Pair((C,), rng), Pair((C,), rng)] if affine else [])
+    check(lambda lib, x, *wb: functional(lib).layer_norm(x, (C,), *wb, eps=1e-5), pairs, rng)
 
 
 def test_layer_norm_over_two_dims():
@@ -210,14 +214,21 @@ def test_layer_norm_over_two_dims():
     check(lambda lib, x, w, b: functional(lib).layer_norm(x, [5, 6], w, b), pairs, rng)
 
 
-def test_cross_entropy_with_ignore_index():
+@pytest.mark.parametrize("rows, classes, layout", [(9, 11, "transposed"), (9, 11, "contiguous"), (37, 5003, "contiguous")])
+def test_cross_entropy_with_ignore_index(rows, classes, layout):
     rng = np.random.default_rng(5)
-    targets = rng.integers(0, 11, size=9)
+    targets = rng.integers(0, classes, size=rows)
     targets[[2, 5]] = -100
-    for lib_targets in [targets]:
-        k_target, t_target = kael.tensor(lib_targets), torch.tensor(lib_targets)
-        check(lambda lib, x: functional(lib).cross_entropy(x, k_target if lib is kael else t_target),
-              [Pair((9, 11), rng, "transposed")], rng)
+    k_target, t_target = kael.tensor(targets), torch.tensor(targets)
+    check(lambda lib, x: functional(lib).cross_entropy(x, k_target if lib is kael else t_target),
+          [Pair((rows, classes), rng, layout)], rng)
+
+
+def test_cross_entropy_with_every_target_ignored_is_nan_as_torch():
+    logits = np.random.default_rng(7).standard_normal((3, 4)).astype(np.float32)
+    ignored = np.full(3, -100)
+    assert np.isnan(kael.nn.functional.cross_entropy(kael.tensor(logits), kael.tensor(ignored)).item())
+    assert np.isnan(torch.nn.functional.cross_entropy(torch.tensor(logits), torch.tensor(ignored)).item())
 
 
 def test_embedding_and_index_select():

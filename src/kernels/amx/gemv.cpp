@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "kernels/amx.hpp"
+#include "kernels/amx/bf16_round.hpp"
 #include "kernels/amx/epilogue.hpp"
 
 namespace kael::kernels::amx {
@@ -121,9 +122,8 @@ void convert_rows_bf16(std::uint16_t* a, const float* x, std::int64_t M, std::in
       const std::int64_t n = std::clamp<std::int64_t>(K - k, 0, 32);
       const __mmask16 lo = static_cast<__mmask16>(n >= 16 ? 0xffff : (1u << n) - 1);
       const __mmask16 hi = static_cast<__mmask16>(n <= 16 ? 0 : n >= 32 ? 0xffff : (1u << (n - 16)) - 1);
-      const __m512bh h =
-          _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, row + k + 16), _mm512_maskz_loadu_ps(lo, row + k));
-      _mm512_storeu_si512(a + chunk_byte(t, k / 32, Kp * 2, tiled) / 2, (__m512i)h);
+      const __m512i h = bf16_row(_mm512_maskz_loadu_ps(lo, row + k), _mm512_maskz_loadu_ps(hi, row + k + 16));
+      _mm512_storeu_si512(a + chunk_byte(t, k / 32, Kp * 2, tiled) / 2, h);
     }
   }
 }
