@@ -7,7 +7,8 @@
 //       pool's threads (bench/read_probe.hpp, as bench/bandwidth.cpp: each thread sums its own
 //       slice; best of 20 passes, before and after the ops, the larger kept), and add against
 //       a plain-store loop in turns;
-//   (c) autograd bookkeeping: a chain of small adds with requires_grad minus the same chain
+//   (c) cross_entropy (1024, 50257) and layer_norm (8192, 768), forward and forward + backward;
+//   (d) autograd bookkeeping: a chain of small adds with requires_grad minus the same chain
 //       under NoGradGuard, per op, and the backward per op.
 // One JSON object per line (bench/tensor_vs_torch.py reads them), after a "cpu" line.
 // Usage: tensor_speed [threads, default kael's]
@@ -155,6 +156,29 @@ void autograd_overhead() {
               kOps, recorded / kOps * 1e6, plain / kOps * 1e6, (recorded - plain) / kOps * 1e6, backward / kOps * 1e6);
 }
 
+// cross_entropy over GPT-2's vocabulary and layer_norm at GPT-2 small's width (with weight and
+// bias): the forward alone (under NoGradGuard) and forward plus backward, best of 7 each.
+void row_ops() {
+  const auto report = [](const char* op, const char* shape, double forward, double both) {
+    std::printf("{\"bench\": \"row_op\", \"op\": \"%s\", \"shape\": \"%s\", \"forward_ms\": %.3f, "
+                "\"forward_backward_ms\": %.3f}\n",
+                op, shape, forward * 1e3, both * 1e3);
+  };
+  const kael::Tensor logits = kael::randn({1024, 50257}).requires_grad_(), target = kael::randint(0, 50257, {1024});
+  report("cross_entropy", "(1024, 50257)", best_seconds(7, [&] {
+           const kael::autograd::NoGradGuard no_grad;
+           kael::cross_entropy(logits, target);
+         }),
+         best_seconds(7, [&] { kael::cross_entropy(logits, target).backward(); }));
+  const kael::Tensor x = kael::randn({8192, 768}).requires_grad_(), w = kael::ones({768}).requires_grad_(),
+                     b = kael::zeros({768}).requires_grad_();
+  report("layer_norm", "(8192, 768)", best_seconds(7, [&] {
+           const kael::autograd::NoGradGuard no_grad;
+           kael::layer_norm(x, {768}, w, b);
+         }),
+         best_seconds(7, [&] { kael::sum(kael::layer_norm(x, {768}, w, b)).backward(); }));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -187,6 +211,7 @@ int main(int argc, char** argv) {
   const double bound = std::max(first_probe, read_bandwidth(a));
   for (std::size_t k = 0; k < seconds.size(); ++k) elementwise(moved[k].first, moved[k].second * bytes, bound, seconds[k]);
   add_vs_stream_loop(a, b);
+  row_ops();
   autograd_overhead();
   return 0;
 }

@@ -1,7 +1,8 @@
 """kael's tensor library against torch on the CPU, in one run and one table: bench/tensor_speed
 (kael::matmul vs its GEMM at GPT-2 shapes, add/mul/exp/sigmoid/tanh/sum at 16M F32 elements and
 add with a broadcast row and with a transposed operand, against a read bandwidth probe, add
-against a plain-store loop, autograd bookkeeping per op), then the same ops in torch with
+against a plain-store loop, cross_entropy and layer_norm forward and backward, autograd
+bookkeeping per op), then the same ops in torch with
 torch.set_num_threads equal to kael's thread count. Best of several runs each, as tensor_speed.
 
     python3 bench/tensor_vs_torch.py [--binary build/bench/tensor_speed] [--threads N]
@@ -53,6 +54,21 @@ def torch_figures(torch, threads):
     square, bias, other = a.view(4096, 4096), torch.randn(4096), b.view(4096, 4096)
     out["add_bias_row"] = best_seconds(lambda: torch.add(square, bias), reps)
     out["add_transposed"] = best_seconds(lambda: torch.add(square.T, other), reps)
+    logits, target = torch.randn(1024, 50257, requires_grad=True), torch.randint(0, 50257, (1024,))
+    x, w, b = (torch.randn(8192, 768, requires_grad=True), torch.ones(768, requires_grad=True),
+               torch.zeros(768, requires_grad=True))
+    F = torch.nn.functional
+
+    def no_grad(f):
+        def run():
+            with torch.no_grad():
+                f()
+        return run
+
+    out["cross_entropy"] = (best_seconds(no_grad(lambda: F.cross_entropy(logits, target)), 7),
+                            best_seconds(lambda: F.cross_entropy(logits, target).backward(), 7))
+    out["layer_norm"] = (best_seconds(no_grad(lambda: F.layer_norm(x, (768,), w, b)), 7),
+                         best_seconds(lambda: F.layer_norm(x, (768,), w, b).sum().backward(), 7))
     ops = 2000
     leaf = torch.randn(16, requires_grad=True)
 
@@ -106,7 +122,14 @@ def main():
     loop = next(r for r in rows if r["bench"] == "add_vs_stream_loop")
     print(f"add against a plain-store loop (STREAM's add) in turns: kael {loop['kael_ms']:.2f} ms, loop "
           f"{loop['loop_ms']:.2f} ms ({loop['loop_gb_s']:.2f} GB/s), kael/loop {loop['ratio']:.2f}")
-    print("\n(c) autograd, a chain of 2000 adds of 16 elements, us per op")
+    print("\n(c) row ops, ms: forward alone, then forward + backward")
+    print(f"{'op':<28} {'kael fwd':>9} {'torch fwd':>9} {'kael both':>10} {'torch both':>10}")
+    for r in rows:
+        if r["bench"] == "row_op":
+            forward, both = theirs[r["op"]]
+            print(f"{r['op'] + ' ' + r['shape']:<28} {r['forward_ms']:>9.2f} {forward * 1e3:>9.2f} "
+                  f"{r['forward_backward_ms']:>10.2f} {both * 1e3:>10.2f}")
+    print("\n(d) autograd, a chain of 2000 adds of 16 elements, us per op")
     print(f"{'':<8} {'with grad':>10} {'no grad':>9} {'bookkeeping':>12} {'backward':>9}")
     ours = next(r for r in rows if r["bench"] == "autograd")
     for name, r in [("kael", ours), ("torch", theirs["autograd"])]:

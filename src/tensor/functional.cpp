@@ -1,7 +1,6 @@
 // Neural-network functions, composed of the differentiable ops (so their gradients follow).
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
@@ -91,7 +90,7 @@ namespace {
 
 // layer_norm over the last dim of an F32 contiguous x (rows, C), threaded over rows: the mean
 // and the variance in double on the kernel table's sums (kernels/sum.hpp, training.hpp), then
-// y = (x - mean) rstd w + b. The backward, from the saved x-hat and rstd:
+// y = (x - mean) rstd w + b. The backward, one pass per row over g and the saved x-hat and rstd:
 //   dx = rstd (gw - mean(gw) - x-hat mean(gw x-hat)), gw = g w;  dw = sum over rows of g x-hat;
 //   db = sum over rows of g.
 Tensor layer_norm_rows(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
@@ -127,36 +126,57 @@ Tensor layer_norm_rows(const Tensor& x, const Tensor& weight, const Tensor& bias
     }
   });
   if (!record_it) return y;
-  std::vector<int> row_dims(static_cast<std::size_t>(x.dim() - 1));
-  std::iota(row_dims.begin(), row_dims.end(), 0);
   const autograd::SavedTensor saved_w(weight);
-  const bool has_w = weight.defined();
-  return autograd::record("layer_norm", std::move(y), {&x, &weight, &bias},
-                          [x_hat, rstd, saved_w, has_w, row_dims, C, rows](const Tensor& g) {
-    const Tensor gw = dense((has_w ? mul(g, saved_w.get("layer_norm")) : g).to(DType::F32));
-    // dx row by row: the two means in double, then one pass.
-    Tensor dx = Tensor::empty(DType::F32, x_hat.shape());
-    const float* pg = gw.data<float>();
+  return autograd::record("layer_norm", std::move(y), {&x, &weight, &bias}, [x_hat, rstd, saved_w, C, rows](const Tensor& g) {
+    const Tensor gd = dense(g.to(DType::F32));
+    const Tensor w = saved_w.get("layer_norm");
+    const float* pw = w.defined() ? w.data<float>() : nullptr;
+    const float* pg = gd.data<float>();
     const float* ph = x_hat.data<float>();
     const float* pr = rstd.data<float>();
+    Tensor dx = Tensor::empty(DType::F32, x_hat.shape());
     float* pd = dx.data<float>();
-    parallel_range(rows, C * 4, [&](std::int64_t r0, std::int64_t r1) {
-      for (std::int64_t r = r0; r < r1; ++r) {
-        const float* gr = pg + r * C;
-        const float* hr = ph + r * C;
-        double sum_g = 0, sum_gh = 0;
-        for (std::int64_t i = 0; i < C; ++i) {
-          sum_g += gr[i];
-          sum_gh += static_cast<double>(gr[i]) * hr[i];
+    // The rows in a fixed number of blocks, each summing its part of the weight and bias
+    // gradients in double, then the blocks added in order: one order on any number of threads.
+    constexpr std::int64_t kBlocks = 16;
+    const std::int64_t blocks = std::min(rows, kBlocks);
+    std::vector<double> dw_part(static_cast<std::size_t>(blocks * C)), db_part(dw_part.size());
+    parallel_range(blocks, rows / blocks * C * 4, [&](std::int64_t b0, std::int64_t b1) {
+      for (std::int64_t blk = b0; blk < b1; ++blk) {
+        double* dwp = dw_part.data() + blk * C;
+        double* dbp = db_part.data() + blk * C;
+        for (std::int64_t r = rows * blk / blocks; r < rows * (blk + 1) / blocks; ++r) {
+          const float* gr = pg + r * C;
+          const float* hr = ph + r * C;
+          double sum_gw = 0, sum_gwh = 0;
+          for (std::int64_t i = 0; i < C; ++i) {
+            const float gw = pw != nullptr ? gr[i] * pw[i] : gr[i];
+            sum_gw += gw;
+            sum_gwh += static_cast<double>(gw) * hr[i];
+            dwp[i] += static_cast<double>(gr[i]) * hr[i];
+            dbp[i] += gr[i];
+          }
+          const auto mean_gw = static_cast<float>(sum_gw / static_cast<double>(C));
+          const auto mean_gwh = static_cast<float>(sum_gwh / static_cast<double>(C));
+          float* dr = pd + r * C;
+          for (std::int64_t i = 0; i < C; ++i) {
+            const float gw = pw != nullptr ? gr[i] * pw[i] : gr[i];
+            dr[i] = pr[r] * ((gw - mean_gw) - hr[i] * mean_gwh);
+          }
         }
-        const auto mean_g = static_cast<float>(sum_g / static_cast<double>(C));
-        const auto mean_gh = static_cast<float>(sum_gh / static_cast<double>(C));
-        float* dr = pd + r * C;
-        for (std::int64_t i = 0; i < C; ++i) dr[i] = pr[r] * ((gr[i] - mean_g) - hr[i] * mean_gh);
       }
     });
-    const auto over_rows = [&row_dims](const Tensor& t) { return row_dims.empty() ? t : sum(t, row_dims); };
-    return std::vector<Tensor>{dx, over_rows(mul(g, x_hat)), over_rows(g)};
+    Tensor dw = Tensor::empty(DType::F32, {C}), db = Tensor::empty(DType::F32, {C});
+    for (std::int64_t i = 0; i < C; ++i) {
+      double w_sum = 0, b_sum = 0;
+      for (std::int64_t blk = 0; blk < blocks; ++blk) {
+        w_sum += dw_part[static_cast<std::size_t>(blk * C + i)];
+        b_sum += db_part[static_cast<std::size_t>(blk * C + i)];
+      }
+      dw.data<float>()[i] = static_cast<float>(w_sum);
+      db.data<float>()[i] = static_cast<float>(b_sum);
+    }
+    return std::vector<Tensor>{dx, dw, db};
   });
 }
 
