@@ -56,8 +56,8 @@ Acc block_sum(const Read& read, std::int64_t begin, std::int64_t end) {
 
 // out (outer, inner) = the sums over r of a (outer, R, inner) read by flat index: the
 // reduced dims of a contiguous tensor when they are consecutive. A whole-tensor sum goes in
-// blocks; otherwise each output is one chain over r in order (the strided walk's order), with
-// threads taking rows of `outer` or, for a single row, columns of `inner`.
+// blocks; otherwise each output is one chain over r in order, with threads taking rows of
+// `outer` or, for a single row, columns of `inner`.
 template <class Acc, class Read>
 void flat_sum(Acc* out, std::int64_t outer, std::int64_t R, std::int64_t inner, const Read& read) {
   if (outer * inner == 1) {
@@ -141,35 +141,47 @@ FlatSplit flat_split(const Tensor& a, const std::vector<bool>& reduce) {
 }
 
 // out (a's shape with reduced dims 1) = the sum of a over them, in double or int64.
-Tensor sum_raw(const Tensor& a, const std::vector<bool>& reduce, DType out_dtype) {
-  Shape keep_shape = a.shape();
+Tensor sum_raw(const Tensor& input, const std::vector<bool>& reduce, DType out_dtype) {
+  if (input.dim() == 0) return dense_copy(input.detach().to(out_dtype));
+  Shape keep_shape = input.shape();
   for (std::size_t i = 0; i < reduce.size(); ++i)
     if (reduce[i]) keep_shape[i] = 1;
   const bool floating = is_floating(out_dtype);
   Tensor acc = Tensor::zeros(floating ? DType::F64 : DType::I64, keep_shape);
-  const auto accumulate = [&]<class Acc>(Acc* out) {
-    if (const FlatSplit split = flat_split(a, reduce); split.R >= 0) {
-      const DType dt = a.dtype();
-      const std::byte* base = a.raw_data();
-      const auto elem = static_cast<std::int64_t>(a.element_size());
-      if constexpr (std::is_same_v<Acc, double>) {
-        if (dt == DType::F32 && split.inner == 1) {
-          f32_row_sums(out, split.outer, split.R, a.data<float>());
-          return;
+  if (input.numel() == 0) return acc.to(out_dtype);
+  // A strided operand, or reduced dims with a kept one between them, is first copied (on the
+  // pool's threads) with the kept dims first and the reduced ones last, so that every sum takes
+  // the flat path, in the order a contiguous tensor of the same values has.
+  Tensor a = input;
+  FlatSplit split = flat_split(a, reduce);
+  if (split.R < 0) {
+    std::vector<int> order;
+    std::vector<bool> moved_reduce;
+    for (const bool reduced : {false, true})
+      for (std::size_t i = 0; i < reduce.size(); ++i)
+        if (reduce[i] == reduced) {
+          order.push_back(static_cast<int>(i));
+          moved_reduce.push_back(reduced);
         }
+    a = dense_copy(input.detach().permute(order));
+    split = flat_split(a, moved_reduce);
+  }
+  const auto accumulate = [&]<class Acc>(Acc* out) {
+    const DType dt = a.dtype();
+    const std::byte* base = a.raw_data();
+    const auto elem = static_cast<std::int64_t>(a.element_size());
+    if constexpr (std::is_same_v<Acc, double>) {
+      if (dt == DType::F32 && split.inner == 1) {
+        f32_row_sums(out, split.outer, split.R, a.data<float>());
+        return;
       }
-      if (dt == DType::F32) {
-        const float* p = a.data<float>();
-        flat_sum(out, split.outer, split.R, split.inner, [p](std::int64_t i) { return static_cast<Acc>(p[i]); });
-      } else {
-        flat_sum(out, split.outer, split.R, split.inner, [=](std::int64_t i) { return load<Acc>(dt, base + i * elem); });
-      }
-      return;
     }
-    const std::vector<std::int64_t> strides[2] = {broadcast_byte_strides(acc, a.shape()), broadcast_byte_strides(a, a.shape())};
-    walk(a.shape(), strides, [&](const std::int64_t* o) {
-      out[o[0] / 8] += load<Acc>(a.dtype(), a.raw_data() + o[1]);
-    });
+    if (dt == DType::F32) {
+      const float* p = a.data<float>();
+      flat_sum(out, split.outer, split.R, split.inner, [p](std::int64_t i) { return static_cast<Acc>(p[i]); });
+    } else {
+      flat_sum(out, split.outer, split.R, split.inner, [=](std::int64_t i) { return load<Acc>(dt, base + i * elem); });
+    }
   };
   if (floating) accumulate(acc.data<double>());
   else accumulate(acc.data<std::int64_t>());
