@@ -83,8 +83,7 @@ int main(int argc, char** argv) try {
   row("forward attention", profile.forward_attention_ms, 0);
   row("forward other", profile.forward_other_ms, 0);
   row("head (fwd + bwd)", profile.head_ms, head_flop);
-  row("backward dX matmul", profile.backward_dx_ms, block_flop);
-  row("backward dW matmul", profile.backward_dw_ms, block_flop);
+  row("backward matmul", profile.backward_matmul_ms, 2 * block_flop);
   row("backward attention", profile.backward_attention_ms, 0);
   row("backward other", profile.backward_other_ms, 0);
   row("grad norm", norm_ms, 0);

@@ -15,7 +15,6 @@
 #include "kernels/thread_pool.hpp"
 #include "train/matmul.hpp"
 #include "train/ops.hpp"
-#include "train/precision.hpp"
 #include "train/reference.hpp"
 
 namespace kael::train {
@@ -59,20 +58,18 @@ TEST_P(TrainOps, MatmulMatchesReference) {
     const auto inp = random_values<float>(M * K, 1), w = random_values<float>(K * N, 2),
                bias = random_values<float>(N, 3), dout = random_values<float>(M * N, 4);
     std::vector<float> out(M * N), want(M * N), scratch(K * N);
-    matmul_forward(out.data(), scratch.data(), inp.data(), w.data(), bias.data(), M, K, N);
+    matmul_forward(out.data(), scratch.data(), inp.data(), w.data(), bias.data(), M, K, N, Precision::f32);
     ref::matmul_forward(want.data(), inp.data(), w.data(), bias.data(), M, K, N);
     EXPECT_LT(relative_error(out, want), 1e-5) << M << " " << K << " " << N;
 
-    std::vector<float> dinp(M * K), want_dinp(M * K);
-    matmul_backward_input(dinp.data(), dout.data(), w.data(), M, K, N);
-    ref::matmul_backward_input(want_dinp.data(), dout.data(), w.data(), M, K, N);
-    EXPECT_LT(relative_error(dinp, want_dinp), 1e-5);
-
-    // Accumulates onto what is there.
+    // dinp is overwritten; dw and db accumulate onto what is there.
+    std::vector<float> dinp(M * K, 7.0f), want_dinp(M * K);
     auto dw = random_values<float>(K * N, 5), db = random_values<float>(N, 6);
     auto want_dw = dw, want_db = db;
-    matmul_backward_weight(dw.data(), db.data(), inp.data(), dout.data(), M, K, N);
+    matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), M, K, N, Precision::f32);
+    ref::matmul_backward_input(want_dinp.data(), dout.data(), w.data(), M, K, N);
     ref::matmul_backward_weight(want_dw.data(), want_db.data(), inp.data(), dout.data(), M, K, N);
+    EXPECT_LT(relative_error(dinp, want_dinp), 1e-5);
     EXPECT_LT(relative_error(dw, want_dw), 1e-5);
     EXPECT_LT(relative_error(db, want_db), 1e-5);
   }
@@ -140,7 +137,7 @@ TEST_P(TrainOps, HeadCrossEntropyMatchesReference) {
   auto want_dw = dw;
   std::vector<float> scratch(head_scratch_floats(M, C, V));
   head_cross_entropy(losses.data(), dx.data(), dw.data(), scratch.data(), x.data(), w.data(), targets.data(), dscale,
-                     M, C, V);
+                     M, C, V, Precision::f32);
   ref::head_cross_entropy(want_losses.data(), want_dx.data(), want_dw.data(), x.data(), w.data(), targets.data(),
                           dscale, M, C, V);
   EXPECT_LT(relative_error(losses, want_losses), 1e-5);
@@ -151,9 +148,28 @@ TEST_P(TrainOps, HeadCrossEntropyMatchesReference) {
   std::vector<float> eval_losses(M);
   const auto before = dw;
   head_cross_entropy(eval_losses.data(), nullptr, nullptr, scratch.data(), x.data(), w.data(), targets.data(), 0, M,
-                     C, V);
+                     C, V, Precision::f32);
   EXPECT_EQ(eval_losses, losses);
   EXPECT_EQ(dw, before);
+}
+
+// At bf16 one call converts dout once for both products: within BF16's rounding of the F32
+// reference (about 1% of the largest value at worst) and not at F32's (the BF16 products ran).
+TEST_P(TrainOps, MatmulBackwardAtBf16IsWithinBf16OfReference) {
+  if (!kernels::gemm_bf16_available()) GTEST_SKIP() << "no BF16 product on this CPU";
+  for (auto [M, K, N] : {std::tuple{37, 29, 53}, {130, 200, 33}, {64, 96, 128}}) {
+    const auto inp = random_values<float>(M * K, 21), w = random_values<float>(K * N, 22),
+               dout = random_values<float>(M * N, 23);
+    std::vector<float> dinp(M * K), want_dinp(M * K), dw(K * N), want_dw(K * N), db(N), want_db(N);
+    matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), M, K, N, Precision::bf16);
+    ref::matmul_backward_input(want_dinp.data(), dout.data(), w.data(), M, K, N);
+    ref::matmul_backward_weight(want_dw.data(), want_db.data(), inp.data(), dout.data(), M, K, N);
+    for (const auto& [name, got, want] : {std::tuple{"dinp", &dinp, &want_dinp}, std::tuple{"dw", &dw, &want_dw}}) {
+      EXPECT_LT(relative_error(*got, *want), 2e-2) << name << " " << M << " " << K << " " << N;
+      EXPECT_GT(relative_error(*got, *want), 1e-5) << name << " " << M << " " << K << " " << N;
+    }
+    EXPECT_LT(relative_error(db, want_db), 1e-5);  // the bias sums stay in F32
+  }
 }
 
 // At bf16 the head converts w^T and each vocabulary block of w once per call, for every chunk:
@@ -169,11 +185,8 @@ TEST_P(TrainOps, HeadCrossEntropyAtBf16IsWithinBf16OfReference) {
   const float dscale = 1.0f / 599;
   std::vector<float> losses(M), dx(M * C), dw(V * C), want_losses(M), want_dx(M * C), want_dw(V * C);
   std::vector<float> scratch(head_scratch_floats(M, C, V));
-  {
-    const PrecisionScope bf16(Precision::bf16);
-    head_cross_entropy(losses.data(), dx.data(), dw.data(), scratch.data(), x.data(), w.data(), targets.data(),
-                       dscale, M, C, V);
-  }
+  head_cross_entropy(losses.data(), dx.data(), dw.data(), scratch.data(), x.data(), w.data(), targets.data(), dscale,
+                     M, C, V, Precision::bf16);
   ref::head_cross_entropy(want_losses.data(), want_dx.data(), want_dw.data(), x.data(), w.data(), targets.data(),
                           dscale, M, C, V);
   EXPECT_EQ(losses[5], 0.0f);

@@ -14,7 +14,6 @@
 #include "train/matmul.hpp"
 #include "train/ops.hpp"
 #include "train/parameters.hpp"
-#include "train/precision.hpp"
 #include "train/profile.hpp"
 
 namespace kael::train {
@@ -99,22 +98,22 @@ void TrainableGPT2::Impl::forward(ProfileTimer& timer, const std::int32_t* input
     const float* x = acts.residual[static_cast<std::size_t>(l)];
     layernorm_forward(a.ln_1, a.ln_1_mean, a.ln_1_rstd, x, lw.ln_1_weight, lw.ln_1_bias, M, C, eps);
     timer.lap(&TrainProfile::forward_other_ms);
-    matmul_forward(a.qkv, acts.scratch, a.ln_1, lw.qkv_weight, lw.qkv_bias, M, C, 3 * C);
+    matmul_forward(a.qkv, acts.scratch, a.ln_1, lw.qkv_weight, lw.qkv_bias, M, C, 3 * C, precision);
     timer.lap(&TrainProfile::forward_matmul_ms);
     attention_forward(a.attn, a.probs, a.qkv, mask(train, attention_site(l)), B, T, config.n_head,
                       config.head_dim());
     timer.lap(&TrainProfile::forward_attention_ms);
-    matmul_forward(acts.branch, acts.scratch, a.attn, lw.attn_proj_weight, lw.attn_proj_bias, M, C, C);
+    matmul_forward(acts.branch, acts.scratch, a.attn, lw.attn_proj_weight, lw.attn_proj_bias, M, C, C, precision);
     timer.lap(&TrainProfile::forward_matmul_ms);
     dropout_apply(acts.branch, mask(train, attn_resid_site(l)), M * C);
     add(a.mid, x, acts.branch, M * C);
     layernorm_forward(a.ln_2, a.ln_2_mean, a.ln_2_rstd, a.mid, lw.ln_2_weight, lw.ln_2_bias, M, C, eps);
     timer.lap(&TrainProfile::forward_other_ms);
-    matmul_forward(a.fc, acts.scratch, a.ln_2, lw.fc_weight, lw.fc_bias, M, C, H);
+    matmul_forward(a.fc, acts.scratch, a.ln_2, lw.fc_weight, lw.fc_bias, M, C, H, precision);
     timer.lap(&TrainProfile::forward_matmul_ms);
     gelu_forward(a.gelu, a.fc, M * H);
     timer.lap(&TrainProfile::forward_other_ms);
-    matmul_forward(acts.branch, acts.scratch, a.gelu, lw.mlp_proj_weight, lw.mlp_proj_bias, M, H, C);
+    matmul_forward(acts.branch, acts.scratch, a.gelu, lw.mlp_proj_weight, lw.mlp_proj_bias, M, H, C, precision);
     timer.lap(&TrainProfile::forward_matmul_ms);
     dropout_apply(acts.branch, mask(train, mlp_resid_site(l)), M * C);
     float* next = acts.residual[static_cast<std::size_t>(l) + 1];
@@ -131,7 +130,7 @@ double TrainableGPT2::Impl::head(ProfileTimer& timer, const std::int32_t* target
   const float dscale = *count > 0 ? static_cast<float>(static_cast<double>(loss_scale) / *count) : 0.0f;
   head_cross_entropy(acts.losses, backward ? acts.d_small : nullptr, backward ? params.grad.head : nullptr,
                      acts.scratch, acts.ln_f, params.value.head, targets, dscale, M, config.n_embd,
-                     config.vocab_size);
+                     config.vocab_size, precision);
   timer.lap(&TrainProfile::head_ms);
   double sum = 0;
   for (std::int64_t i = 0; i < M; ++i) sum += acts.losses[i];
@@ -156,9 +155,6 @@ void TrainableGPT2::Impl::backward(ProfileTimer& timer, const std::int32_t* inpu
   layernorm_backward(d_res, g.ln_f_weight, g.ln_f_bias, acts.d_small, acts.residual.back(), w.ln_f_weight,
                      acts.ln_f_mean, acts.ln_f_rstd, M, C);
   timer.lap(&TrainProfile::backward_other_ms);
-  // Each dout converted to BF16 once for both its products (--precision bf16); one buffer for
-  // all the layers, kept between steps.
-  thread_local ConvertedGradient converted;
   for (int l = config.n_layer - 1; l >= 0; --l) {
     const LayerTensors& lw = w.layers[static_cast<std::size_t>(l)];
     const LayerTensors& lg = g.layers[static_cast<std::size_t>(l)];
@@ -166,33 +162,28 @@ void TrainableGPT2::Impl::backward(ProfileTimer& timer, const std::int32_t* inpu
     // MLP: next = mid + dropout(gelu(ln_2(mid) @ fc) @ proj).
     const float* d_out = branch_grad(mlp_resid_site(l));
     timer.lap(&TrainProfile::backward_other_ms);
-    matmul_backward_weight(lg.mlp_proj_weight, lg.mlp_proj_bias, a.gelu, d_out, M, H, C, &converted);
-    timer.lap(&TrainProfile::backward_dw_ms);
-    matmul_backward_input(acts.d_wide, d_out, lw.mlp_proj_weight, M, H, C, &converted);
-    timer.lap(&TrainProfile::backward_dx_ms);
+    matmul_backward(acts.d_wide, lg.mlp_proj_weight, lg.mlp_proj_bias, d_out, a.gelu, lw.mlp_proj_weight, M, H, C,
+                    precision);
+    timer.lap(&TrainProfile::backward_matmul_ms);
     gelu_backward(acts.d_wide, a.fc, acts.d_wide, M * H);
     timer.lap(&TrainProfile::backward_other_ms);
-    matmul_backward_weight(lg.fc_weight, lg.fc_bias, a.ln_2, acts.d_wide, M, C, H, &converted);
-    timer.lap(&TrainProfile::backward_dw_ms);
-    matmul_backward_input(acts.d_small, acts.d_wide, lw.fc_weight, M, C, H, &converted);
-    timer.lap(&TrainProfile::backward_dx_ms);
+    matmul_backward(acts.d_small, lg.fc_weight, lg.fc_bias, acts.d_wide, a.ln_2, lw.fc_weight, M, C, H, precision);
+    timer.lap(&TrainProfile::backward_matmul_ms);
     layernorm_backward(d_res, lg.ln_2_weight, lg.ln_2_bias, acts.d_small, a.mid, lw.ln_2_weight, a.ln_2_mean,
                        a.ln_2_rstd, M, C);
     timer.lap(&TrainProfile::backward_other_ms);
     // Attention: mid = x + dropout(attention(ln_1(x) @ qkv) @ proj).
     d_out = branch_grad(attn_resid_site(l));
     timer.lap(&TrainProfile::backward_other_ms);
-    matmul_backward_weight(lg.attn_proj_weight, lg.attn_proj_bias, a.attn, d_out, M, C, C, &converted);
-    timer.lap(&TrainProfile::backward_dw_ms);
-    matmul_backward_input(acts.d_small, d_out, lw.attn_proj_weight, M, C, C, &converted);
-    timer.lap(&TrainProfile::backward_dx_ms);
+    matmul_backward(acts.d_small, lg.attn_proj_weight, lg.attn_proj_bias, d_out, a.attn, lw.attn_proj_weight, M, C, C,
+                    precision);
+    timer.lap(&TrainProfile::backward_matmul_ms);
     attention_backward(acts.d_wide, acts.d_small, a.qkv, a.probs, mask(true, attention_site(l)), B, T,
                        config.n_head, config.head_dim());
     timer.lap(&TrainProfile::backward_attention_ms);
-    matmul_backward_weight(lg.qkv_weight, lg.qkv_bias, a.ln_1, acts.d_wide, M, C, 3 * C, &converted);
-    timer.lap(&TrainProfile::backward_dw_ms);
-    matmul_backward_input(acts.d_small, acts.d_wide, lw.qkv_weight, M, C, 3 * C, &converted);
-    timer.lap(&TrainProfile::backward_dx_ms);
+    matmul_backward(acts.d_small, lg.qkv_weight, lg.qkv_bias, acts.d_wide, a.ln_1, lw.qkv_weight, M, C, 3 * C,
+                    precision);
+    timer.lap(&TrainProfile::backward_matmul_ms);
     layernorm_backward(d_res, lg.ln_1_weight, lg.ln_1_bias, acts.d_small, acts.residual[static_cast<std::size_t>(l)],
                        lw.ln_1_weight, a.ln_1_mean, a.ln_1_rstd, M, C);
     timer.lap(&TrainProfile::backward_other_ms);
@@ -261,7 +252,6 @@ float TrainableGPT2::forward_backward(const std::int32_t* inputs, const std::int
   m.prepare(B, T);
   const std::int64_t M = std::int64_t{B} * T;
   ProfileTimer timer(m.profile);
-  const PrecisionScope precision(m.precision);
   m.forward(timer, inputs, B, T, true);
   std::int64_t count = 0;
   const double loss = m.head(timer, targets, M, loss_scale, true, &count);
@@ -275,7 +265,6 @@ float TrainableGPT2::evaluate(const std::int32_t* inputs, const std::int32_t* ta
   m.check_call(inputs, targets, B, T);
   m.prepare(B, T);
   ProfileTimer timer(nullptr);
-  const PrecisionScope precision(m.precision);
   m.forward(timer, inputs, B, T, false);
   std::int64_t count = 0;
   return static_cast<float>(m.head(timer, targets, std::int64_t{B} * T, 1.0f, false, &count));

@@ -10,7 +10,6 @@
 #include "kernels/norm.hpp"
 #include "kernels/thread_pool.hpp"
 #include "kernels/training.hpp"
-#include "train/precision.hpp"
 
 namespace kael::train {
 namespace {
@@ -370,9 +369,10 @@ std::int64_t head_scratch_floats(std::int64_t M, std::int64_t C, std::int64_t V)
 }
 
 void head_cross_entropy(float* losses, float* dx, float* dw, float* scratch, const float* x, const float* w,
-                        const std::int32_t* targets, float dscale, std::int64_t M, std::int64_t C, std::int64_t V) {
+                        const std::int32_t* targets, float dscale, std::int64_t M, std::int64_t C, std::int64_t V,
+                        Precision precision) {
   const bool backward = dx != nullptr;
-  const bool bf16 = current_precision() == Precision::bf16;
+  const bool bf16 = precision == Precision::bf16;
   const std::int64_t R_max = std::min(M, kHeadRows);
   // The weight converted for the kernels once, for every chunk of rows: the head is the largest
   // weight. F32: w^T (C, V) in panels. BF16: w^T, then w's vocabulary blocks, then x's chunk.
@@ -432,8 +432,8 @@ void head_cross_entropy(float* losses, float* dx, float* dw, float* scratch, con
         block16 += kernels::bf16_operand_elements(C, kb);
         continue;
       }
-      product(dxr, C, logits + v0, V, false, w + v0 * C, C, false, R, C, kb, /*accumulate=*/true);
-      product(dw + v0 * C, C, logits + v0, V, true, xr, C, false, kb, C, R, /*accumulate=*/true);
+      kernels::gemm(dxr, C, logits + v0, V, false, w + v0 * C, C, false, R, C, kb, /*accumulate=*/true);
+      kernels::gemm(dw + v0 * C, C, logits + v0, V, true, xr, C, false, kb, C, R, /*accumulate=*/true);
     }
   }
 }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "kael/train/gpt2_train.hpp"
 #include "train/random.hpp"
 
 namespace kael::train {
@@ -55,7 +56,8 @@ void embedding_backward(float* dwte, float* dwpe, const float* dx, const std::in
 // kernels once per call, for every chunk (w^T in F32 panels, V C; or at bf16 w^T and w's
 // vocabulary blocks as gemm_bf16 operands), and one chunk's logits (R V).
 void head_cross_entropy(float* losses, float* dx, float* dw, float* scratch, const float* x, const float* w,
-                        const std::int32_t* targets, float dscale, std::int64_t M, std::int64_t C, std::int64_t V);
+                        const std::int32_t* targets, float dscale, std::int64_t M, std::int64_t C, std::int64_t V,
+                        Precision precision);
 std::int64_t head_scratch_floats(std::int64_t M, std::int64_t C, std::int64_t V);
 
 }  // namespace kael::train

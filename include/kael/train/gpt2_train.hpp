@@ -67,7 +67,7 @@ struct DropoutOptions {
 // Where the CPU time of forward_backward and clip_grad_norm went, in milliseconds of the
 // process's CPU time (all threads, so the figures hold on a machine shared with other work),
 // summed over the calls made while the model points at it (set_profile). matmul: the four
-// products of each block (forward; backward dX; backward dW and bias); head: the output
+// products of each block (forward; backward: dX, dW and bias in one call); head: the output
 // projection fused with cross-entropy, forward and backward (dX and dW); other: layernorm,
 // GELU, embeddings, residual adds, dropout. Profiling costs two clock reads per part and layer.
 struct TrainProfile {
@@ -75,8 +75,7 @@ struct TrainProfile {
   double forward_attention_ms = 0;
   double forward_other_ms = 0;
   double head_ms = 0;
-  double backward_dx_ms = 0;
-  double backward_dw_ms = 0;
+  double backward_matmul_ms = 0;  // both products of each linear layer's backward (dX and dW)
   double backward_attention_ms = 0;
   double backward_other_ms = 0;
   double grad_norm_ms = 0;
