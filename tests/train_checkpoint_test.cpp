@@ -4,8 +4,8 @@
 #include <filesystem>
 
 #include "kael/core/error.hpp"
-#include "train/checkpoint.hpp"
-#include "train/directory_swap.hpp"
+#include "train/run/checkpoint.hpp"
+#include "train/run/directory_swap.hpp"
 #include "train_testing.hpp"
 
 namespace fs = std::filesystem;

@@ -10,7 +10,7 @@
 #include "kael/core/error.hpp"
 #include "kael/train/data.hpp"
 #include "kernels/thread_pool.hpp"
-#include "train/text_pieces.hpp"
+#include "train/data/text_pieces.hpp"
 #include "train_testing.hpp"
 
 namespace fs = std::filesystem;

@@ -13,9 +13,9 @@
 #include "kernels/gemm_bf16.hpp"
 #include "kernels_testing.hpp"
 #include "kernels/thread_pool.hpp"
-#include "train/matmul.hpp"
-#include "train/ops.hpp"
-#include "train/reference.hpp"
+#include "train/model/matmul.hpp"
+#include "train/model/ops.hpp"
+#include "train/model/reference.hpp"
 
 namespace kael::train {
 namespace {

@@ -1,4 +1,4 @@
-#include "train/directory_swap.hpp"
+#include "train/run/directory_swap.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

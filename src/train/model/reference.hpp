@@ -7,7 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "train/random.hpp"
+#include "train/model/random.hpp"
 
 namespace kael::train::ref {
 

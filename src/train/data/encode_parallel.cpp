@@ -5,7 +5,7 @@
 
 #include "kael/train/data.hpp"
 #include "kernels/thread_pool.hpp"
-#include "train/text_pieces.hpp"
+#include "train/data/text_pieces.hpp"
 
 namespace kael::train {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "kael/train/gpt2_train.hpp"
-#include "train/random.hpp"
+#include "train/model/random.hpp"
 
 namespace kael::train {
 

@@ -1,4 +1,4 @@
-#include "train/ops.hpp"
+#include "train/model/ops.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,8 +1,8 @@
-#include "train/activations.hpp"
+#include "train/model/activations.hpp"
 
 #include <algorithm>
 
-#include "train/ops.hpp"
+#include "train/model/ops.hpp"
 
 namespace kael::train {
 

@@ -13,9 +13,9 @@
 #include "io/atomic_write.hpp"
 #include "kael/core/error.hpp"
 #include "kael/train/data.hpp"
-#include "train/hash.hpp"
+#include "train/data/hash.hpp"
 #include "kael/core/file.hpp"
-#include "train/text_pieces.hpp"
+#include "train/data/text_pieces.hpp"
 
 namespace kael::train {
 

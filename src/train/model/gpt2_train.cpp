@@ -10,11 +10,11 @@
 #include "kael/io/safetensors.hpp"
 #include "kernels/thread_pool.hpp"
 #include "kernels/training.hpp"
-#include "train/activations.hpp"
-#include "train/matmul.hpp"
-#include "train/ops.hpp"
-#include "train/parameters.hpp"
-#include "train/profile.hpp"
+#include "train/model/activations.hpp"
+#include "train/model/matmul.hpp"
+#include "train/model/ops.hpp"
+#include "train/model/parameters.hpp"
+#include "train/model/profile.hpp"
 
 namespace kael::train {
 

@@ -7,7 +7,7 @@
 #include <span>
 #include <string_view>
 
-#include "train/random.hpp"
+#include "train/model/random.hpp"
 
 namespace kael::train {
 

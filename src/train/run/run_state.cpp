@@ -1,4 +1,4 @@
-#include "train/run_state.hpp"
+#include "train/run/run_state.hpp"
 
 #include <nlohmann/json.hpp>
 

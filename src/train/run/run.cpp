@@ -10,11 +10,11 @@
 #include "kael/core/cpu_clock.hpp"
 #include "kael/core/error.hpp"
 #include "kael/text/tokenizer.hpp"
-#include "train/checkpoint.hpp"
-#include "train/directory_swap.hpp"
-#include "train/hash.hpp"
+#include "train/run/checkpoint.hpp"
+#include "train/run/directory_swap.hpp"
+#include "train/data/hash.hpp"
 #include "kael/core/file.hpp"
-#include "train/run_state.hpp"
+#include "train/run/run_state.hpp"
 
 namespace kael::train {
 

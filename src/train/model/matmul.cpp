@@ -1,4 +1,4 @@
-#include "train/matmul.hpp"
+#include "train/model/matmul.hpp"
 
 #include "kernels/aligned_vector.hpp"
 #include "kernels/gemm.hpp"

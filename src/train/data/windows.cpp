@@ -3,7 +3,7 @@
 
 #include "kael/core/error.hpp"
 #include "kael/train/data.hpp"
-#include "train/random.hpp"
+#include "train/model/random.hpp"
 
 namespace kael::train {
 

@@ -1,11 +1,11 @@
-#include "train/checkpoint.hpp"
+#include "train/run/checkpoint.hpp"
 
 #include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "kael/core/error.hpp"
 #include "kael/io/safetensors.hpp"
-#include "train/directory_swap.hpp"
+#include "train/run/directory_swap.hpp"
 
 namespace kael::train {
 

@@ -1,4 +1,4 @@
-#include "train/parameters.hpp"
+#include "train/model/parameters.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include "kernels/thread_pool.hpp"
 #include "model/weight_names.hpp"
 #include "model/weights.hpp"
-#include "train/random.hpp"
+#include "train/model/random.hpp"
 
 namespace kael::train {
 namespace {
