@@ -2,6 +2,7 @@
 // a 1,000,000-byte message), and SHA256SUMS checking: a good directory, a damaged byte, a missing
 // file, a malformed line.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -106,4 +107,8 @@ TEST_F(ChecksumDir, RefusesMalformedOrMissingSums) {
   }
   fs::remove(dir_ / "SHA256SUMS");
   EXPECT_NE(failure().find("SHA256SUMS"), std::string::npos);
+  // A FIFO in its place (or in a listed file's) is refused at once, never waited on.
+  ASSERT_EQ(::mkfifo((dir_ / "SHA256SUMS").c_str(), 0600), 0);
+  EXPECT_NE(failure().find("not a regular file"), std::string::npos) << failure();
+  EXPECT_THROW(io::sha256_file_hex(dir_ / "SHA256SUMS"), Error);
 }

@@ -1,6 +1,8 @@
 // Training data: finding documents, tokenizing in pieces, the token cache, the held-out split,
 // and which windows each micro-batch reads.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -141,6 +143,12 @@ TEST(TrainData, TheCacheIsReusedUntilAnInputChanges) {
   const fs::path cached = fs::directory_iterator(cache)->path();
   fs::resize_file(cached, fs::file_size(cached) - 4);
   EXPECT_FALSE(tokenize_files(files, gpt2_tokenizer(), tokenizer_files(), cache).from_cache);
+  EXPECT_TRUE(tokenize_files(files, gpt2_tokenizer(), tokenizer_files(), cache).from_cache);
+  // A FIFO in its place is not waited on: ignored, then replaced by a cache file.
+  fs::remove(cached);
+  ASSERT_EQ(::mkfifo(cached.c_str(), 0600), 0);
+  EXPECT_FALSE(tokenize_files(files, gpt2_tokenizer(), tokenizer_files(), cache).from_cache);
+  EXPECT_TRUE(fs::is_regular_file(cached));
   EXPECT_TRUE(tokenize_files(files, gpt2_tokenizer(), tokenizer_files(), cache).from_cache);
 }
 

@@ -1,8 +1,9 @@
 // DIR/SHA256SUMS checked file by file (kael/io/checksums.hpp).
-#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "kael/core/error.hpp"
+#include "kael/core/file.hpp"
 #include "kael/io/checksums.hpp"
 
 namespace kael::io {
@@ -16,8 +17,7 @@ bool is_lower_hex(const std::string& text) {
 
 void verify_sha256sums(const std::filesystem::path& dir) {
   const auto sums_path = dir / "SHA256SUMS";
-  std::ifstream sums(sums_path);
-  if (!sums) throw Error(str("cannot open '", sums_path.string(), "'"));
+  std::istringstream sums(read_regular_file(sums_path, "checksum list"));
   std::string line;
   int line_number = 0;
   int files = 0;

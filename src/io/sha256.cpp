@@ -1,13 +1,17 @@
 // SHA-256 as FIPS 180-4 specifies it: 64-byte blocks, big-endian words, 64 rounds. Plain code:
 // it hashes the bundled model (about 16 MB) once per load, which takes well under a second.
+#include <unistd.h>
+
 #include <array>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <vector>
 
 #include "io/sha256.hpp"
 #include "kael/core/error.hpp"
+#include "kael/core/file.hpp"
 #include "kael/io/checksums.hpp"
 
 namespace kael::io {
@@ -90,15 +94,20 @@ std::string sha256_hex(std::span<const std::byte> bytes) {
 }
 
 std::string sha256_file_hex(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw Error(str("cannot open '", file.string(), "' to check its SHA-256"));
+  const int fd = open_regular_file(file, "file to check");  // a FIFO or device is refused, never waited on
+  const struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   Sha256 hash;
   std::vector<char> buffer(1 << 16);
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    hash.update(std::as_bytes(std::span(buffer.data(), static_cast<std::size_t>(in.gcount()))));
+  for (;;) {
+    const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw Error(str("cannot read '", file.string(), "' to check its SHA-256: ", std::strerror(errno)));
+    if (got == 0) break;
+    hash.update(std::as_bytes(std::span(buffer.data(), static_cast<std::size_t>(got))));
   }
-  if (in.bad()) throw Error(str("cannot read '", file.string(), "' to check its SHA-256"));
   return hash.hex_digest();
 }
 
