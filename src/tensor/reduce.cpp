@@ -90,10 +90,10 @@ void flat_sum(Acc* out, std::int64_t outer, std::int64_t R, std::int64_t inner, 
 // (kernels/sum.hpp) in blocks of kSumBlock added in order: a single row has its blocks summed
 // on several threads, many rows are split between threads, and either way a row has one order.
 void f32_row_sums(double* out, std::int64_t outer, std::int64_t R, const float* p) {
-  const auto block_sum = kernels::active_kernels().sum;
+  const auto kernel_sum = kernels::active_kernels().sum;
   const std::int64_t blocks = (R + kSumBlock - 1) / kSumBlock;
   const auto block = [&](const float* row, std::int64_t b) {
-    return block_sum(row + b * kSumBlock, std::min(kSumBlock, R - b * kSumBlock));
+    return kernel_sum(row + b * kSumBlock, std::min(kSumBlock, R - b * kSumBlock));
   };
   if (outer == 1) {
     std::vector<double> partial(static_cast<std::size_t>(blocks));
