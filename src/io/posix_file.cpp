@@ -12,8 +12,8 @@
 
 namespace kael::io {
 
-PosixFile::PosixFile(const std::filesystem::path& path)
-    : name_(path.string()), fd_(open_regular_file(path, "safetensors file")) {}
+PosixFile::PosixFile(const std::filesystem::path& path, std::string_view what)
+    : name_(path.string()), fd_(open_regular_file(path, what)) {}
 
 PosixFile::~PosixFile() {
   if (fd_ >= 0) ::close(fd_);

@@ -6,14 +6,15 @@
 #include <filesystem>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace kael::io {
 
 class PosixFile {
  public:
   // Opens a regular file for reading, without blocking on a FIFO or device (kael/core/file.hpp);
-  // throws Error naming the path when it cannot.
-  explicit PosixFile(const std::filesystem::path& path);
+  // throws Error naming the path (and `what` it is) when it cannot.
+  explicit PosixFile(const std::filesystem::path& path, std::string_view what = "safetensors file");
   ~PosixFile();
   PosixFile(const PosixFile&) = delete;
   PosixFile& operator=(const PosixFile&) = delete;

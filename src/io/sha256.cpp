@@ -1,17 +1,14 @@
 // SHA-256 as FIPS 180-4 specifies it: 64-byte blocks, big-endian words, 64 rounds. Plain code:
 // it hashes the bundled model (about 16 MB) once per load, which takes well under a second.
-#include <unistd.h>
-
+#include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <vector>
 
+#include "io/posix_file.hpp"
 #include "io/sha256.hpp"
 #include "kael/core/error.hpp"
-#include "kael/core/file.hpp"
 #include "kael/io/checksums.hpp"
 
 namespace kael::io {
@@ -94,19 +91,14 @@ std::string sha256_hex(std::span<const std::byte> bytes) {
 }
 
 std::string sha256_file_hex(const std::filesystem::path& file) {
-  const int fd = open_regular_file(file, "file to check");  // a FIFO or device is refused, never waited on
-  const struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  const PosixFile in(file, "file to check");  // a FIFO or device is refused, never waited on
+  const std::uint64_t size = in.size();
   Sha256 hash;
-  std::vector<char> buffer(1 << 16);
-  for (;;) {
-    const ssize_t got = ::read(fd, buffer.data(), buffer.size());
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) throw Error(str("cannot read '", file.string(), "' to check its SHA-256: ", std::strerror(errno)));
-    if (got == 0) break;
-    hash.update(std::as_bytes(std::span(buffer.data(), static_cast<std::size_t>(got))));
+  std::vector<std::byte> buffer(1 << 16);
+  for (std::uint64_t offset = 0; offset < size; offset += buffer.size()) {
+    const std::span<std::byte> chunk(buffer.data(), static_cast<std::size_t>(std::min<std::uint64_t>(buffer.size(), size - offset)));
+    in.read_exact(offset, chunk);
+    hash.update(chunk);
   }
   return hash.hex_digest();
 }

@@ -6,16 +6,15 @@
 // Hash64 of their contents), so any change to them makes a new key. The file is named after the
 // key's hash and written atomically; one that fails to match is ignored and rewritten.
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <cstring>
 
 #include "io/atomic_write.hpp"
+#include "io/posix_file.hpp"
 #include "kael/core/error.hpp"
+#include "kael/core/file.hpp"
 #include "kael/train/data.hpp"
 #include "train/data/hash.hpp"
-#include "kael/core/file.hpp"
 #include "train/data/text_pieces.hpp"
 
 namespace kael::train {
@@ -58,49 +57,40 @@ std::uint64_t tokens_hash(std::span<const std::int32_t> tokens) {
   return hash.digest();
 }
 
-// Reads exactly n bytes into p; false at the end of the file or on an error.
-bool read_exact(int fd, void* p, std::uint64_t n) {
-  auto* at = static_cast<char*>(p);
-  while (n > 0) {
-    const ssize_t got = ::read(fd, at, n);
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    at += got;
-    n -= static_cast<std::uint64_t>(got);
-  }
-  return true;
-}
-
 // The cached stream, or false when the file is absent, not a regular file (a FIFO there is
-// never waited on) or does not match `key` exactly.
+// never waited on), shorter than it says, or does not match `key` exactly.
 bool read_cache(const fs::path& path, const std::string& key, TokenStream& out) {
-  int fd = -1;
   try {
-    fd = open_regular_file(path, "token cache");
+    const io::PosixFile file(path, "token cache");
+    std::uint64_t offset = 0;
+    const auto read = [&](void* p, std::uint64_t n) {
+      file.read_exact(offset, std::span(static_cast<std::byte*>(p), static_cast<std::size_t>(n)));
+      offset += n;
+    };
+    char magic[8];
+    std::uint64_t key_length = 0, documents = 0, count = 0, checksum = 0;
+    read(magic, 8);
+    if (std::memcmp(magic, kMagic, 8) != 0) return false;
+    read(&key_length, 8);
+    if (key_length != key.size()) return false;
+    std::string stored(key_length, '\0');
+    read(stored.data(), key_length);
+    if (stored != key) return false;
+    read(&documents, 8);
+    read(&count, 8);
+    const auto expected_size = 8 + 8 + key_length + 8 + 8 + count * 4 + 8;
+    if (count > (std::uint64_t{1} << 40) || file.size() != expected_size) return false;
+    std::vector<std::int32_t> tokens(count);
+    read(tokens.data(), count * 4);
+    read(&checksum, 8);
+    if (checksum != tokens_hash(tokens)) return false;
+    out.tokens = std::move(tokens);
+    out.documents = static_cast<std::int64_t>(documents);
+    out.from_cache = true;
+    return true;
   } catch (const Error&) {
-    return false;
+    return false;  // absent, not a regular file, or it ended early: rewritten by the caller
   }
-  const struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  char magic[8];
-  std::uint64_t key_length = 0, documents = 0, count = 0, checksum = 0;
-  if (!read_exact(fd, magic, 8) || std::memcmp(magic, kMagic, 8) != 0) return false;
-  if (!read_exact(fd, &key_length, 8) || key_length != key.size()) return false;
-  std::string stored(key_length, '\0');
-  if (!read_exact(fd, stored.data(), key_length) || stored != key) return false;
-  if (!read_exact(fd, &documents, 8) || !read_exact(fd, &count, 8)) return false;
-  std::error_code error;
-  const auto expected_size = 8 + 8 + key_length + 8 + 8 + count * 4 + 8;
-  if (count > (std::uint64_t{1} << 40) || fs::file_size(path, error) != expected_size || error) return false;
-  std::vector<std::int32_t> tokens(count);
-  if (!read_exact(fd, tokens.data(), count * 4)) return false;
-  if (!read_exact(fd, &checksum, 8) || checksum != tokens_hash(tokens)) return false;
-  out.tokens = std::move(tokens);
-  out.documents = static_cast<std::int64_t>(documents);
-  out.from_cache = true;
-  return true;
 }
 
 void write_cache(const fs::path& path, const std::string& key, const TokenStream& stream) {
