@@ -23,7 +23,16 @@ BF16 operands and F32 sums), PyTorch under torch.autocast("cpu", dtype=torch.bfl
 mixed precision: F32 weights, AdamW and loss), and PyTorch F32 as above; the table names each
 row's precision and gives kael bf16's speed-up over both.
 
+With --ranks N (data parallel over MPI, no PyTorch): per shape, in one run, kael with 1 rank of 1
+thread (--batch B), N ranks of 1 thread under mpirun (--batch B each, so a global batch of N x B),
+1 rank of N threads (--batch N x B, the same tokens a step), and N independent 1-thread processes
+at once with no communication (each --batch B): what the machine gives N processes when nothing
+is summed, the bound the N ranks are measured against. Prints tokens/s, the ratios, how long the
+ranks' steps waited for the gradient sums after the backward (reduce_wait_s), and each rank's
+peak RSS.
+
 Usage: bench/train_speed.py [--kael build/kael] [--threads 2] [--steps 4] [--shapes 4x64,8x256] [--precision f32|bf16]
+                            [--ranks N]
 (--steps 2 is the least: the first step is a warm-up. With --steps 2 both shapes take about 7
 minutes on 2 cores.)
 Without --model a seeded GPT-2-small-shape F32 checkpoint is built (scripts/gpt2_reference.py)
@@ -66,27 +75,96 @@ def corpus_file(workdir: pathlib.Path) -> pathlib.Path:
     return path
 
 
-def kael_run(kael: str, model: pathlib.Path, data: pathlib.Path, B: int, T: int, steps: int, threads: int,
-             precision: str = "f32") -> dict:
-    with tempfile.TemporaryDirectory() as scratch:
-        out, log = pathlib.Path(scratch) / "out", pathlib.Path(scratch) / "log.jsonl"
-        command = [kael, "finetune", "--model", str(model), "--data", str(data), "--out", str(out),
-                   "--steps", str(steps), "--batch", str(B), "--seq", str(T), "--threads", str(threads),
-                   "--order", "sequential", "--dropout", "0", "--lr", str(LR), "--weight-decay", str(WEIGHT_DECAY),
-                   "--grad-clip", str(GRAD_CLIP), "--log-json", str(log), "--precision", precision]
-        result = subprocess.run(command, stderr=subprocess.PIPE, text=True)
-        stderr = result.stderr
-        if result.returncode != 0:
-            raise SystemExit(f"kael finetune failed ({result.returncode}): {stderr}")
-        records = [json.loads(line) for line in log.read_text().splitlines()]
+def kael_command(kael: str, model: pathlib.Path, data: pathlib.Path, out: pathlib.Path, log: pathlib.Path, B: int,
+                 T: int, steps: int, threads: int, precision: str = "f32") -> list[str]:
+    return [kael, "finetune", "--model", str(model), "--data", str(data), "--out", str(out),
+            "--steps", str(steps), "--batch", str(B), "--seq", str(T), "--threads", str(threads),
+            "--order", "sequential", "--dropout", "0", "--lr", str(LR), "--weight-decay", str(WEIGHT_DECAY),
+            "--grad-clip", str(GRAD_CLIP), "--log-json", str(log), "--precision", precision]
+
+
+def kael_figures(stderr: str, log: pathlib.Path, tokens_per_step: int) -> dict:
+    """The median step after the first, and the memory line, of one finished run."""
+    records = [json.loads(line) for line in log.read_text().splitlines()]
     memory = re.search(r"memory: (\d+) parameters .* activations (\d+) bytes .* peak RSS (\d+) bytes", stderr)
     steps_after_warmup = [r for r in records if r["type"] == "step"][1:]
     step_s = statistics.median(r["step_s"] for r in steps_after_warmup)
     cpu_s = statistics.median(r["cpu_s"] for r in steps_after_warmup)
     parameters, activations = int(memory.group(1)), int(memory.group(2))
-    return dict(step_s=step_s, cpu_s=cpu_s, tokens_per_s=B * T / step_s, peak_rss=int(memory.group(3)),
+    waits = [r["reduce_wait_s"] for r in steps_after_warmup if "reduce_wait_s" in r]
+    return dict(step_s=step_s, cpu_s=cpu_s, tokens_per_s=tokens_per_step / step_s, peak_rss=int(memory.group(3)),
                 estimate=16 * parameters + activations, parameters=parameters, activations=activations,
-                losses=[r["loss"] for r in records if r["type"] == "step"])
+                losses=[r["loss"] for r in records if r["type"] == "step"],
+                reduce_wait_s=statistics.median(waits) if waits else None,
+                rank_rss=[int(m) for m in re.findall(r"rank \d+: peak RSS (\d+) bytes", stderr)])
+
+
+def kael_run(kael: str, model: pathlib.Path, data: pathlib.Path, B: int, T: int, steps: int, threads: int,
+             precision: str = "f32", launcher: list[str] | None = None, ranks: int = 1) -> dict:
+    with tempfile.TemporaryDirectory() as scratch:
+        out, log = pathlib.Path(scratch) / "out", pathlib.Path(scratch) / "log.jsonl"
+        command = [*(launcher or []), *kael_command(kael, model, data, out, log, B, T, steps, threads, precision)]
+        result = subprocess.run(command, stderr=subprocess.PIPE, text=True)
+        if result.returncode != 0:
+            raise SystemExit(f"kael finetune failed ({result.returncode}): {result.stderr}")
+        return kael_figures(result.stderr, log, ranks * B * T)
+
+
+def kael_independent(kael: str, model: pathlib.Path, data: pathlib.Path, B: int, T: int, steps: int,
+                     processes: int) -> dict:
+    """`processes` 1-thread runs started together, none talking to another: their summed tokens/s."""
+    with tempfile.TemporaryDirectory() as scratch:
+        runs = []
+        for p in range(processes):
+            out, log = pathlib.Path(scratch) / f"out{p}", pathlib.Path(scratch) / f"log{p}.jsonl"
+            command = kael_command(kael, model, data, out, log, B, T, steps, 1)
+            runs.append((subprocess.Popen(command, stderr=subprocess.PIPE, text=True), log))
+        figures = []
+        for run, log in runs:
+            _, stderr = run.communicate()
+            if run.returncode != 0:
+                raise SystemExit(f"kael finetune failed ({run.returncode}): {stderr}")
+            figures.append(kael_figures(stderr, log, B * T))
+    return dict(tokens_per_s=sum(f["tokens_per_s"] for f in figures), step_s=max(f["step_s"] for f in figures))
+
+
+def data_parallel_comparison(args, model: pathlib.Path, data: pathlib.Path) -> None:
+    """--ranks N: N ranks of 1 thread against 1 rank of 1 thread, 1 rank of N threads and N
+    independent processes, per shape."""
+    import shutil
+
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        raise SystemExit("--ranks needs mpirun (Debian: openmpi-bin)")
+    N = args.ranks
+    launcher = [mpirun, "-np", str(N), "--bind-to", "core"]
+    if os.geteuid() == 0:
+        launcher.insert(1, "--allow-run-as-root")
+    rows = []
+    for shape in args.shapes.split(","):
+        B, T = map(int, shape.split("x"))
+        one = kael_run(args.kael, model, data, B, T, args.steps, 1)
+        ranks = kael_run(args.kael, model, data, B, T, args.steps, 1, launcher=launcher, ranks=N)
+        threads = kael_run(args.kael, model, data, N * B, T, args.steps, N)
+        apart = kael_independent(args.kael, model, data, B, T, args.steps, N)
+        rows.append((shape, one, ranks, threads, apart))
+        print(f"{shape}: first losses 1 rank {', '.join(f'{x:.4f}' for x in one['losses'][:3])}; "
+              f"{N} ranks (global batch {N * B}) {', '.join(f'{x:.4f}' for x in ranks['losses'][:3])}", flush=True)
+    print()
+    print(f"| B x T (per rank) | 1 rank x 1 thread tokens/s | {N} ranks x 1 thread tokens/s | speed-up over 1 x 1 "
+          f"| {N} independent processes tokens/s | {N} ranks / independent | 1 rank x {N} threads (batch {N}B) "
+          f"tokens/s | {N} ranks / 1 x {N} | step s ({N} ranks) | reduce_wait_s | peak RSS per rank |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for shape, one, ranks, threads, apart in rows:
+        rss = [ranks["peak_rss"], *ranks["rank_rss"]]
+        print(f"| {shape} | {one['tokens_per_s']:.0f} | {ranks['tokens_per_s']:.0f} "
+              f"| {ranks['tokens_per_s'] / one['tokens_per_s']:.2f}x | {apart['tokens_per_s']:.0f} "
+              f"| {ranks['tokens_per_s'] / apart['tokens_per_s']:.2f} | {threads['tokens_per_s']:.0f} "
+              f"| {ranks['tokens_per_s'] / threads['tokens_per_s']:.2f}x | {ranks['step_s']:.3f} "
+              f"| {ranks['reduce_wait_s']:.3f} | {', '.join(f'{r / 1e6:.0f} MB' for r in rss)} |")
+    print()
+    print(f"reduce_wait_s: the median time a step waited after its backward for the gradient sums (rank 0); "
+          f"load average {os.getloadavg()[0]:.2f} at the end")
 
 
 def torch_run(model_dir: pathlib.Path, tokens, B: int, T: int, steps: int, threads: int, autocast: bool = False) -> dict:
@@ -131,6 +209,8 @@ def main() -> None:
     parser.add_argument("--shapes", default="4x64,8x256")
     parser.add_argument("--precision", choices=("f32", "bf16"), default="f32",
                         help="bf16: kael bf16 against PyTorch autocast bf16 and PyTorch f32")
+    parser.add_argument("--ranks", type=int, default=0,
+                        help="data parallel: N ranks x 1 thread against 1 x 1, 1 x N threads and N apart (no PyTorch)")
     args = parser.parse_args()
 
     import gpt2_reference
@@ -153,6 +233,9 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.2f} at the start")
     print(f"settings: AdamW lr {LR}, betas {BETAS}, eps {EPS}, weight decay {WEIGHT_DECAY} (2-D only), "
           f"grad clip {GRAD_CLIP}, dropout 0, {args.steps} steps (median after the first)")
+    if args.ranks:
+        data_parallel_comparison(args, model, data)
+        return
     if args.precision == "bf16":
         bf16_comparison(args, model, data, tokens)
         return

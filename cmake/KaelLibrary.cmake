@@ -8,6 +8,9 @@ include(CMakePackageConfigHelpers)
 # Libraries the layer objects need when linked. Header-only dependencies (nlohmann_json) need
 # nothing: no public header includes them. A layer that uses a compiled library adds it here.
 set(KAEL_LINK_DEPS Threads::Threads)
+if(KAEL_WITH_MPI)  # by path, so a consumer of libkael.a needs no FindMPI (nor a C compiler) of its own
+  list(APPEND KAEL_LINK_DEPS ${MPI_C_LIBRARIES})
+endif()
 
 get_property(KAEL_LAYER_TARGETS GLOBAL PROPERTY KAEL_LAYERS)
 target_link_libraries(kael INTERFACE ${KAEL_LAYER_TARGETS})
@@ -61,5 +64,10 @@ install(FILES ${PROJECT_BINARY_DIR}/kaelConfig.cmake ${PROJECT_BINARY_DIR}/kaelC
 
 # pkg-config: the prefix is found from the .pc file's own place, so --prefix at install time works.
 file(RELATIVE_PATH KAEL_PC_TO_PREFIX /root/${CMAKE_INSTALL_LIBDIR}/pkgconfig /root)
+# A static libkael.a built with MPI needs libmpi at the consumer's link.
+set(KAEL_PC_LIBS_PRIVATE "-pthread")
+foreach(library IN LISTS MPI_C_LIBRARIES)
+  string(APPEND KAEL_PC_LIBS_PRIVATE " ${library}")
+endforeach()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/kael.pc.in ${PROJECT_BINARY_DIR}/kael.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/kael.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

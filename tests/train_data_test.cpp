@@ -186,6 +186,23 @@ TEST(TrainData, SequentialOrderFollowsTheFormula) {
   }
 }
 
+TEST(TrainData, ARankFillsItsRowsOfTheGlobalBatch) {
+  std::vector<std::int32_t> tokens(201);
+  std::iota(tokens.begin(), tokens.end(), 0);
+  const int T = 4, B = 6;
+  WindowSampler sampler(tokens, T, B, 1, Order::shuffled, 3);
+  std::vector<std::int32_t> inputs(B * T), targets(B * T);
+  sampler.fill(inputs, targets, 5, 0);
+  std::vector<std::int32_t> part_inputs(2 * T), part_targets(2 * T);
+  for (int first = 0; first < B; first += 2) {
+    sampler.fill(part_inputs, part_targets, 5, 0, first);
+    EXPECT_TRUE(std::equal(part_inputs.begin(), part_inputs.end(), inputs.begin() + first * T)) << first;
+    EXPECT_TRUE(std::equal(part_targets.begin(), part_targets.end(), targets.begin() + first * T)) << first;
+  }
+  EXPECT_THROW(sampler.fill(part_inputs, part_targets, 5, 0, 5), ValueError) << "rows 5-6 of 6";
+  EXPECT_THROW(sampler.fill(part_inputs, part_targets, 5, 0, -1), ValueError);
+}
+
 TEST(TrainData, ShuffledOrderIsASeededPermutationPerEpoch) {
   std::vector<std::int32_t> tokens(201);
   const int T = 4;  // 50 windows

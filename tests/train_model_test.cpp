@@ -3,9 +3,11 @@
 // dropout streams, clipping, AdamW against its formula and a bit-exact resume, bad calls.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "kael/core/error.hpp"
@@ -198,6 +200,96 @@ TEST(TrainModel, DropoutIsSeededPerCallAndResumable) {
   EXPECT_EQ(step(), a) << "the same counter draws the same masks";
   EXPECT_EQ(m.evaluate(b.inputs.data(), b.targets.data(), 2, 13), clean) << "evaluate never drops";
   EXPECT_THROW(m.set_dropout({1.0f, 0}), ValueError);
+}
+
+TEST(TrainModel, RowsSplitOverProcessesDrawTheWholeBatchsDropoutMasks) {
+  // Two data-parallel ranks each take two rows of a batch of four: with set_first_row, their
+  // gradients (each scaled by 1/2) add up to the whole batch's, dropout included.
+  TrainableGPT2 m = lively_model();
+  m.set_dropout({0.3f, 5});
+  const int T = 9;
+  const Batch b = random_batch(4, T, 53, 21);
+  m.zero_grad();
+  m.set_dropout_counter(3);
+  const float whole_loss = m.forward_backward(b.inputs.data(), b.targets.data(), 4, T, 1.0f);
+  const std::vector<float> whole = all_grads(m);
+  const auto split = [&](bool offset) {
+    m.zero_grad();
+    float loss = 0;
+    for (int rank = 0; rank < 2; ++rank) {
+      m.set_first_row(offset ? 2 * rank : 0);
+      m.set_dropout_counter(3);  // each rank makes the same calls
+      loss += m.forward_backward(b.inputs.data() + 2 * rank * T, b.targets.data() + 2 * rank * T, 2, T, 0.5f) / 2;
+    }
+    m.set_first_row(0);
+    return std::pair(loss, all_grads(m));
+  };
+  const auto [loss, grads] = split(true);
+  EXPECT_NEAR(loss, whole_loss, 1e-6);
+  for (std::size_t i = 0; i < whole.size(); ++i) ASSERT_NEAR(grads[i], whole[i], 1e-6) << i;
+  const auto [loss_same_rows, grads_same_rows] = split(false);
+  EXPECT_GT(std::abs(loss_same_rows - whole_loss), 1e-4) << "without the offset both ranks draw rows 0-1's masks";
+  EXPECT_THROW(m.set_first_row(-1), ValueError);
+}
+
+TEST(TrainModel, GradientsAreHandedOverOnceEachWhenComplete) {
+  for (bool tied : {true, false}) {
+    TrainableGPT2 m = lively_model(tied);
+    const Batch b = random_batch(2, 7, 53, 5);
+    const std::span<float> flat = m.flat_gradients();
+    std::vector<std::pair<std::ptrdiff_t, std::vector<float>>> handed;  // (offset, values when handed over)
+    m.set_gradients_ready([&](std::span<float> part) {
+      handed.emplace_back(part.data() - flat.data(), std::vector<float>(part.begin(), part.end()));
+    });
+    m.zero_grad();
+    m.forward_backward(b.inputs.data(), b.targets.data(), 2, 7, 1.0f);
+    m.set_gradients_ready({});
+    const std::vector<float> final_grads(flat.begin(), flat.end());
+    // ln_f, an untied head, one per block from the last, then wte and wpe.
+    const std::size_t head_parts = tied ? 1 : 2;
+    ASSERT_EQ(handed.size(), head_parts + static_cast<std::size_t>(m.config().n_layer) + 2u) << tied;
+    std::vector<int> covered(flat.size(), 0);
+    for (const auto& [offset, values] : handed) {
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        ++covered[static_cast<std::size_t>(offset) + i];
+        ASSERT_EQ(values[i], final_grads[static_cast<std::size_t>(offset) + i]) << "handed over before complete";
+      }
+    }
+    EXPECT_TRUE(std::all_of(covered.begin(), covered.end(), [](int c) { return c == 1; })) << tied;
+    EXPECT_GT(handed.front().first, handed[head_parts].first) << "ln_f (and the head) first, then the last block";
+    EXPECT_GT(handed[head_parts].first, handed[head_parts + 1].first) << "the blocks from the last";
+    EXPECT_EQ(handed[handed.size() - 2].first, 0) << "wte, then wpe, last";
+    EXPECT_EQ(flat.data(), m.parameters()[0].grad);
+    EXPECT_EQ(m.flat_values().data(), m.parameters()[0].data);
+    EXPECT_EQ(static_cast<std::int64_t>(flat.size()), m.parameter_count());
+  }
+}
+
+TEST(TrainModel, KeptEmbeddingRowsAddBackToTheSameGradient) {
+  for (bool tied : {true, false}) {
+    TrainableGPT2 m = lively_model(tied);
+    const Batch b = random_batch(2, 7, 53, 8);
+    m.zero_grad();
+    m.forward_backward(b.inputs.data(), b.targets.data(), 2, 7, 1.0f);
+    const std::vector<float> normal = all_grads(m);
+    m.zero_grad();
+    std::vector<std::ptrdiff_t> order;
+    m.set_gradients_ready([&](std::span<float> part) { order.push_back(part.data() - m.flat_gradients().data()); });
+    m.set_keep_embedding_rows(true);
+    m.forward_backward(b.inputs.data(), b.targets.data(), 2, 7, 1.0f);
+    m.set_gradients_ready({});
+    EXPECT_EQ(order.front(), 0) << "wte first of all";
+    const std::span<const float> rows = m.kept_embedding_rows();
+    ASSERT_EQ(rows.size(), 2u * 7u * static_cast<std::size_t>(m.config().n_embd));
+    EXPECT_NE(all_grads(m), normal) << "the rows are left out of wte's gradient";
+    m.add_embedding_rows(b.inputs, std::vector<float>(rows.begin(), rows.end()));
+    m.set_keep_embedding_rows(false);
+    const std::vector<float> added = all_grads(m);
+    for (std::size_t i = 0; i < normal.size(); ++i) ASSERT_NEAR(added[i], normal[i], 1e-6) << tied << " " << i;
+    EXPECT_THROW(m.add_embedding_rows(b.inputs, std::vector<float>(3)), ValueError);
+    EXPECT_THROW(m.add_embedding_rows(std::vector<std::int32_t>{53}, std::vector<float>(m.config().n_embd)),
+                 IndexError);
+  }
 }
 
 // lively_model() after one forward_backward on a seeded 2 x 7 batch b.

@@ -10,7 +10,8 @@ The everyday API::
 
 Training: kael.finetune(model_dir, data, out_dir, steps=..., callback=...) fine-tunes a
 checkpoint, kael.train(config, data, out_dir, ...) trains a fresh one; both take the options of
-`kael finetune` as keyword arguments (dashes as underscores) and return the history.
+`kael finetune` as keyword arguments (dashes as underscores) and return the history. Under
+`mpirun -np N` they train data-parallel on N ranks (kael.world() says which rank this is).
 
 Also: kael.BpeTokenizer (ids equal tiktoken's gpt2 encoding), kael.load_safetensors /
 save_safetensors / read_safetensors_metadata (numpy views share memory with mapped files),
@@ -48,6 +49,7 @@ from ._kael import (  # noqa: F401  (re-exported)
     save_safetensors,
     tensor,
     train,
+    world,
 )
 # The tensor library (python/src/tensor*.cpp), with PyTorch's names.
 from ._kael import (  # noqa: F401  (re-exported)

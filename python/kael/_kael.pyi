@@ -565,6 +565,7 @@ def finetune(
     callback: Callable[[_TrainRecord], builtins.bool | None] | None = None,
     **options: Any,
 ) -> list[_TrainRecord]: ...
+def world() -> dict[str, builtins.int | builtins.bool]: ...
 def train(
     config: Mapping[str, Any] | str | os.PathLike[str],
     data: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],

@@ -2,7 +2,8 @@
 // the command line's options as keyword arguments. The GIL is released while the run works and
 // taken back for the callback, which gets each record as a dict (the --log-json object) and can
 // return False to stop the run (a checkpoint is saved first). An exception in the callback, or a
-// KeyboardInterrupt, also stops the run after saving, then propagates.
+// KeyboardInterrupt, also stops the run after saving, then propagates. Under mpirun every rank
+// runs the same call and returns the same history; the callback runs on rank 0 only.
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
@@ -13,6 +14,7 @@
 #include "kael/core/error.hpp"
 #include "kael/model/gpt2.hpp"
 #include "kael/train/run.hpp"
+#include "kael/train/world.hpp"
 
 namespace py = pybind11;
 
@@ -110,6 +112,19 @@ model::Config config_from(const py::object& config) {
 }  // namespace
 
 void init_finetune(py::module_& m) {
+  m.def(
+      "world",
+      [] {
+        const train::WorldInfo world = train::world();
+        py::dict info;
+        info["rank"] = world.rank;
+        info["size"] = world.size;
+        info["local_size"] = world.local_size;
+        info["mpi"] = world.mpi;
+        return info;
+      },
+      "This process's place in a data-parallel run: {'rank', 'size', 'local_size', 'mpi'}; rank 0 of 1 unless "
+      "started by mpirun.");
   m.def(
       "finetune",
       [](const fs::path& model_dir, const py::object& data, const fs::path& out_dir, const py::object& callback,

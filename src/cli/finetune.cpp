@@ -121,6 +121,12 @@ int run_training(TrainArgs& args, bool fresh) {
 
   Progress progress;
   train::RunCallbacks callbacks;
+  callbacks.on_start = [&](const train::RunResult& plan) {
+    if (plan.ranks > 1)
+      std::cerr << "data parallel: " << plan.ranks << " ranks x " << plan.threads << " threads, global batch "
+                << plan.global_batch << " (--batch " << options.batch << " per rank) x " << options.seq
+                << " tokens x " << options.accum << " micro-batches a step\n";
+  };
   callbacks.on_record = [&](const train::Record& record) { progress.show(record); };
   callbacks.stop_requested = [] { return g_stop_signal.load() != 0; };
   install_stop_handlers();
@@ -135,6 +141,10 @@ int run_training(TrainArgs& args, bool fresh) {
     throw;
   }
   progress.finish_line();
+  if (result.rank != 0) {  // rank 0 reports the run; the others only their memory
+    std::cerr << "rank " << result.rank << ": peak RSS " << peak_rss_bytes() << " bytes\n";
+    return result.stopped ? 128 + (g_stop_signal.load() ? g_stop_signal.load() : SIGTERM) : 0;
+  }
   progress.plot();
   std::cerr << "saved " << args.out << " at step " << result.steps_done << "/" << result.total_steps << " ("
             << result.train_tokens << " training tokens, " << result.windows << " windows of " << options.seq + 1
@@ -145,6 +155,10 @@ int run_training(TrainArgs& args, bool fresh) {
             << peak_rss_bytes() << " bytes\n";
   if (result.stopped) {
     const int signal = g_stop_signal.load();
+    if (signal == 0) {  // another rank was signalled, or asked to stop (every rank stops together)
+      std::cerr << "stopped with the other ranks; continue with --resume\n";
+      return 128 + SIGTERM;
+    }
     std::cerr << "stopped by " << (signal == SIGTERM ? "SIGTERM" : "SIGINT") << "; continue with --resume\n";
     return 128 + signal;
   }
@@ -158,7 +172,7 @@ void add_training_options(CLI::App* cmd, TrainArgs& args) {
   cmd->add_option("--out", args.out, "Output model directory (checkpoints and training state)")->required();
   cmd->add_option("--steps", o.steps, "Optimizer steps in all");
   cmd->add_option("--epochs", o.epochs, "Passes over the training windows (instead of --steps)");
-  cmd->add_option("--batch", o.batch, "Sequences per micro-batch (B)")->capture_default_str();
+  cmd->add_option("--batch", o.batch, "Sequences per micro-batch (B); under mpirun, per rank")->capture_default_str();
   cmd->add_option("--seq", o.seq, "Tokens per sequence (T), at most n_positions")->capture_default_str();
   cmd->add_option("--accum", o.accum, "Micro-batches per optimizer step (K)")->capture_default_str();
   cmd->add_option("--lr", o.schedule.lr, "Peak learning rate")->capture_default_str();
@@ -184,7 +198,8 @@ void add_training_options(CLI::App* cmd, TrainArgs& args) {
   cmd->add_option("--save-every", o.save_every, "Steps between checkpoints (0: at the end only)")->capture_default_str();
   cmd->add_flag("--resume", o.resume, "Continue the run saved in --out");
   cmd->add_flag("--overwrite", o.overwrite, "Replace the model or run in --out");
-  cmd->add_option("--threads", o.threads, "Threads (0: one per physical core)")->capture_default_str();
+  cmd->add_option("--threads", o.threads, "Threads (0: one per physical core, shared out among the ranks on a machine)")
+      ->capture_default_str();
   cmd->add_option("--log-json", args.log_json, "Append one JSON object a line: each step and each evaluation");
 }
 

@@ -80,8 +80,11 @@ class WindowSampler {
   std::int64_t epoch(std::int64_t step, int k) const;
   // The window that row b of micro-batch k of step s reads.
   std::int64_t window(std::int64_t step, int k, int b);
-  // Fills inputs and targets, each (B, T) row-major, for micro-batch k of step s.
-  void fill(std::span<std::int32_t> inputs, std::span<std::int32_t> targets, std::int64_t step, int k);
+  // Fills inputs and targets, each (rows, T) row-major, with rows first_row ... of micro-batch k
+  // of step s (all B rows by default; a data-parallel rank takes its share). ValueError unless
+  // the buffers hold whole rows within [0, B).
+  void fill(std::span<std::int32_t> inputs, std::span<std::int32_t> targets, std::int64_t step, int k,
+            int first_row = 0);
 
  private:
   std::span<const std::int32_t> tokens_;

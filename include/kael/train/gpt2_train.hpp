@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -148,6 +149,32 @@ class TrainableGPT2 {
 
   // Adds the time of later calls to *profile (null: stop). The profile must outlive its use.
   void set_profile(TrainProfile* profile);
+
+  // Data parallelism: the rows of later calls are rows first_row ... of a larger batch split
+  // over processes, so dropout draws the masks of those rows and B processes x rows agree with
+  // one call on the whole batch. Default 0. ValueError when negative.
+  void set_first_row(std::int64_t row);
+  std::int64_t first_row() const;
+  // Called during forward_backward each time the backward pass has finished a group of
+  // gradients (ln_f and an untied head, then each block from the last, then wte and wpe; wte
+  // first of all with set_keep_embedding_rows), with
+  // that group's part of flat_gradients(): no later part of the call writes it. For overlapping
+  // a gradient all-reduce with the rest of the backward. Empty: no calls.
+  using GradientsReady = std::function<void(std::span<float> gradients)>;
+  void set_gradients_ready(GradientsReady hook);
+  // With keep on, later calls leave their own embedding rows out of wte's gradient, which is then
+  // complete (the head's part and earlier calls') and handed over before the blocks' backward,
+  // and keep them: kept_embedding_rows() is (B*T, C), row i the gradient of input i's embedding,
+  // valid until the next call. add_embedding_rows(inputs, rows (inputs.size(), C)) adds such rows
+  // to wte's gradient in order (a data-parallel step adds every rank's, rank by rank, after the
+  // sum). ValueError / IndexError on sizes or ids that do not fit.
+  void set_keep_embedding_rows(bool keep);
+  std::span<const float> kept_embedding_rows() const;
+  void add_embedding_rows(std::span<const std::int32_t> inputs, std::span<const float> rows);
+  // Every parameter's values and gradients as one buffer each, in parameters() order
+  // (parameter_count() floats; each Parameter's data and grad point into them).
+  std::span<float> flat_values();
+  std::span<float> flat_gradients();
 
   struct Impl;
 

@@ -1,6 +1,13 @@
 // A whole training run, shared by `kael finetune` / `kael train` and kael.finetune / kael.train:
 // data, the optimizer loop, evaluation, checkpoints and resuming.
 //
+// Data parallel: under `mpirun -np N` every process (rank) holds the whole model and optimizer,
+// reads its --batch rows of each global micro-batch of --batch x N windows, and the gradients
+// are summed over the ranks (during the backward pass) before one identical AdamW step on each.
+// Rank 0 alone writes OUT and the log. The ranks must be given the same command: other
+// options, data or models are refused before the first step. OUT records the global batch, so
+// a run resumes on any number of ranks whose --batch x ranks is the same (train/world.hpp).
+//
 // The output directory OUT is a model directory that kael and transformers both load, plus the
 // state a resumed run needs:
 //   OUT/model.safetensors        parameters under Hugging Face's names, F32, Conv1D layout
@@ -67,13 +74,24 @@ struct Record {
   double elapsed_s = 0;     // since the run (this process) started
   double epoch = 0;         // step: windows read so far / W
   double val_loss = 0;      // eval: mean cross-entropy over every held-out window
+  // step, with several ranks: how long the step waited after its backward for the gradient sums
+  // (the part of the all-reduce the backward did not hide)
+  std::optional<double> reduce_wait_s;
 };
 
 // The record as one JSON object (no newline): step records carry step, loss, lr, grad_norm,
-// tokens_per_s, step_s, cpu_s, elapsed_s, epoch; eval records step, val_loss, elapsed_s; both "type".
+// tokens_per_s, step_s, cpu_s, elapsed_s, epoch (and reduce_wait_s with several ranks); eval
+// records step, val_loss, elapsed_s; both "type".
 std::string record_json(const Record& record);
 
+struct RunResult;
+
+// With several ranks (mpirun), on_start and on_record are called on rank 0 only; stop_requested
+// is polled on every rank, and any rank's request stops them all after the same step.
 struct RunCallbacks {
+  // Called once before the first step, with the result's plan filled in (total_steps, windows,
+  // parameters, ranks, threads, global_batch) and no history.
+  std::function<void(const RunResult&)> on_start;
   // Called after each step and each evaluation, on the training thread.
   std::function<void(const Record&)> on_record;
   // Polled after each step: true saves a checkpoint and ends the run (RunResult::stopped).
@@ -90,6 +108,10 @@ struct RunResult {
   bool tokens_from_cache = false;
   std::int64_t parameters = 0;        // trainable parameters (a tied wte once)
   std::int64_t activation_bytes = 0;  // what the model holds for one (B, T) micro-batch
+  int ranks = 1;         // processes training together (mpirun -np); 1 otherwise
+  int rank = 0;          // this process's (only rank 0 writes OUT, the log and the callbacks)
+  int threads = 1;       // kael's threads in this process
+  int global_batch = 0;  // sequences per micro-batch over all ranks: --batch x ranks
 };
 
 // Fine-tunes the model in model_dir (which also gives the tokenizer). Throws kael errors (the

@@ -83,16 +83,20 @@ std::int64_t WindowSampler::window(std::int64_t step, int k, int b) {
   return permutation_[static_cast<std::size_t>(index)];
 }
 
-void WindowSampler::fill(std::span<std::int32_t> inputs, std::span<std::int32_t> targets, std::int64_t step, int k) {
+void WindowSampler::fill(std::span<std::int32_t> inputs, std::span<std::int32_t> targets, std::int64_t step, int k,
+                         int first_row) {
   const auto row = static_cast<std::size_t>(T_);
-  if (inputs.size() != static_cast<std::size_t>(B_) * row || targets.size() != inputs.size())
-    throw ValueError(str("micro-batch buffers hold ", inputs.size(), " and ", targets.size(), " ids, expected B*T = ",
-                         static_cast<std::size_t>(B_) * row));
-  for (int b = 0; b < B_; ++b) {
+  const std::size_t rows = inputs.size() / row;
+  if (inputs.size() % row != 0 || rows == 0 || targets.size() != inputs.size() || first_row < 0 ||
+      first_row + rows > static_cast<std::size_t>(B_))
+    throw ValueError(str("micro-batch buffers hold ", inputs.size(), " and ", targets.size(), " ids from row ",
+                         first_row, ", expected whole rows of T = ", T_, " within B = ", B_));
+  for (std::size_t r = 0; r < rows; ++r) {
+    const int b = first_row + static_cast<int>(r);
     const auto start = static_cast<std::size_t>(window(step, k, b)) * row;  // (T + 1) tokens from here
     const auto window = tokens_.subspan(start, row + 1);
-    std::copy(window.begin(), window.end() - 1, inputs.begin() + static_cast<std::ptrdiff_t>(b * row));
-    std::copy(window.begin() + 1, window.end(), targets.begin() + static_cast<std::ptrdiff_t>(b * row));
+    std::copy(window.begin(), window.end() - 1, inputs.begin() + static_cast<std::ptrdiff_t>(r * row));
+    std::copy(window.begin() + 1, window.end(), targets.begin() + static_cast<std::ptrdiff_t>(r * row));
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 #include <vector>
 
 #include "kael/core/error.hpp"
@@ -45,10 +46,29 @@ struct TrainableGPT2::Impl {
   std::uint64_t counter = 0;
   TrainProfile* profile = nullptr;
   Precision precision = Precision::f32;
+  std::int64_t first_row = 0;  // of this process's rows in the global batch (set_first_row)
+  GradientsReady gradients_ready;
+  bool keep_embedding_rows = false;
+  std::span<const float> kept_rows;  // (B*T, C) of the last call, when kept
 
-  DropoutMask mask(bool train, std::uint64_t site) const {
+  // The mask of one site; each of the batch's rows holds row_elements of the site's elements.
+  DropoutMask mask(bool train, std::uint64_t site, std::int64_t row_elements) const {
     if (!train || dropout.probability <= 0.0f) return {};
-    return {dropout.probability, dropout.seed, counter * kSitesPerCall + site};
+    return {dropout.probability, dropout.seed, counter * kSitesPerCall + site,
+            static_cast<std::uint64_t>(first_row * row_elements)};
+  }
+  // Tells the hook that the gradients of the parameters named `prefix`... are complete for this
+  // call; they are consecutive in the flat buffer (checkpoint order).
+  void ready(std::string_view prefix) const {
+    if (!gradients_ready) return;
+    float* begin = nullptr;
+    float* end = nullptr;
+    for (const Parameter& p : params.parameters) {
+      if (!p.name.starts_with(prefix)) continue;
+      if (!begin) begin = p.grad;
+      end = p.grad + p.numel;
+    }
+    if (begin) gradients_ready(std::span<float>(begin, end));
   }
 
   void check_call(const std::int32_t* inputs, const std::int32_t* targets, int B, int T) const;
@@ -90,7 +110,7 @@ void TrainableGPT2::Impl::forward(ProfileTimer& timer, const std::int32_t* input
   const std::int64_t M = B * T, C = config.n_embd, H = config.mlp_dim();
   const float eps = config.layer_norm_epsilon;
   embedding_forward(acts.residual[0], inputs, w.wte, w.wpe, B, T, C);
-  dropout_apply(acts.residual[0], mask(train, embedding_site()), M * C);
+  dropout_apply(acts.residual[0], mask(train, embedding_site(), T * C), M * C);
   timer.lap(&TrainProfile::forward_other_ms);
   for (int l = 0; l < config.n_layer; ++l) {
     const LayerTensors& lw = w.layers[static_cast<std::size_t>(l)];
@@ -100,12 +120,12 @@ void TrainableGPT2::Impl::forward(ProfileTimer& timer, const std::int32_t* input
     timer.lap(&TrainProfile::forward_other_ms);
     matmul_forward(a.qkv, acts.scratch, a.ln_1, lw.qkv_weight, lw.qkv_bias, M, C, 3 * C, precision);
     timer.lap(&TrainProfile::forward_matmul_ms);
-    attention_forward(a.attn, a.probs, a.qkv, mask(train, attention_site(l)), B, T, config.n_head,
+    attention_forward(a.attn, a.probs, a.qkv, mask(train, attention_site(l), config.n_head * T * T), B, T, config.n_head,
                       config.head_dim());
     timer.lap(&TrainProfile::forward_attention_ms);
     matmul_forward(acts.branch, acts.scratch, a.attn, lw.attn_proj_weight, lw.attn_proj_bias, M, C, C, precision);
     timer.lap(&TrainProfile::forward_matmul_ms);
-    dropout_apply(acts.branch, mask(train, attn_resid_site(l)), M * C);
+    dropout_apply(acts.branch, mask(train, attn_resid_site(l), T * C), M * C);
     add(a.mid, x, acts.branch, M * C);
     layernorm_forward(a.ln_2, a.ln_2_mean, a.ln_2_rstd, a.mid, lw.ln_2_weight, lw.ln_2_bias, M, C, eps);
     timer.lap(&TrainProfile::forward_other_ms);
@@ -115,7 +135,7 @@ void TrainableGPT2::Impl::forward(ProfileTimer& timer, const std::int32_t* input
     timer.lap(&TrainProfile::forward_other_ms);
     matmul_forward(acts.branch, acts.scratch, a.gelu, lw.mlp_proj_weight, lw.mlp_proj_bias, M, H, C, precision);
     timer.lap(&TrainProfile::forward_matmul_ms);
-    dropout_apply(acts.branch, mask(train, mlp_resid_site(l)), M * C);
+    dropout_apply(acts.branch, mask(train, mlp_resid_site(l), T * C), M * C);
     float* next = acts.residual[static_cast<std::size_t>(l) + 1];
     add(next, a.mid, acts.branch, M * C);
   }
@@ -144,17 +164,22 @@ void TrainableGPT2::Impl::backward(ProfileTimer& timer, const std::int32_t* inpu
   float* d_res = acts.d_residual;
   // The gradient of a branch's output: d_res through the branch's dropout.
   const auto branch_grad = [&](std::uint64_t site) -> const float* {
-    const DropoutMask m = mask(true, site);
+    const DropoutMask m = mask(true, site, T * C);
     if (!m.active()) return d_res;
     std::copy(d_res, d_res + M * C, acts.d_branch);
     dropout_apply(acts.d_branch, m, M * C);
     return acts.d_branch;
   };
 
+  // Kept apart, the embedding's rows leave wte's gradient complete already: the head's part (tied)
+  // and earlier calls'.
+  if (keep_embedding_rows) ready("transformer.wte.");
   std::fill(d_res, d_res + M * C, 0.0f);
   layernorm_backward(d_res, g.ln_f_weight, g.ln_f_bias, acts.d_small, acts.residual.back(), w.ln_f_weight,
                      acts.ln_f_mean, acts.ln_f_rstd, M, C);
   timer.lap(&TrainProfile::backward_other_ms);
+  ready("transformer.ln_f.");
+  if (!config.tie_word_embeddings) ready("lm_head.");
   for (int l = config.n_layer - 1; l >= 0; --l) {
     const LayerTensors& lw = w.layers[static_cast<std::size_t>(l)];
     const LayerTensors& lg = g.layers[static_cast<std::size_t>(l)];
@@ -178,7 +203,7 @@ void TrainableGPT2::Impl::backward(ProfileTimer& timer, const std::int32_t* inpu
     matmul_backward(acts.d_small, lg.attn_proj_weight, lg.attn_proj_bias, d_out, a.attn, lw.attn_proj_weight, M, C, C,
                     precision);
     timer.lap(&TrainProfile::backward_matmul_ms);
-    attention_backward(acts.d_wide, acts.d_small, a.qkv, a.probs, mask(true, attention_site(l)), B, T,
+    attention_backward(acts.d_wide, acts.d_small, a.qkv, a.probs, mask(true, attention_site(l), config.n_head * T * T), B, T,
                        config.n_head, config.head_dim());
     timer.lap(&TrainProfile::backward_attention_ms);
     matmul_backward(acts.d_small, lg.qkv_weight, lg.qkv_bias, acts.d_wide, a.ln_1, lw.qkv_weight, M, C, 3 * C,
@@ -187,9 +212,15 @@ void TrainableGPT2::Impl::backward(ProfileTimer& timer, const std::int32_t* inpu
     layernorm_backward(d_res, lg.ln_1_weight, lg.ln_1_bias, acts.d_small, acts.residual[static_cast<std::size_t>(l)],
                        lw.ln_1_weight, a.ln_1_mean, a.ln_1_rstd, M, C);
     timer.lap(&TrainProfile::backward_other_ms);
+    ready(str("transformer.h.", l, "."));
   }
-  embedding_backward(g.wte, g.wpe, branch_grad(embedding_site()), inputs, B, T, C);
+  const float* d_embedding = branch_grad(embedding_site());
+  embedding_backward(keep_embedding_rows ? nullptr : g.wte, g.wpe, d_embedding, inputs, B, T, C);
+  kept_rows = keep_embedding_rows ? std::span<const float>(d_embedding, static_cast<std::size_t>(M * C))
+                                  : std::span<const float>();
   timer.lap(&TrainProfile::backward_other_ms);
+  if (!keep_embedding_rows) ready("transformer.wte.");
+  ready("transformer.wpe.");
 }
 
 TrainableGPT2::TrainableGPT2(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -255,7 +286,9 @@ float TrainableGPT2::forward_backward(const std::int32_t* inputs, const std::int
   m.forward(timer, inputs, B, T, true);
   std::int64_t count = 0;
   const double loss = m.head(timer, targets, M, loss_scale, true, &count);
-  if (count > 0) m.backward(timer, inputs, B, T);
+  // With no target counted the gradients stay as they are; a hook still gets every group, as
+  // data-parallel ranks must hand over the same groups whatever their rows hold.
+  if (count > 0 || m.gradients_ready) m.backward(timer, inputs, B, T);
   ++m.counter;
   return static_cast<float>(loss);
 }
@@ -311,5 +344,37 @@ void TrainableGPT2::set_precision(Precision precision) {
 Precision TrainableGPT2::precision() const { return impl_->precision; }
 
 void TrainableGPT2::set_profile(TrainProfile* profile) { impl_->profile = profile; }
+
+void TrainableGPT2::set_first_row(std::int64_t row) {
+  if (row < 0) throw ValueError(str("set_first_row: the row must not be negative (got ", row, ")"));
+  impl_->first_row = row;
+}
+std::int64_t TrainableGPT2::first_row() const { return impl_->first_row; }
+
+void TrainableGPT2::set_gradients_ready(GradientsReady hook) { impl_->gradients_ready = std::move(hook); }
+
+void TrainableGPT2::set_keep_embedding_rows(bool keep) {
+  impl_->keep_embedding_rows = keep;
+  impl_->kept_rows = {};
+}
+std::span<const float> TrainableGPT2::kept_embedding_rows() const { return impl_->kept_rows; }
+
+void TrainableGPT2::add_embedding_rows(std::span<const std::int32_t> inputs, std::span<const float> rows) {
+  const std::int64_t C = impl_->config.n_embd, M = static_cast<std::int64_t>(inputs.size());
+  if (static_cast<std::int64_t>(rows.size()) != M * C)
+    throw ValueError(str("add_embedding_rows: ", rows.size(), " values for ", M, " inputs of n_embd ", C));
+  for (const std::int32_t id : inputs)
+    if (id < 0 || id >= impl_->config.vocab_size)
+      throw IndexError(str("add_embedding_rows: input id ", id, " is outside the vocabulary of ",
+                           impl_->config.vocab_size));
+  if (M > 0) embedding_backward(impl_->params.grad.wte, nullptr, rows.data(), inputs.data(), 1, M, C);
+}
+
+std::span<float> TrainableGPT2::flat_values() {
+  return {impl_->params.values.data<float>(), static_cast<std::size_t>(impl_->params.total)};
+}
+std::span<float> TrainableGPT2::flat_gradients() {
+  return {impl_->params.grads.data<float>(), static_cast<std::size_t>(impl_->params.total)};
+}
 
 }  // namespace kael::train

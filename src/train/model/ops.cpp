@@ -339,11 +339,13 @@ void embedding_backward(float* dwte, float* dwpe, const float* dx, const std::in
     const std::int64_t c0 = k0 * kColumnBlock, c1 = std::min(C, k1 * kColumnBlock);
     for (std::int64_t i = 0; i < B * T; ++i) {
       const float* d = dx + i * C;
-      float* te = dwte + std::int64_t{inp[i]} * C;
-      float* pe = dwpe + (i % T) * C;
-      for (std::int64_t c = c0; c < c1; ++c) {
-        te[c] += d[c];
-        pe[c] += d[c];
+      if (dwte) {
+        float* te = dwte + std::int64_t{inp[i]} * C;
+        for (std::int64_t c = c0; c < c1; ++c) te[c] += d[c];
+      }
+      if (dwpe) {
+        float* pe = dwpe + (i % T) * C;
+        for (std::int64_t c = c0; c < c1; ++c) pe[c] += d[c];
       }
     }
   });

@@ -43,7 +43,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
 // x (B*T, C) = wte[inp] + wpe[t] (the caller has checked the ids).
 void embedding_forward(float* x, const std::int32_t* inp, const float* wte, const float* wpe, std::int64_t B,
                        std::int64_t T, std::int64_t C);
-// dwte (V, C) +=, dwpe (T, C) += from dx (B*T, C).
+// dwte (V, C) +=, dwpe (T, C) += from dx (B*T, C); either may be null (left out).
 void embedding_backward(float* dwte, float* dwpe, const float* dx, const std::int32_t* inp, std::int64_t B,
                         std::int64_t T, std::int64_t C);
 

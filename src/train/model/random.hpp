@@ -34,15 +34,20 @@ inline double standard_normal(std::uint64_t seed, std::uint64_t stream, std::uin
 
 // One dropout site of one forward pass: element i is kept (and scaled by 1 / (1 - p)) when its
 // uniform draw is at least p. `stream` names the (call, site) pair. p == 0 keeps everything.
+// `first` is the index of this call's element 0 in the whole batch's site (nonzero on the
+// data-parallel ranks after the first, which hold later rows of one global batch).
 struct DropoutMask {
   float p = 0.0f;
   std::uint64_t seed = 0;
   std::uint64_t stream = 0;
+  std::uint64_t first = 0;
 
   bool active() const { return p > 0.0f; }
   float scale() const { return 1.0f / (1.0f - p); }
   // scale() when element i is kept, else 0.
-  float factor(std::uint64_t i) const { return uniform_float(random_word(seed, stream, i)) >= p ? scale() : 0.0f; }
+  float factor(std::uint64_t i) const {
+    return uniform_float(random_word(seed, stream, first + i)) >= p ? scale() : 0.0f;
+  }
 };
 
 }  // namespace kael::train

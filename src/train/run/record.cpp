@@ -17,6 +17,7 @@ std::string record_json(const Record& record) {
     doc["step_s"] = record.step_s;
     doc["cpu_s"] = record.cpu_s;
     doc["epoch"] = record.epoch;
+    if (record.reduce_wait_s) doc["reduce_wait_s"] = *record.reduce_wait_s;
   } else {
     doc["type"] = "eval";
     doc["step"] = record.step;

@@ -15,6 +15,9 @@
 #include "train/data/hash.hpp"
 #include "kael/core/file.hpp"
 #include "train/run/run_state.hpp"
+#include "train/dist/agreement.hpp"
+#include "train/dist/gradient_reducer.hpp"
+#include "train/dist/world.hpp"
 
 namespace kael::train {
 
@@ -101,11 +104,13 @@ struct CreatedOut {
 };
 
 // The held-out loss: every window of `tokens` once, B at a time, each window weighing the same.
-double validation_loss(TrainableGPT2& model, std::span<const std::int32_t> tokens, int B, int T) {
+// The ranks share the batches (rank r takes every world.size-th from the r-th).
+double validation_loss(TrainableGPT2& model, std::span<const std::int32_t> tokens, int B, int T,
+                       const WorldInfo& world) {
   const std::int64_t windows = window_count(static_cast<std::int64_t>(tokens.size()), T);
   std::vector<std::int32_t> inputs(static_cast<std::size_t>(B) * T), targets(inputs.size());  // (B, T)
   double sum = 0;
-  for (std::int64_t first = 0; first < windows; first += B) {
+  for (std::int64_t first = std::int64_t{B} * world.rank; first < windows; first += std::int64_t{B} * world.size) {
     const int rows = static_cast<int>(std::min<std::int64_t>(B, windows - first));
     for (int b = 0; b < rows; ++b) {
       const auto window = tokens.subspan(static_cast<std::size_t>((first + b) * T), static_cast<std::size_t>(T) + 1);
@@ -114,7 +119,13 @@ double validation_loss(TrainableGPT2& model, std::span<const std::int32_t> token
     }
     sum += static_cast<double>(model.evaluate(inputs.data(), targets.data(), rows, T)) * rows;
   }
-  return sum / static_cast<double>(windows);
+  return dist::sum(sum) / static_cast<double>(windows);
+}
+
+std::uint64_t hash_text(std::string_view text) {
+  Hash64 hash;
+  hash.update(text);
+  return hash.digest();
 }
 
 std::uint64_t hash_tokens(std::span<const std::int32_t> tokens) {
@@ -191,7 +202,11 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
   const model::Config& config = source.config;
   if (options.seq > config.n_positions)
     throw ValueError(str("--seq ", options.seq, " is above the model's n_positions ", config.n_positions));
+  const WorldInfo world = train::world();
+  const bool root = world.rank == 0;
   model::set_num_threads(options.threads);
+  if (options.threads == 0 && world.local_size > 1)  // the machine's cores are shared by its ranks
+    model::set_num_threads(std::max(1, model::num_threads() / world.local_size));
 
   // Data first (cheap checks, then tokenizing), so a bad input costs no model load.
   const auto files = list_data_files(data);
@@ -200,16 +215,20 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
   if (tokenizer.vocabulary_size() > static_cast<std::size_t>(config.vocab_size))
     throw ValueError(str("the tokenizer has ", tokenizer.vocabulary_size(), " tokens, more than the model's vocab_size ",
                          config.vocab_size));
-  const CreatedOut created{out, prepare_out(out, options)};
+  // Rank 0 alone owns OUT (the others may be on machines that do not see it) and its cache.
+  const CreatedOut created{out, root && prepare_out(out, options)};
   const fs::path tokenizer_files[] = {vocab, merges};
-  const TokenStream stream = tokenize_files(files, tokenizer, tokenizer_files, out / kCacheDir);
+  const TokenStream stream = tokenize_files(files, tokenizer, tokenizer_files, root ? out / kCacheDir : fs::path());
   const auto split = split_train_val(stream.tokens, options.val_fraction);
+  // Each optimizer step reads K global micro-batches of B x ranks windows; rank r takes rows
+  // [r B, (r + 1) B) of each, so the run reads the windows one process with --batch B x ranks would.
   const int B = options.batch, T = options.seq, K = options.accum;
-  WindowSampler sampler(split.train, T, B, K, options.order, options.seed);
+  const int first_row = B * world.rank;
+  WindowSampler sampler(split.train, T, B * world.size, K, options.order, options.seed);
   if (options.val_fraction > 0 && window_count(static_cast<std::int64_t>(split.val.size()), T) == 0)
     throw ValueError(str("the held-out text (--val-fraction ", options.val_fraction, ") is ", split.val.size(),
                          " tokens, shorter than one window of --seq ", T, " + 1 tokens"));
-  const std::int64_t windows_per_step = static_cast<std::int64_t>(B) * K;
+  const std::int64_t windows_per_step = static_cast<std::int64_t>(B) * world.size * K;
   const std::int64_t total_steps =
       options.steps > 0 ? options.steps
                         : std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(
@@ -223,8 +242,8 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
   state.train_tokens = static_cast<std::int64_t>(split.train.size());
   state.train_hash = train_hash;
   state.source = source.model_dir.empty() ? "init" : fs::absolute(source.model_dir).string();
-  if (options.resume) {
-    check_resume_matches(out / kStateFile, options, state.train_tokens, train_hash);
+  if (options.resume && root) {
+    check_resume_matches(out / kStateFile, options, world.size, state.train_tokens, train_hash);
     const RunState saved = read_state(out / kStateFile);
     check_resume_source(saved, source, out);
     if (saved.step > total_steps)
@@ -235,14 +254,36 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
     state.source = saved.source;
   }
 
-  TrainableGPT2 model = options.resume ? TrainableGPT2::load(out)
+  // A resumed run's weights come from OUT, which rank 0 reads and sends to the others.
+  TrainableGPT2 model = options.resume ? (root ? TrainableGPT2::load(out) : TrainableGPT2::init(config, options.seed))
                         : source.model_dir.empty() ? TrainableGPT2::init(config, options.seed)
                                                    : TrainableGPT2::load(source.model_dir);
+  if (world.size > 1) {
+    dist::Fingerprint mine{hash_text(trajectory_text(options, world.size) +
+                               str(" steps ", total_steps, " eval ", options.eval_every, " save ", options.save_every,
+                                   " resume ", options.resume)),
+                     train_hash ^ hash_tokens(split.val) ^ static_cast<std::uint64_t>(state.train_tokens),
+                     hash_text(config.to_json("float32"))};
+    if (!options.resume) {
+      Hash64 weights;
+      weights.update(std::as_bytes(model.flat_values()));
+      mine.model ^= weights.digest();
+    }
+    dist::check_ranks_agree(mine, world);
+  }
   model.set_dropout({options.dropout, options.seed});
   model.set_precision(options.precision);
+  model.set_first_row(first_row);
   AdamW adamw(model.parameters(), options.adamw);
   if (options.resume) {
-    load_optimizer(out, model, adamw);
+    if (root) load_optimizer(out, model, adamw);
+    if (world.size > 1) {
+      std::int64_t counters[] = {state.step, state.adamw_step, static_cast<std::int64_t>(state.dropout_counter)};
+      dist::share_from_rank0(model, adamw, counters);
+      state.step = counters[0];
+      state.adamw_step = counters[1];
+      state.dropout_counter = static_cast<std::uint64_t>(counters[2]);
+    }
     adamw.set_step_count(state.adamw_step);
     model.set_dropout_counter(state.dropout_counter);
   }
@@ -261,10 +302,13 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
   }
   text.vocab_json = read_regular_file(vocab, "tokenizer file");
   text.merges_txt = read_regular_file(merges, "tokenizer file");
+  // Collective: every rank checks the weights agree; rank 0 writes.
   const auto save = [&] {
+    dist::check_weights_agree(model.flat_values(), world, state.step);
+    if (!root) return;
     state.adamw_step = adamw.step_count();
     state.dropout_counter = model.dropout_counter();
-    text.state_json = state_json(state, options);
+    text.state_json = state_json(state, options, world.size);
     try {
       save_checkpoint(out, model, adamw, text);
     } catch (const ValueError& e) {  // a weight that is not finite; nothing was written
@@ -273,8 +317,12 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
     }
   };
 
-  LogFile log(options.log_json, options.resume);
+  LogFile log(root ? options.log_json : fs::path(), options.resume);
   RunResult result;
+  result.ranks = world.size;
+  result.rank = world.rank;
+  result.threads = model::num_threads();
+  result.global_batch = B * world.size;
   result.total_steps = total_steps;
   result.train_tokens = state.train_tokens;
   result.windows = sampler.windows();
@@ -283,6 +331,7 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
   result.activation_bytes = model.activation_bytes(B, T);
   const auto emit = [&](const Record& record) {
     result.history.push_back(record);
+    if (!root) return;
     log.write(record);
     if (callbacks.on_record) callbacks.on_record(record);
   };
@@ -291,11 +340,13 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
     record.kind = Record::Kind::eval;
     record.step = state.step;
     record.total_steps = total_steps;
-    record.val_loss = validation_loss(model, split.val, B, T);
+    record.val_loss = validation_loss(model, split.val, B, T, world);
     record.elapsed_s = seconds_since(started);
     emit(record);
   };
 
+  if (root && callbacks.on_start) callbacks.on_start(result);
+  dist::GradientReducer reducer;
   std::vector<std::int32_t> inputs(static_cast<std::size_t>(B) * T), targets(inputs.size());  // (B, T)
   if (!split.val.empty() && options.eval_every > 0 && state.step == 0) evaluate();  // the loss to improve on
   bool saved_last = true, evaluated_last = true;
@@ -305,11 +356,18 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
     const std::int64_t s = state.step;  // 0-based index of this step
     model.zero_grad();
     double loss = 0;
+    // The mean over the global batch: each rank's share of the gradient is scaled by 1 / ranks
+    // and the shares are summed, group by group as the last micro-batch's backward ends them.
+    const float loss_scale = 1.0f / static_cast<float>(K * world.size);
     for (int k = 0; k < K; ++k) {
-      sampler.fill(inputs, targets, s, k);
-      loss += model.forward_backward(inputs.data(), targets.data(), B, T, 1.0f / static_cast<float>(K));
+      sampler.fill(inputs, targets, s, k, first_row);
+      if (k == K - 1) reducer.attach(model);
+      loss += model.forward_backward(inputs.data(), targets.data(), B, T, loss_scale);
     }
-    loss /= K;
+    const auto wait_start = Clock::now();
+    reducer.finish(model, inputs);
+    const double reduce_wait_s = seconds_since(wait_start);
+    loss = dist::sum(loss / K) / world.size;
     // The clipping is folded into the update (a pass over the gradients fewer).
     const double grad_norm = model.grad_norm();
     if (!std::isfinite(loss) || !std::isfinite(grad_norm))
@@ -332,6 +390,7 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
     record.tokens_per_s = static_cast<double>(windows_per_step * T) / record.step_s;
     record.elapsed_s = seconds_since(started);
     record.epoch = static_cast<double>(state.step * windows_per_step) / static_cast<double>(sampler.windows());
+    if (world.size > 1) record.reduce_wait_s = reduce_wait_s;
     emit(record);
 
     if (!split.val.empty() && options.eval_every > 0 && state.step % options.eval_every == 0) {
@@ -342,29 +401,45 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
       save();
       saved_last = true;
     }
-    if (callbacks.stop_requested && callbacks.stop_requested() && state.step < total_steps) {
+    if (dist::any(callbacks.stop_requested && callbacks.stop_requested()) && state.step < total_steps) {
       result.stopped = true;
       break;
     }
   }
   if (!split.val.empty() && !evaluated_last && !result.stopped) evaluate();
-  if (!saved_last || inspect_out(out) != OutKind::run) save();
+  if (dist::any(!saved_last || (root && inspect_out(out) != OutKind::run))) save();
   result.steps_done = state.step;
   return result;
 }
 
 }  // namespace
 
+// A rank whose run fails takes the others down with it when it exits (dist::mark_failed), so
+// none waits forever for it in a collective.
+template <class Body>
+RunResult on_every_rank(Body body) {
+  try {
+    return body();
+  } catch (...) {
+    dist::mark_failed();
+    throw;
+  }
+}
+
 RunResult finetune(const fs::path& model_dir, const std::vector<fs::path>& data, const fs::path& out,
                    const RunOptions& options, const RunCallbacks& callbacks) {
-  if (!fs::is_directory(model_dir)) throw Error(str("--model '", model_dir.string(), "' is not a directory"));
-  return run({model_dir, model::Config::from_directory(model_dir), model_dir}, data, out, options, callbacks);
+  return on_every_rank([&] {
+    if (!fs::is_directory(model_dir)) throw Error(str("--model '", model_dir.string(), "' is not a directory"));
+    return run({model_dir, model::Config::from_directory(model_dir), model_dir}, data, out, options, callbacks);
+  });
 }
 
 RunResult train(const model::Config& config, const fs::path& tokenizer_dir, const std::vector<fs::path>& data,
                 const fs::path& out, const RunOptions& options, const RunCallbacks& callbacks) {
-  config.validate("--config");
-  return run({{}, config, tokenizer_dir}, data, out, options, callbacks);
+  return on_every_rank([&] {
+    config.validate("--config");
+    return run({{}, config, tokenizer_dir}, data, out, options, callbacks);
+  });
 }
 
 }  // namespace kael::train

@@ -11,9 +11,10 @@ namespace {
 
 using nlohmann::json;
 
-// The options that decide which weights a step produces, under their command-line names.
-json trajectory_options(const RunOptions& options) {
-  return json{{"batch", options.batch},
+// The options that decide which weights a step produces, under their command-line names. The
+// batch is the global one: --batch sequences on each of `ranks` processes.
+json trajectory_options(const RunOptions& options, int ranks) {
+  return json{{"batch", options.batch * ranks},
               {"seq", options.seq},
               {"accum", options.accum},
               {"lr", options.schedule.lr},
@@ -48,9 +49,10 @@ json parse_state(const std::filesystem::path& file) {
 
 }  // namespace
 
-std::string state_json(const RunState& state, const RunOptions& options) {
+std::string state_json(const RunState& state, const RunOptions& options, int ranks) {
   json doc{{"format", "kael-training-state"},
            {"version", 1},
+           {"ranks", ranks},
            {"step", state.step},
            {"total_steps", state.total_steps},
            {"adamw_step", state.adamw_step},
@@ -58,7 +60,7 @@ std::string state_json(const RunState& state, const RunOptions& options) {
            {"train_tokens", state.train_tokens},
            {"train_hash", state.train_hash},
            {"source", state.source},
-           {"options", trajectory_options(options)}};
+           {"options", trajectory_options(options, ranks)}};
   return doc.dump(2) + "\n";
 }
 
@@ -80,16 +82,23 @@ RunState read_state(const std::filesystem::path& file) {
   }
 }
 
-void check_resume_matches(const std::filesystem::path& file, const RunOptions& options, std::int64_t train_tokens,
-                          std::uint64_t train_hash) {
+std::string trajectory_text(const RunOptions& options, int ranks) { return trajectory_options(options, ranks).dump(); }
+
+void check_resume_matches(const std::filesystem::path& file, const RunOptions& options, int ranks,
+                          std::int64_t train_tokens, std::uint64_t train_hash) {
   const json saved = parse_state(file).value("options", json::object());
-  const json now = trajectory_options(options);
+  const json now = trajectory_options(options, ranks);
   for (const auto& [name, value] : now.items()) {
     const auto found = saved.find(name);
     const json then = found != saved.end() ? *found : implied_option(name);
-    if (then != value)
-      throw ValueError(str("--resume: --", name, " is ", value.dump(), " but the saved run used ",
-                           then.is_null() ? "none" : then.dump(), "; resume with the same value"));
+    if (then == value) continue;
+    if (name == "batch" && ranks > 1)
+      throw ValueError(str("--resume: the global batch (--batch ", options.batch, " x ", ranks, " ranks) is ",
+                           value.dump(), " but the saved run used ", then.is_null() ? "none" : then.dump(),
+                           "; give a --batch and rank count whose product is that"));
+    throw ValueError(str("--resume: --", name, " is ", value.dump(), " but the saved run used ",
+                         then.is_null() ? "none" : then.dump(), "; resume with the same value",
+                         name == "batch" ? " (with several ranks, their product with --batch)" : ""));
   }
   const RunState state = read_state(file);
   if (state.train_tokens != train_tokens || state.train_hash != train_hash)

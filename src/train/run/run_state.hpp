@@ -20,13 +20,16 @@ struct RunState {
   std::string source;                // what the run started from (a model directory, or "init")
 };
 
-// The JSON text: the state, plus the options a resumed run must share (trajectory_options).
-std::string state_json(const RunState& state, const RunOptions& options);
+// The JSON text: the state, plus the options a resumed run must share (trajectory_options), with
+// the global batch (--batch x ranks), so a run may resume on another number of ranks.
+std::string state_json(const RunState& state, const RunOptions& options, int ranks);
+// Those options as one line of JSON (what the ranks of one run must agree on).
+std::string trajectory_text(const RunOptions& options, int ranks);
 // Parses OUT/training_state.json; ValueError naming the file when it is malformed.
 RunState read_state(const std::filesystem::path& file);
 // ValueError naming the first option that differs from the saved run's (with both values), or
 // the training data when its tokens differ. Steps, evaluation, saving, threads and the log may change.
-void check_resume_matches(const std::filesystem::path& file, const RunOptions& options, std::int64_t train_tokens,
-                          std::uint64_t train_hash);
+void check_resume_matches(const std::filesystem::path& file, const RunOptions& options, int ranks,
+                          std::int64_t train_tokens, std::uint64_t train_hash);
 
 }  // namespace kael::train

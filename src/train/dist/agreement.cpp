@@ -1,0 +1,47 @@
+#include "train/dist/agreement.hpp"
+
+#include <vector>
+
+#include "kael/core/error.hpp"
+#include "train/data/hash.hpp"
+#include "train/dist/world.hpp"
+
+namespace kael::train::dist {
+
+void check_ranks_agree(const Fingerprint& mine, const WorldInfo& world) {
+  if (world.size == 1) return;
+  const std::uint64_t values[] = {mine.options, mine.data, mine.model};
+  const std::vector<std::uint64_t> all = gather(values);
+  const char* what[] = {"other options (steps, batch, sequence, schedule, optimizer, seed, evaluation or saving)",
+                        "other training data (--data or its tokenizer)",
+                        "another model (--model, --config or their weights)"};
+  for (int r = 1; r < world.size; ++r)
+    for (std::size_t i = 0; i < 3; ++i)
+      if (all[static_cast<std::size_t>(r) * 3 + i] != all[i]) {
+        fail_together();  // every rank sees the same hashes and stops here
+        throw ValueError(str("rank ", r, " of ", world.size, " was started with ", what[i], " than rank 0; ",
+                             "every rank of a run must be given the same command; nothing was trained"));
+      }
+}
+
+void check_weights_agree(std::span<const float> weights, const WorldInfo& world, std::int64_t step) {
+  if (world.size == 1) return;
+  Hash64 hash;
+  hash.update(std::as_bytes(weights));
+  const std::uint64_t mine[] = {hash.digest()};
+  const std::vector<std::uint64_t> all = gather(mine);
+  for (int r = 1; r < world.size; ++r)
+    if (all[static_cast<std::size_t>(r)] != all[0])
+      throw Error(str("the weights of rank ", r, " differ from rank 0's at step ", step, "; nothing was saved"));
+}
+
+void share_from_rank0(TrainableGPT2& model, AdamW& adamw, std::span<std::int64_t> counters) {
+  broadcast(counters);
+  broadcast(model.flat_values());
+  for (std::size_t i = 0; i < adamw.size(); ++i) {
+    broadcast(adamw.moments(i).m);
+    broadcast(adamw.moments(i).v);
+  }
+}
+
+}  // namespace kael::train::dist

@@ -1,0 +1,33 @@
+// Internal to src/train: what keeps the ranks of a run one run. Before the first step they
+// compare what they were given; on --resume rank 0 sends what it read from OUT; before each save
+// they compare their weights. Every function is collective; with one rank each does nothing.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "kael/train/adamw.hpp"
+#include "kael/train/gpt2_train.hpp"
+#include "kael/train/world.hpp"
+
+namespace kael::train::dist {
+
+// What the ranks of one run must agree on, each as a hash.
+struct Fingerprint {
+  std::uint64_t options = 0;  // everything that decides the steps, their count, evaluation and saving
+  std::uint64_t data = 0;     // the training and held-out tokens
+  std::uint64_t model = 0;    // the configuration, and the starting weights unless resuming
+};
+
+// ValueError on every rank, naming the first rank and part that differ from rank 0's; the ranks
+// then leave together (nothing was trained).
+void check_ranks_agree(const Fingerprint& mine, const WorldInfo& world);
+
+// Error when a rank's weights differ from rank 0's (never expected: each rank takes the same update
+// from the same summed gradients); called before a save, so a divergence is never saved.
+void check_weights_agree(std::span<const float> weights, const WorldInfo& world, std::int64_t step);
+
+// Rank 0's weights, AdamW moments and counters on every rank (a resumed run, read by rank 0).
+void share_from_rank0(TrainableGPT2& model, AdamW& adamw, std::span<std::int64_t> counters);
+
+}  // namespace kael::train::dist
