@@ -141,9 +141,12 @@ int run_training(TrainArgs& args, bool fresh) {
     throw;
   }
   progress.finish_line();
+  // A stop asked on another rank (every rank stops together) ends this one as SIGTERM would.
+  const int signal = g_stop_signal.load();
+  const int stopped_status = 128 + (signal != 0 ? signal : SIGTERM);
   if (result.rank != 0) {  // rank 0 reports the run; the others only their memory
     std::cerr << "rank " << result.rank << ": peak RSS " << peak_rss_bytes() << " bytes\n";
-    return result.stopped ? 128 + (g_stop_signal.load() ? g_stop_signal.load() : SIGTERM) : 0;
+    return result.stopped ? stopped_status : 0;
   }
   progress.plot();
   std::cerr << "saved " << args.out << " at step " << result.steps_done << "/" << result.total_steps << " ("
@@ -154,13 +157,9 @@ int run_training(TrainArgs& args, bool fresh) {
             << result.activation_bytes << " bytes (" << result.activation_bytes / 1000000 << " MB); peak RSS "
             << peak_rss_bytes() << " bytes\n";
   if (result.stopped) {
-    const int signal = g_stop_signal.load();
-    if (signal == 0) {  // another rank was signalled, or asked to stop (every rank stops together)
-      std::cerr << "stopped with the other ranks; continue with --resume\n";
-      return 128 + SIGTERM;
-    }
-    std::cerr << "stopped by " << (signal == SIGTERM ? "SIGTERM" : "SIGINT") << "; continue with --resume\n";
-    return 128 + signal;
+    const char* why = signal == 0 ? "with the other ranks" : signal == SIGTERM ? "by SIGTERM" : "by SIGINT";
+    std::cerr << "stopped " << why << "; continue with --resume\n";
+    return stopped_status;
   }
   return 0;
 }

@@ -17,7 +17,4 @@ struct WorldInfo {
 // with several ranks by a kael built without MPI, or when MPI cannot start.
 WorldInfo world();
 
-// True when this kael was built with MPI.
-bool built_with_mpi();
-
 }  // namespace kael::train

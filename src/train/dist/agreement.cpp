@@ -8,6 +8,12 @@
 
 namespace kael::train::dist {
 
+std::uint64_t weights_hash(std::span<const float> weights) {
+  Hash64 hash;
+  hash.update(std::as_bytes(weights));
+  return hash.digest();
+}
+
 void check_ranks_agree(const Fingerprint& mine, const WorldInfo& world) {
   if (world.size == 1) return;
   const std::uint64_t values[] = {mine.options, mine.data, mine.model};
@@ -26,9 +32,7 @@ void check_ranks_agree(const Fingerprint& mine, const WorldInfo& world) {
 
 void check_weights_agree(std::span<const float> weights, const WorldInfo& world, std::int64_t step) {
   if (world.size == 1) return;
-  Hash64 hash;
-  hash.update(std::as_bytes(weights));
-  const std::uint64_t mine[] = {hash.digest()};
+  const std::uint64_t mine[] = {weights_hash(weights)};
   const std::vector<std::uint64_t> all = gather(mine);
   for (int r = 1; r < world.size; ++r)
     if (all[static_cast<std::size_t>(r)] != all[0])

@@ -19,6 +19,9 @@ struct Fingerprint {
   std::uint64_t model = 0;    // the configuration, and the starting weights unless resuming
 };
 
+// The hash of the weights that check_ranks_agree and check_weights_agree compare.
+std::uint64_t weights_hash(std::span<const float> weights);
+
 // ValueError on every rank, naming the first rank and part that differ from rank 0's; the ranks
 // then leave together (nothing was trained).
 void check_ranks_agree(const Fingerprint& mine, const WorldInfo& world);

@@ -9,8 +9,8 @@
 namespace kael::train::dist {
 
 namespace {
-// Between two polls of an unfinished sum. Open MPI moves data only inside its calls, so a poll
-// copies what has arrived; a shorter sleep finishes a sum sooner and takes more of the CPU.
+// Between two polls of an unfinished sum: a poll copies what has arrived, so a shorter sleep
+// finishes a sum sooner and takes more of the CPU the backward runs on.
 constexpr auto kPollInterval = std::chrono::microseconds(50);
 }  // namespace
 
@@ -74,11 +74,7 @@ void GradientReducer::loop() {
     const bool failed = error_ != nullptr;  // after a failed sum the rest are skipped
     lock.unlock();
     try {
-      if (!failed) {
-        PendingSum pending;
-        pending.start(gradients);
-        while (!pending.test()) std::this_thread::sleep_for(kPollInterval);
-      }
+      if (!failed) sum_polling(gradients, kPollInterval);
     } catch (...) {
       lock.lock();
       error_ = std::current_exception();

@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <thread>
 
 #include "kael/core/error.hpp"
 
@@ -93,8 +94,6 @@ Session* session() {
 
 }  // namespace
 
-bool built_with_mpi() { return KAEL_MPI != 0; }
-
 WorldInfo world() {
 #if KAEL_MPI
   if (Session* s = session()) return s->info();
@@ -177,52 +176,21 @@ void abort_run() {
   std::abort();
 }
 
-PendingSum::~PendingSum() {
-  if (!request_) return;
-  try {
-    wait();
-  } catch (const Error&) {  // a failed collective: the run is failing already
-  }
-}
-
-void PendingSum::start(std::span<float> values) {
-  if (request_) throw Error("PendingSum::start: a sum is already in flight");
+void sum_polling(std::span<float> values, std::chrono::microseconds poll) {
   if (!active()) return;
-  if (!session()->serialized()) {  // this MPI cannot be called from a second thread: sum now
-    sum(values);
+  if (!session()->serialized() || values.size() > static_cast<std::size_t>(kChunk)) {
+    sum(values);  // this MPI cannot be called from a second thread, or the count needs pieces
     return;
   }
-  if (values.size() > static_cast<std::size_t>(kChunk)) throw Error("PendingSum::start: buffer too long");
-  auto* request = new MPI_Request;
-  const int code = MPI_Iallreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_FLOAT, MPI_SUM,
-                                  MPI_COMM_WORLD, request);
-  if (code != MPI_SUCCESS) {
-    delete request;
-    check(code, "MPI_Iallreduce");
+  MPI_Request request;
+  check(MPI_Iallreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_FLOAT, MPI_SUM,
+                       MPI_COMM_WORLD, &request),
+        "MPI_Iallreduce");
+  for (int done = 0;;) {
+    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+    if (done) return;
+    std::this_thread::sleep_for(poll);
   }
-  request_ = request;
-}
-
-bool PendingSum::test() {
-  if (!request_) return true;
-  auto* request = static_cast<MPI_Request*>(request_);
-  int done = 0;
-  const int code = MPI_Test(request, &done, MPI_STATUS_IGNORE);
-  if (code != MPI_SUCCESS || done) {
-    delete request;
-    request_ = nullptr;
-    check(code, "MPI_Test");
-  }
-  return done != 0;
-}
-
-void PendingSum::wait() {
-  if (!request_) return;
-  auto* request = static_cast<MPI_Request*>(request_);
-  const int code = MPI_Wait(request, MPI_STATUS_IGNORE);
-  delete request;
-  request_ = nullptr;
-  check(code, "MPI_Wait");
 }
 #else
 void sum(std::span<float>) {}
@@ -236,10 +204,7 @@ std::vector<float> gather(std::span<const float> values) { return {values.begin(
 void mark_failed() {}
 void fail_together() {}
 void abort_run() { std::abort(); }
-PendingSum::~PendingSum() = default;
-void PendingSum::start(std::span<float>) {}
-bool PendingSum::test() { return true; }
-void PendingSum::wait() {}
+void sum_polling(std::span<float>, std::chrono::microseconds) {}
 #endif
 
 }  // namespace dist

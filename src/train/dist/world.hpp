@@ -5,6 +5,7 @@
 // rank each is the identity. Not thread-safe: one thread calls at a time.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -35,19 +36,8 @@ void fail_together();
 // Ends every rank now (MPI_Abort), for a rank that cannot leave any other way.
 [[noreturn]] void abort_run();
 
-// Starts sum() of a buffer without waiting for it; wait() finishes it. One at a time.
-class PendingSum {
- public:
-  PendingSum() = default;
-  PendingSum(const PendingSum&) = delete;
-  PendingSum& operator=(const PendingSum&) = delete;
-  ~PendingSum();
-  void start(std::span<float> values);
-  bool test();  // true when done (drives MPI's progress)
-  void wait();
-
- private:
-  void* request_ = nullptr;  // MPI_Request, when one is in flight
-};
+// sum(), made by polling a non-blocking sum and sleeping `poll` between polls, so that a thread
+// of its own can make it while the others compute: Open MPI moves data only inside its calls.
+void sum_polling(std::span<float> values, std::chrono::microseconds poll);
 
 }  // namespace kael::train::dist

@@ -264,11 +264,7 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
                                    " resume ", options.resume)),
                      train_hash ^ hash_tokens(split.val) ^ static_cast<std::uint64_t>(state.train_tokens),
                      hash_text(config.to_json("float32"))};
-    if (!options.resume) {
-      Hash64 weights;
-      weights.update(std::as_bytes(model.flat_values()));
-      mine.model ^= weights.digest();
-    }
+    if (!options.resume) mine.model ^= dist::weights_hash(model.flat_values());
     dist::check_ranks_agree(mine, world);
   }
   model.set_dropout({options.dropout, options.seed});
