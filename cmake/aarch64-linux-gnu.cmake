@@ -9,8 +9,8 @@ set(KAEL_CROSS_TRIPLE aarch64-linux-gnu)
 set(CMAKE_C_COMPILER ${KAEL_CROSS_TRIPLE}-gcc)
 set(CMAKE_CXX_COMPILER ${KAEL_CROSS_TRIPLE}-g++)
 
-# Headers-only packages (nlohmann-json, CLI11) live under /usr and their CMake files under
-# /usr/share; the arm64 libraries (gtest, cpp-httplib) under /usr/lib/aarch64-linux-gnu.
+# Headers-only packages (nlohmann-json, CLI11, Boost.Beast) live under /usr and their CMake files
+# under /usr/share; the arm64 libraries (gtest) under /usr/lib/aarch64-linux-gnu.
 # Programs are the build machine's, everything else the target's.
 set(CMAKE_FIND_ROOT_PATH /usr/${KAEL_CROSS_TRIPLE} /usr)
 set(CMAKE_LIBRARY_ARCHITECTURE ${KAEL_CROSS_TRIPLE})

@@ -6,8 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Open MPI (libopenmpi-dev, and mpirun from openmpi-bin) for data-parallel training; kael builds without it.
-APT_PACKAGES=(build-essential cmake nlohmann-json3-dev libcli11-dev libcpp-httplib-dev curl ca-certificates
+# Boost.Beast and Asio (headers only) carry `kael serve`'s HTTP. Open MPI (libopenmpi-dev, and mpirun
+# from openmpi-bin) for data-parallel training; kael builds without it.
+APT_PACKAGES=(build-essential cmake nlohmann-json3-dev libcli11-dev libboost1.81-dev curl ca-certificates
   libopenmpi-dev openmpi-bin)
 APT_TEST_PACKAGES=(clang libclang-rt-14-dev libgtest-dev pybind11-dev python3-pip chromium nginx python3-yaml)
 [ "${1:-}" = "--test" ] && APT_PACKAGES+=("${APT_TEST_PACKAGES[@]}")

@@ -10,10 +10,10 @@ cd "$(dirname "$0")/.."
 JOBS=$(nproc)
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
 
-# Headers-only packages are architecture-independent (nlohmann-json3-dev, libcli11-dev: "all");
-# the libraries the build links (gtest, cpp-httplib) need their arm64 builds.
-CROSS_PACKAGES=(g++-aarch64-linux-gnu qemu-user nlohmann-json3-dev libcli11-dev libgtest-dev:arm64
-  libcpp-httplib-dev:arm64)
+# Headers-only packages serve both architectures (nlohmann-json3-dev, libcli11-dev; Boost.Beast
+# and Asio from libboost1.81-dev, of which the build uses headers only); the library the build
+# links (gtest) needs its arm64 build.
+CROSS_PACKAGES=(g++-aarch64-linux-gnu qemu-user nlohmann-json3-dev libcli11-dev libboost1.81-dev libgtest-dev:arm64)
 missing=()
 for pkg in "${CROSS_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kael/serve/server.hpp"  // AccessOptions
+
 namespace kael::serve {
 
 // A set of secrets compared in constant time: each is kept only as its SHA-256 digest, and a
@@ -37,13 +39,6 @@ std::vector<std::string> read_key_file(const std::string& path);
 // The token of an `Authorization: Bearer TOKEN` header value ("Bearer" case-insensitive), or
 // nullopt when the value is not of that form.
 std::optional<std::string_view> bearer_token(std::string_view authorization);
-
-struct AccessOptions {
-  std::vector<std::string> api_keys;      // --api-key, repeatable
-  std::string api_key_file;               // --api-key-file
-  std::string metrics_key;                // --metrics-key: guards /health and /metrics
-  std::vector<std::string> cors_origins;  // --cors-origin, repeatable: exact origins allowed
-};
 
 class AccessPolicy {
  public:

@@ -5,8 +5,7 @@
 
 namespace kael::serve {
 
-void answer_beam_search(ServerContext& context, const CompletionRequest& request, const CompletionHeader& header,
-                        httplib::Response& response) {
+Response answer_beam_search(ServerContext& context, const CompletionRequest& request, const CompletionHeader& header) {
   const auto result = generate::beam_search(context.model, request.prompt_ids, request.beams);
   int completion_tokens = 0;
   for (const auto& h : result.sequences) completion_tokens += static_cast<int>(h.ids.size());
@@ -24,7 +23,9 @@ void answer_beam_search(ServerContext& context, const CompletionRequest& request
     one["choices"][0]["score"] = h.score;  // the beam's length-penalized score (kael's addition)
     completions.push_back(std::move(one));
   }
+  Response response;
   response.set_content(dump(join_choices(std::move(completions))), "application/json");
+  return response;
 }
 
 }  // namespace kael::serve

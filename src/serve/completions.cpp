@@ -18,9 +18,6 @@
 namespace kael::serve {
 namespace {
 
-// How often a waiting handler looks at its client's connection.
-constexpr std::chrono::milliseconds kPollInterval{100};
-
 std::string completion_id() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   char buffer[32];
@@ -69,159 +66,160 @@ double mean_logprob(const std::vector<TokenEvent>& events) {
   return sum / static_cast<double>(events.size());
 }
 
-void answer_whole(ServerContext& context, const Jobs& jobs, const CompletionHeader& header,
-                  const std::vector<TokenEvent>& prompt_scores, const ConnectionWatch& client,
-                  httplib::Response& response) {
-  const CompletionRequest& request = jobs.front()->request();
-  std::vector<std::vector<TokenEvent>> events(jobs.size());
-  std::vector<JobOutcome> outcomes;
-  for (std::size_t i = 0; i < jobs.size(); ++i) {
-    std::optional<JobOutcome> outcome;
-    while (!(outcome = jobs[i]->wait(events[i], kPollInterval))) {
-      // The scheduler ends a cancelled job at its next step; the loop then sees the outcome.
-      if (client.closed()) cancel_all(jobs);
-    }
-    if (outcome->error_status != 0) {
-      cancel_all(jobs);
-      response.status = outcome->error_status;
-      response.set_content(dump(outcome_error(*outcome)), "application/json");
-      return;
-    }
-    outcomes.push_back(std::move(*outcome));
-  }
-  // OpenAI's usage counts the prompt once and the tokens of every candidate.
-  int completion_tokens = 0;
-  for (const auto& o : outcomes) completion_tokens += o.completion_tokens;
-  std::vector<std::size_t> order(jobs.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  if (request.best_of > request.n)
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return mean_logprob(events[a]) > mean_logprob(events[b]); });
-  order.resize(static_cast<std::size_t>(request.n));
-
-  std::vector<Json> completions;
-  for (std::size_t index = 0; index < order.size(); ++index) {
-    const std::size_t c = order[index];
-    std::string text = request.echo ? request.prompt_text : std::string();
-    Json logprobs = nullptr;
-    if (request.return_logprobs) {
-      LogprobsBuilder builder = make_logprobs(context, request);
-      if (request.echo) add_echoed_prompt(builder, request, prompt_scores);
-      for (const auto& event : events[c]) {
-        builder.add(event);
-        builder.cover(event.text.size());
-      }
-      builder.finish(cut_by_stop_string(outcomes[c], request, builder.last_id()));
-      logprobs = builder.take();
-    }
-    for (const auto& event : events[c]) text += event.text;
-    completions.push_back(completion_object(header, text, std::move(logprobs), std::string(finish_reason_name(outcomes[c].finish_reason)),
-                                            index == 0 ? usage_json(outcomes[c].prompt_tokens, completion_tokens)
-                                                       : Json()));
-  }
-  response.set_content(dump(join_choices(std::move(completions))), "application/json");
+void subscribe_all(const Jobs& jobs, const std::function<void()>& wake) {
+  for (const auto& job : jobs) job->on_change(wake);
 }
 
-// The state of one SSE response, advanced by httplib's content-provider calls (each on the
-// connection's thread): wait for events, write them as chunks (each names its choice's
-// index), finish with [DONE]. With several choices, each ends with its own finish_reason
-// chunk and the usage comes last in a chunk with no choices, as OpenAI streams them.
-class EventStream {
+// A completion answered whole: once every candidate finished, the n best as choices (or the
+// first error).
+class WholeAnswer final : public Producer {
  public:
-  EventStream(const ServerContext& context, Jobs jobs, CompletionHeader header, ConnectionWatch client,
-              std::vector<TokenEvent> prompt_scores)
-      : jobs_(std::move(jobs)), header_(std::move(header)), client_(client), prompt_scores_(std::move(prompt_scores)) {
+  WholeAnswer(const ServerContext& context, Jobs jobs, CompletionHeader header, std::vector<TokenEvent> prompt_scores)
+      : context_(context), jobs_(std::move(jobs)), header_(std::move(header)), prompt_scores_(std::move(prompt_scores)),
+        events_(jobs_.size()), outcomes_(jobs_.size()) {}
+
+  void subscribe(std::function<void()> wake) override { subscribe_all(jobs_, wake); }
+  void cancel() override { cancel_all(jobs_); }
+
+  bool poll(Response& out) override {
+    for (std::size_t i = 0; i < jobs_.size(); ++i) {
+      if (outcomes_[i]) continue;
+      outcomes_[i] = jobs_[i]->take(events_[i]);
+      if (outcomes_[i] && outcomes_[i]->error_status != 0) {
+        cancel_all(jobs_);
+        out.status = outcomes_[i]->error_status;
+        out.set_content(dump(outcome_error(*outcomes_[i])), "application/json");
+        return true;
+      }
+    }
+    if (!std::all_of(outcomes_.begin(), outcomes_.end(), [](const auto& o) { return o.has_value(); })) return false;
+    out.set_content(dump(join_choices(choices())), "application/json");
+    return true;
+  }
+
+ private:
+  std::vector<Json> choices() const {
+    const CompletionRequest& request = jobs_.front()->request();
+    // OpenAI's usage counts the prompt once and the tokens of every candidate.
+    int completion_tokens = 0;
+    for (const auto& o : outcomes_) completion_tokens += o->completion_tokens;
+    std::vector<std::size_t> order(jobs_.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    if (request.best_of > request.n)
+      std::stable_sort(order.begin(), order.end(),
+                       [&](std::size_t a, std::size_t b) { return mean_logprob(events_[a]) > mean_logprob(events_[b]); });
+    order.resize(static_cast<std::size_t>(request.n));
+
+    std::vector<Json> completions;
+    for (std::size_t index = 0; index < order.size(); ++index) {
+      const std::size_t c = order[index];
+      std::string text = request.echo ? request.prompt_text : std::string();
+      Json logprobs = nullptr;
+      if (request.return_logprobs) {
+        LogprobsBuilder builder = make_logprobs(context_, request);
+        if (request.echo) add_echoed_prompt(builder, request, prompt_scores_);
+        for (const auto& event : events_[c]) {
+          builder.add(event);
+          builder.cover(event.text.size());
+        }
+        builder.finish(cut_by_stop_string(*outcomes_[c], request, builder.last_id()));
+        logprobs = builder.take();
+      }
+      for (const auto& event : events_[c]) text += event.text;
+      completions.push_back(completion_object(header_, text, std::move(logprobs),
+                                              std::string(finish_reason_name(outcomes_[c]->finish_reason)),
+                                              index == 0 ? usage_json(outcomes_[c]->prompt_tokens, completion_tokens)
+                                                         : Json()));
+    }
+    return completions;
+  }
+
+  const ServerContext& context_;
+  Jobs jobs_;
+  CompletionHeader header_;
+  std::vector<TokenEvent> prompt_scores_;
+  std::vector<std::vector<TokenEvent>> events_;
+  std::vector<std::optional<JobOutcome>> outcomes_;
+};
+
+// A streamed completion: its events as SSE chunks (each names its choice's index) as they
+// come, then [DONE]. With several choices, each ends with its own finish_reason chunk and the
+// usage comes last in a chunk with no choices, as OpenAI streams them.
+class EventStream final : public Producer {
+ public:
+  EventStream(const ServerContext& context, Jobs jobs, CompletionHeader header, std::vector<TokenEvent> prompt_scores)
+      : jobs_(std::move(jobs)), header_(std::move(header)), prompt_scores_(std::move(prompt_scores)) {
     for (std::size_t i = 0; i < jobs_.size(); ++i) logprobs_.push_back(make_logprobs(context, jobs_[i]->request()));
     outcomes_.resize(jobs_.size());
   }
 
-  // Returns false to abort the response (the client is gone).
-  bool pump(httplib::DataSink& sink) {
+  void subscribe(std::function<void()> wake) override { subscribe_all(jobs_, wake); }
+  void cancel() override { cancel_all(jobs_); }
+
+  bool poll(Response& out) override {
+    std::string& body = out.body;
     const CompletionRequest& request = jobs_.front()->request();
     if (!started_) {
       started_ = true;
       if (request.echo)
         for (std::size_t i = 0; i < jobs_.size(); ++i) {
           if (request.return_logprobs) add_echoed_prompt(logprobs_[i], request, prompt_scores_);
-          if (!write_chunk(sink, i, request.prompt_text, nullptr)) return false;
+          write_chunk(body, i, request.prompt_text, nullptr);
         }
     }
-    bool any = false;
     for (std::size_t i = 0; i < jobs_.size(); ++i) {
       if (outcomes_[i]) continue;
       events_.clear();
-      // One choice: wait on it; several: look at each in turn without blocking on one.
-      const auto wait = jobs_.size() == 1 ? kPollInterval : std::chrono::milliseconds(5);
-      outcomes_[i] = jobs_[i]->wait(events_, wait);
+      outcomes_[i] = jobs_[i]->take(events_);
       for (const auto& event : events_) {
-        any = true;
         if (request.return_logprobs) {
           logprobs_[i].add(event);
           logprobs_[i].cover(event.text.size());
         }
         // Tokens whose text is held back (half a character, a possible stop string) ride
         // along with the next chunk that has text.
-        if (!event.text.empty() && !write_chunk(sink, i, event.text, nullptr)) return false;
+        if (!event.text.empty()) write_chunk(body, i, event.text, nullptr);
       }
       if (!outcomes_[i]) continue;
-      any = true;
       if (outcomes_[i]->error_status != 0) {
         cancel_all(jobs_);
-        if (!write(sink, sse_event(dump(outcome_error(*outcomes_[i]))))) return false;
-        return finish(sink);
+        body += sse_event(dump(outcome_error(*outcomes_[i])));
+        body += kSseDone;
+        return true;
       }
       if (request.return_logprobs)
         logprobs_[i].finish(cut_by_stop_string(*outcomes_[i], request, logprobs_[i].last_id()));
       completion_tokens_ += outcomes_[i]->completion_tokens;
       const bool last = std::all_of(outcomes_.begin(), outcomes_.end(), [](const auto& o) { return o.has_value(); });
       Json usage = request.include_usage && last && jobs_.size() == 1 ? this_usage() : Json();
-      if (!write_chunk(sink, i, "", std::string(finish_reason_name(outcomes_[i]->finish_reason)), std::move(usage))) return false;
+      write_chunk(body, i, "", std::string(finish_reason_name(outcomes_[i]->finish_reason)), std::move(usage));
       if (last) {
         if (jobs_.size() > 1 && request.include_usage) {
           Json tail = completion_object(header_, "", nullptr, nullptr, this_usage());
           tail["choices"] = Json::array();
-          if (!write(sink, sse_event(dump(tail)))) return false;
+          body += sse_event(dump(tail));
         }
-        return finish(sink);
+        body += kSseDone;
+        return true;
       }
     }
-    if (!any && client_.closed()) return gone();
-    return true;  // httplib calls again
+    return false;
   }
-
-  void release() { cancel_all(jobs_); }  // no-op once the jobs finished
 
  private:
   Json this_usage() const { return usage_json(static_cast<int>(jobs_.front()->request().prompt_ids.size()), completion_tokens_); }
 
-  bool finish(httplib::DataSink& sink) {
-    if (!write(sink, std::string(kSseDone))) return false;
-    sink.done();
-    return true;
-  }
-
-  bool write_chunk(httplib::DataSink& sink, std::size_t index, std::string_view text, Json finish_reason,
+  void write_chunk(std::string& body, std::size_t index, std::string_view text, Json finish_reason,
                    Json usage = nullptr) {
     Json logprobs = nullptr;
     if (jobs_.front()->request().return_logprobs) logprobs = logprobs_[index].take();
     Json chunk = completion_object(header_, text, std::move(logprobs), std::move(finish_reason), std::move(usage));
     chunk["choices"][0]["index"] = index;
-    return write(sink, sse_event(dump(chunk)));
-  }
-
-  bool write(httplib::DataSink& sink, const std::string& bytes) {
-    if (sink.write(bytes.data(), bytes.size())) return true;
-    return gone();
-  }
-
-  bool gone() {
-    cancel_all(jobs_);
-    return false;
+    body += sse_event(dump(chunk));
   }
 
   Jobs jobs_;
   CompletionHeader header_;
-  ConnectionWatch client_;
   std::vector<TokenEvent> prompt_scores_;
   std::vector<LogprobsBuilder> logprobs_;
   std::vector<std::optional<JobOutcome>> outcomes_;
@@ -230,7 +228,7 @@ class EventStream {
   bool started_ = false;
 };
 
-// The echoed prompt's scores (echo with logprobs), computed on this connection's thread with
+// The echoed prompt's scores (echo with logprobs), computed on the worker thread with
 // its own KV cache: a forward pass over the prompt that keeps every position's logits.
 std::vector<TokenEvent> prompt_scores(const ServerContext& context, const CompletionRequest& request) {
   std::vector<TokenEvent> out;
@@ -243,12 +241,12 @@ std::vector<TokenEvent> prompt_scores(const ServerContext& context, const Comple
 
 }  // namespace
 
-void handle_completion(ServerContext& context, const httplib::Request& http_request, httplib::Response& response) {
+Response handle_completion(ServerContext& context, const std::string& body) {
   const std::uint64_t seed = context.next_seed.fetch_add(1, std::memory_order_relaxed);
-  CompletionRequest request = parse_completion_request(http_request.body, context.tokenizer, context.limits, seed);
+  CompletionRequest request = parse_completion_request(body, context.tokenizer, context.limits, seed);
   CompletionHeader header{completion_id(), unix_now(), request.model.empty() ? context.model_id : request.model};
   const bool stream = request.stream;
-  if (request.use_beam_search) return answer_beam_search(context, request, header, response);
+  if (request.use_beam_search) return answer_beam_search(context, request, header);
   std::vector<TokenEvent> scores = prompt_scores(context, request);
   // best_of candidates, candidate i sampled with seed + i. Each Sequence is built here, not on
   // the scheduler thread, so its own checks fail as a 400 before anything is queued or streamed.
@@ -266,7 +264,6 @@ void handle_completion(ServerContext& context, const httplib::Request& http_requ
     cancel_all(jobs);  // the ones already queued end at the scheduler's next look
     if (admission == Scheduler::Admission::queue_full) {
       context.metrics.count_rejected();
-      response.set_header("Retry-After", "1");
       throw HttpError(503, str("the server is busy: ", context.scheduler.options().max_batch, " running and ",
                                context.scheduler.queue_depth(), " queued requests; retry later"),
                       "", "server_error");
@@ -274,15 +271,17 @@ void handle_completion(ServerContext& context, const httplib::Request& http_requ
     throw HttpError(503, "the server is shutting down", "", "server_error");
   }
 
-  const ConnectionWatch client(http_request);
-  if (!stream) return answer_whole(context, jobs, header, scores, client, response);
-
-  auto events = std::make_shared<EventStream>(context, jobs, std::move(header), client, std::move(scores));
+  Response response;
+  if (!stream) {
+    response.producer = std::make_shared<WholeAnswer>(context, std::move(jobs), std::move(header), std::move(scores));
+    return response;
+  }
+  response.producer = std::make_shared<EventStream>(context, std::move(jobs), std::move(header), std::move(scores));
+  response.streamed = true;
+  response.content_type = "text/event-stream";
   response.set_header("Cache-Control", "no-cache");
   response.set_header("X-Accel-Buffering", "no");  // proxies: do not buffer the stream
-  response.set_chunked_content_provider(
-      "text/event-stream", [events](std::size_t, httplib::DataSink& sink) { return events->pump(sink); },
-      [events](bool) { events->release(); });
+  return response;
 }
 
 }  // namespace kael::serve

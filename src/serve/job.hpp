@@ -1,13 +1,15 @@
-// One completion request in flight: the hand-off between the HTTP thread that answers it and
-// the scheduler thread that runs it. The scheduler pushes token events and finally a result;
-// the HTTP thread waits for them and may cancel (its client went away). Everything the two
-// threads share is behind one mutex, except the cancel flag, which the scheduler polls.
+// One completion request in flight: the hand-off between the connection that answers it and
+// the scheduler thread that runs it. The scheduler pushes token events and finally a result,
+// and wakes the connection each time; the connection takes them (or a thread waits for them)
+// and may cancel (its client went away). Everything the two sides share is behind one mutex,
+// except the cancel flag, which the scheduler polls.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -54,30 +56,45 @@ class Job {
 
   // --- scheduler side ---
   void push(TokenEvent event) {
+    std::function<void()> notify;
     {
       std::lock_guard lock(mutex_);
       events_.push_back(std::move(event));
+      notify = notify_;
     }
     ready_.notify_all();
+    if (notify) notify();
   }
   void finish(JobOutcome outcome) {
+    std::function<void()> notify;
     {
       std::lock_guard lock(mutex_);
       outcome_ = std::move(outcome);
+      notify = notify_;
     }
     ready_.notify_all();
+    if (notify) notify();
   }
   bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
 
   // --- HTTP side ---
-  // Waits up to `timeout` for events or the outcome; moves the events into `out` (appending)
-  // and returns the outcome once every event before it has been taken.
+  // `notify` runs on the scheduler's thread after each event and at the end; it must be quick
+  // and must not call back into this job.
+  void on_change(std::function<void()> notify) {
+    std::lock_guard lock(mutex_);
+    notify_ = std::move(notify);
+  }
+  // Moves the events so far into `out` (appending) and returns the outcome once every event
+  // before it has been taken; never blocks.
+  std::optional<JobOutcome> take(std::vector<TokenEvent>& out) {
+    std::lock_guard lock(mutex_);
+    return take_locked(out);
+  }
+  // As take(), after waiting up to `timeout` for something to take.
   std::optional<JobOutcome> wait(std::vector<TokenEvent>& out, std::chrono::milliseconds timeout) {
     std::unique_lock lock(mutex_);
     ready_.wait_for(lock, timeout, [&] { return !events_.empty() || outcome_.has_value(); });
-    for (auto& e : events_) out.push_back(std::move(e));
-    events_.clear();
-    return outcome_;
+    return take_locked(out);
   }
   // The client is gone: the scheduler drops the request at its next step.
   void cancel() { cancelled_.store(true, std::memory_order_relaxed); }
@@ -89,8 +106,15 @@ class Job {
   const Clock::time_point deadline_;
   std::atomic<bool> cancelled_{false};
 
+  std::optional<JobOutcome> take_locked(std::vector<TokenEvent>& out) {
+    for (auto& e : events_) out.push_back(std::move(e));
+    events_.clear();
+    return outcome_;
+  }
+
   std::mutex mutex_;
   std::condition_variable ready_;
+  std::function<void()> notify_;
   std::vector<TokenEvent> events_;
   std::optional<JobOutcome> outcome_;
 };

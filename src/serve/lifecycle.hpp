@@ -22,8 +22,8 @@ constexpr std::string_view phase_name(Phase phase) {
 
 class Lifecycle {
  public:
-  // Release/acquire: the routes registered before set(Phase::ready) are seen complete by every
-  // connection thread that reads ready afterwards.
+  // Release/acquire: what was set up before set(Phase::ready) (the routes' context) is seen
+  // complete by every worker thread that reads ready afterwards.
   void set(Phase phase) { phase_.store(phase, std::memory_order_release); }
   Phase phase() const { return phase_.load(std::memory_order_acquire); }
 

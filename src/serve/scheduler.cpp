@@ -44,11 +44,15 @@ Scheduler::Scheduler(const model::GPT2& model, const SchedulerOptions& options, 
   if (options_.max_queue < 0) throw ValueError(str("max_queue must be >= 0, found ", options_.max_queue));
   if (options_.prefill_chunk < 1) throw ValueError(str("prefill_chunk must be >= 1, found ", options_.prefill_chunk));
   if (options_.kv_blocks < 0) throw ValueError(str("kv_blocks must be >= 0, found ", options_.kv_blocks));
+  if (options_.prefix_cache_blocks < 0 && options_.prefix_cache_blocks != SchedulerOptions::kDefaultPrefixCache)
+    throw ValueError(str("prefix_cache_blocks must be >= 0, found ", options_.prefix_cache_blocks));
   const std::int64_t full_context =
       (model_.config().n_positions + model::KvPool::kBlockPositions - 1) / model::KvPool::kBlockPositions;
   pool_ = model_.new_kv_pool(options_.kv_blocks > 0 ? options_.kv_blocks : options_.max_batch * full_context);
   // Cached blocks are pool blocks kept after their request ended: never more than the pool has.
-  prefix_cache_blocks_ = std::min(options_.prefix_cache_blocks, pool_->total_blocks());
+  prefix_cache_blocks_ = options_.prefix_cache_blocks == SchedulerOptions::kDefaultPrefixCache
+                             ? std::max<std::int64_t>(1, pool_->total_blocks() / 2)
+                             : std::min(options_.prefix_cache_blocks, pool_->total_blocks());
   pool_->set_prefix_cache_blocks(prefix_cache_blocks_);
   thread_ = std::thread([this] { run(); });
 }
@@ -174,7 +178,7 @@ void Scheduler::admit() {
       return;
     }
     pop();
-    if (options_.prefix_cache_blocks > 0) metrics_.count_prefix_lookup(reused);
+    if (prefix_cache_blocks_ > 0) metrics_.count_prefix_lookup(reused);
     active_.push_back(Slot{std::move(job), std::move(*session), static_cast<std::size_t>(reused)});
     active_count_.store(static_cast<int>(active_.size()), std::memory_order_relaxed);
     Slot& added = active_.back();

@@ -35,7 +35,11 @@ struct SchedulerOptions {
   int max_queue = 64;      // jobs waiting for a slot; more are refused (503)
   int prefill_chunk = 128;  // prompt tokens prefilled per loop iteration, all sequences together
   std::int64_t kv_blocks = 0;  // the KV pool's blocks (--kv-memory-mb); 0: max_batch full contexts
-  std::int64_t prefix_cache_blocks = 0;  // blocks of recent prompts kept (--prefix-cache-mb); 0: no caching
+  // Blocks of recent prompts kept (--prefix-cache-mb), at most the pool's; 0: no caching;
+  // kDefaultPrefixCache: half of the pool (cached blocks nobody holds are free to take, so the
+  // cache never keeps a request waiting: vLLM caches prefixes by default for the same reason).
+  static constexpr std::int64_t kDefaultPrefixCache = -1;
+  std::int64_t prefix_cache_blocks = 0;
 };
 
 class Scheduler {

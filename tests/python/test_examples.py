@@ -1,4 +1,5 @@
-"""The two generation examples on a seeded checkpoint: examples/gpt2_generate.cpp (the chapter's
+"""The C++ server example (examples/serve.cpp: the server library behind a program of one's own)
+and the two generation examples on a seeded checkpoint: examples/gpt2_generate.cpp (the chapter's
 pipeline on kael::nn::GPT) built against the installed kael (public API only) and
 examples/gpt2_generate.py on kael.GPT. Their greedy text equals `kael generate --greedy`, seeded
 sampling repeats itself, and bad options are errors."""
@@ -17,9 +18,13 @@ TOKENS = 12
 
 
 @pytest.fixture(scope="module")
-def cpp_example(installed_prefix, tmp_path_factory):
-    build = build_against(installed_prefix, ROOT / "examples", tmp_path_factory.mktemp("examples"))
-    return build / "gpt2_generate"
+def examples_build(installed_prefix, tmp_path_factory):
+    return build_against(installed_prefix, ROOT / "examples", tmp_path_factory.mktemp("examples"))
+
+
+@pytest.fixture(scope="module")
+def cpp_example(examples_build):
+    return examples_build / "gpt2_generate"
 
 
 def cli_text(kael, model_dir, *args) -> bytes:
@@ -89,3 +94,24 @@ def test_python_example_errors(gpt2_f16_dir, tmp_path):
         assert run_python_example("--weights", weights, *bad, check=False).returncode == 2
     missing = run_python_example("--weights", tmp_path / "model.safetensors", check=False)
     assert missing.returncode == 1 and b"error:" in missing.stderr
+
+
+def test_cpp_server_example_serves_completions_and_drains(examples_build, gpt2_f16_dir):
+    """examples/serve.cpp: the server library from a program of one's own, against the installed kael."""
+    import json
+    import urllib.request
+    process = subprocess.Popen([examples_build / "serve", gpt2_f16_dir], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        url = process.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), process.stderr.read()
+        request = urllib.request.Request(url + "/v1/completions", headers={"Content-Type": "application/json"},
+                                         data=json.dumps({"prompt": PROMPT, "max_tokens": 4, "temperature": 0}).encode())
+        with urllib.request.urlopen(request, timeout=120) as response:
+            body = json.loads(response.read())
+        assert body["choices"][0]["finish_reason"] == "length" and body["usage"]["completion_tokens"] == 4
+        process.stdin.close()  # end of input: drain and stop
+        assert process.wait(timeout=60) == 0
+        assert "ready:" in process.stderr.read()
+    finally:
+        process.kill()

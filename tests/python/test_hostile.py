@@ -519,8 +519,8 @@ def test_headers_with_invalid_utf8_get_clean_answers(model_dir):
 
 
 def test_the_accept_queue_is_as_long_as_the_connection_cap(model_dir):
-    # httplib listens with a backlog of 5: a burst of clients past it waits on SYN retries and
-    # may end in a reset (bench/serve_load.py's 256 clients met it). ss shows a listening
+    # With a backlog of 5 (the server's old HTTP library had one) a burst of clients waits on SYN
+    # retries and may end in a reset (bench/serve_load.py's 256 clients met it). ss shows a listening
     # socket's backlog in its Send-Q column.
     ss = shutil.which("ss")
     if ss is None:
@@ -534,4 +534,42 @@ def test_the_accept_queue_is_as_long_as_the_connection_cap(model_dir):
         finally:
             for sock in flood:
                 sock.close()
+        server.assert_healthy()
+
+
+# ---- 14. a body over --max-body that the client sends whole before it reads
+
+def test_a_client_that_sends_its_whole_oversized_body_reads_the_413(model_dir, tmp_path):
+    import http.client
+    body = b'{"text": "' + b"x" * (50 << 20) + b'"}'  # 50 MB against a 1 MiB limit
+    with Guarded(model_dir) as server:
+        # http.client writes the whole body before reading: the server reads and drops the rest
+        # after its answer (a lingering close) instead of resetting the connection under it.
+        connection = http.client.HTTPConnection(HOST, server.port, timeout=60)
+        try:
+            connection.request("POST", "/tokenize", body=body, headers={"Content-Type": "application/json"})
+            response = connection.getresponse()
+            assert response.status == 413
+            assert "exceeds the limit of 1048576 bytes" in json.loads(response.read())["error"]["message"]
+        finally:
+            connection.close()
+
+        # Expect: 100-continue: the 413 comes at once, no 100 Continue before it, no body read.
+        with socket.create_connection((HOST, server.port), timeout=10) as sock:
+            sock.sendall(b"POST /tokenize HTTP/1.1\r\nHost: k\r\nContent-Type: application/json\r\n"
+                         b"Expect: 100-continue\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n")
+            response = read_all(sock)
+        assert response.startswith(b"HTTP/1.1 413"), response[:200]
+
+        # curl, with its Expect: 100-continue and without it (then it sends the whole body).
+        curl = shutil.which("curl")
+        if curl is not None:
+            upload = tmp_path / "big.json"
+            upload.write_bytes(body)
+            for extra in ([], ["-H", "Expect:"]):
+                result = subprocess.run([curl, "-sS", "-o", "-", "-w", "\n%{http_code}", "-H", "Content-Type: application/json",
+                                         *extra, "--data-binary", f"@{upload}", f"http://{HOST}:{server.port}/tokenize"],
+                                        capture_output=True, timeout=60)
+                answer, _, code = result.stdout.rpartition(b"\n")
+                assert code == b"413" and b"exceeds the limit" in answer, (extra, result.stdout[-300:], result.stderr)
         server.assert_healthy()
