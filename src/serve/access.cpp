@@ -10,6 +10,7 @@
 
 #include "kael/core/error.hpp"
 #include "kael/io/checksums.hpp"
+#include "serve/http_message.hpp"  // iequals, trim
 
 namespace kael::serve {
 namespace {
@@ -33,19 +34,6 @@ bool printable_token(std::string_view key) {
   for (const unsigned char c : key)
     if (c < 0x21 || c > 0x7e) return false;
   return !key.empty();
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
-  return true;
 }
 
 // An origin as browsers send it: scheme "://" host [":" port], nothing after.

@@ -22,12 +22,6 @@ namespace {
 constexpr std::size_t kReadBytes = 16 * 1024;
 constexpr std::chrono::milliseconds kRefusalLinger{1000};
 
-std::string trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return std::string(s);
-}
-
 // The value of the first field `name` among the raw header lines left in `input` (for the
 // message of a head Beast refused: it keeps the bytes it could not parse).
 std::optional<std::string> raw_field(std::string_view input, std::string_view name) {
@@ -35,7 +29,7 @@ std::optional<std::string> raw_field(std::string_view input, std::string_view na
     const std::size_t newline = input.find('\n');
     const std::string_view line = input.substr(0, newline);
     if (line.size() > name.size() && line[name.size()] == ':' && iequals(line.substr(0, name.size()), name))
-      return trim(line.substr(name.size() + 1));
+      return std::string(trim(line.substr(name.size() + 1)));
     if (newline == std::string_view::npos || line.empty() || line == "\r") break;
     input.remove_prefix(newline + 1);
   }
@@ -87,7 +81,7 @@ void Connection::refuse(const HttpError& error) {
     std::lock_guard lock(host_.mutex);
     host_.open.emplace(this, weak_from_this());
   }
-  answer_error(error, true);
+  answer_error(error);
 }
 
 void Connection::close() { shut(); }
@@ -143,15 +137,15 @@ HttpError Connection::head_error(beast::error_code ec) const {
   if (ec == http::error::header_limit || ec == http::error::buffer_overflow)
     return HttpError(431, str("the request head exceeds ", limits.max_head_bytes, " bytes"));
   const std::string_view input(static_cast<const char*>(buffer_.data().data()), buffer_.size());
-  if (ec == http::error::body_limit)  // Content-Length alone says it is too large: no byte of the body is read
-    return HttpError(413, str("the request body is too large: Content-Length ",
-                              quote_prefix(raw_field(input, "Content-Length").value_or("")), " exceeds the limit of ",
-                              limits.max_body_bytes, " bytes (--max-body)"));
+  const auto content_length = raw_field(input, "Content-Length");
+  const auto too_large = [&] {
+    return HttpError(413, str("the request body is too large: Content-Length ", quote_prefix(content_length.value_or("")),
+                              " exceeds the limit of ", limits.max_body_bytes, " bytes (--max-body)"));
+  };
+  if (ec == http::error::body_limit) return too_large();  // said by Content-Length: no byte of the body is read
   if (ec == http::error::bad_content_length || ec == http::error::multiple_content_length) {
-    const auto value = raw_field(input, "Content-Length");
-    if (value && is_digits(*value))  // a number too large for 64 bits
-      return HttpError(413, str("the request body is too large: Content-Length ", quote_prefix(*value),
-                                " exceeds the limit of ", limits.max_body_bytes, " bytes (--max-body)"));
+    const auto& value = content_length;
+    if (value && is_digits(*value)) return too_large();  // a number too large for 64 bits
     if (ec == http::error::multiple_content_length) return HttpError(400, "conflicting Content-Length fields");
     if (raw_field(input, "Transfer-Encoding"))
       return HttpError(400, "a request must not carry both Content-Length and Transfer-Encoding");
@@ -161,7 +155,7 @@ HttpError Connection::head_error(beast::error_code ec) const {
     return HttpError(400, "a request must carry one Transfer-Encoding and not both it and Content-Length");
   if (ec == http::error::bad_version) {
     const std::string_view line = input.substr(0, input.find('\n'));
-    const std::string version = trim(line.substr(line.rfind(' ') + 1));
+    const std::string_view version = trim(line.substr(line.rfind(' ') + 1));
     if (version.rfind("HTTP/", 0) == 0)
       return HttpError(505, str("HTTP version ", quote_prefix(version), " is not supported (HTTP/1.0 and HTTP/1.1 are)"));
     return HttpError(400, str("malformed HTTP version in request line ", quote_prefix(line)));
@@ -198,16 +192,18 @@ void Connection::check_head() {
   keep_alive_ = !http10_ && request.keep_alive() && served_ + 1 < host_.limits.max_requests_per_connection;
 }
 
+// A read that ended because the client left or the server closed the socket, not by a deadline.
+bool Connection::ended_quietly(beast::error_code ec) const {
+  return is_disconnect(ec) || (ec == net::error::operation_aborted && !timed_out_);
+}
+
 void Connection::on_head(beast::error_code ec) {
   if (closed_) return;
-  if (ec) {
-    if (is_disconnect(ec) || (ec == net::error::operation_aborted && !timed_out_)) return shut();
-    return answer_error(head_error(ec), true);
-  }
+  if (ec) return ended_quietly(ec) ? shut() : answer_error(head_error(ec));
   try {
     check_head();
   } catch (const HttpError& error) {
-    return answer_error(error, true);
+    return answer_error(error);
   }
   if (parser_->is_done()) return dispatch_request();
   arm(host_.limits.body_timeout);
@@ -240,10 +236,7 @@ HttpError Connection::body_error(beast::error_code ec) const {
 
 void Connection::on_body(beast::error_code ec) {
   if (closed_) return;
-  if (ec) {
-    if (is_disconnect(ec) || (ec == net::error::operation_aborted && !timed_out_)) return shut();
-    return answer_error(body_error(ec), true);
-  }
+  if (ec) return ended_quietly(ec) ? shut() : answer_error(body_error(ec));
   dispatch_request();
 }
 
@@ -423,8 +416,8 @@ void Connection::end_exchange() {
 
 // ---- refusing and closing
 
-void Connection::answer_error(const HttpError& error, bool counted) {
-  if (counted && host_.on_answered) host_.on_answered("", error.status());
+void Connection::answer_error(const HttpError& error) {
+  if (host_.on_answered) host_.on_answered("", error.status());
   keep_alive_ = false;
   whole_.emplace();
   whole_->version(http10_ ? 10 : 11);

@@ -79,7 +79,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void write_chunk(std::string bytes, bool last);
   void watch_client();
   void end_exchange();
-  void answer_error(const HttpError& error, bool counted);
+  void answer_error(const HttpError& error);  // counted as refused before routing, then a lingering close
   void linger();
   void discard_until_closed();
   void shut();
@@ -89,6 +89,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void arm(std::chrono::steady_clock::duration timeout);
   void disarm();
 
+  bool ended_quietly(beast::error_code ec) const;
   HttpError head_error(beast::error_code ec) const;
   HttpError body_error(beast::error_code ec) const;
   void check_head();  // throws HttpError: version, header count, framing, Expect

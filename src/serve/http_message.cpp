@@ -14,6 +14,12 @@ bool iequals(std::string_view a, std::string_view b) {
          });
 }
 
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
 std::string quote_prefix(std::string_view bytes, std::size_t max_bytes) {
   std::string out = "'";
   for (const char c : bytes.substr(0, max_bytes)) {

@@ -13,7 +13,10 @@ namespace kael::serve {
 
 using HeaderFields = std::vector<std::pair<std::string, std::string>>;
 
-bool iequals(std::string_view a, std::string_view b);
+bool iequals(std::string_view a, std::string_view b);  // ASCII case-insensitive
+
+// `s` without leading spaces and tabs and trailing spaces, tabs and CRs.
+std::string_view trim(std::string_view s);
 
 // A bounded, printable quote of client bytes for an error message.
 std::string quote_prefix(std::string_view bytes, std::size_t max_bytes = 64);
