@@ -84,7 +84,13 @@ void Connection::refuse(const HttpError& error) {
   answer_error(error);
 }
 
-void Connection::close() { shut(); }
+void Connection::close() {
+  closing_ = true;
+  // An answer being made first writes what its producer still has (at a server's stop the
+  // scheduler has already ended every job: a stream's error event and [DONE]), then closes.
+  if (writing_ || producer_) return pump();
+  shut();
+}
 
 void Connection::arm(std::chrono::steady_clock::duration timeout) {
   const unsigned generation = ++timer_generation_;
@@ -309,14 +315,14 @@ void Connection::watch_client() {
 void Connection::pump() {
   if (closed_ || writing_ || !producer_) return;
   if (!response_.streamed) {  // deferred: the whole answer once it is complete
-    if (!producer_->poll(response_)) return;
+    if (!producer_->poll(response_)) return closing_ ? shut() : void();
     producer_.reset();
     return write_whole();
   }
   if (!ended_) ended_ = producer_->poll(response_);
   std::string bytes = std::move(response_.body);
   response_.body.clear();
-  if (bytes.empty() && !ended_) return;
+  if (bytes.empty() && !ended_) return closing_ ? shut() : void();
   write_chunk(std::move(bytes), ended_);
 }
 

@@ -61,7 +61,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void start();  // counts itself against the cap and reads the first request
   // Answers `error` to a connection past the cap without reading its request, then closes.
   void refuse(const HttpError& error);
-  // The server stops: cancels a pending answer and closes the socket. On the I/O thread.
+  // The server stops: writes what a pending answer still has ready, then closes the socket
+  // (cancelling the answer if it is not complete). On the I/O thread.
   void close();
 
  private:
@@ -119,6 +120,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool writing_ = false;
   bool ended_ = false;   // the producer finished: end the body once the writes drain
   bool closed_ = false;
+  bool closing_ = false;  // the server stops: close once the answer in hand is written
 
   // Lingering close.
   std::size_t lingered_bytes_ = 0;
