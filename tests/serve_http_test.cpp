@@ -207,6 +207,19 @@ TEST_F(HttpServerTest, AKeptAliveConnectionAnswersEachRequestAndPipelinedOnesInO
   EXPECT_NE(rest.find("Connection: close"), std::string::npos);
 }
 
+TEST_F(HttpServerTest, AHeadRequestGetsTheHeadAloneWithTheBodysLength) {
+  start();
+  Client client(port_);
+  client.send("HEAD /h HTTP/1.1\r\n\r\nGET /g HTTP/1.1\r\nConnection: close\r\n\r\n");
+  const std::string both = client.recv_all();
+  const auto second = both.find("HTTP/1.1 200", 1);
+  ASSERT_NE(second, std::string::npos) << both;
+  const std::string head = both.substr(0, second);
+  EXPECT_NE(head.find("Content-Length: 8"), std::string::npos) << head;  // "HEAD /h "
+  EXPECT_EQ(head.substr(head.size() - 4), "\r\n\r\n") << head;       // and no body after it
+  EXPECT_NE(both.find("GET /g "), std::string::npos);
+}
+
 TEST_F(HttpServerTest, AHeadPastItsSizeOrFieldCountIs431) {
   start();
   const std::string big = exchange("GET / HTTP/1.1\r\nX-Big: " + std::string(2000, 'z') + "\r\n\r\n");

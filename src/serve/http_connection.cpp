@@ -128,6 +128,7 @@ void Connection::await_request() {
 
 void Connection::read_head() {
   http10_ = false;
+  head_only_ = false;
   parser_.emplace();
   parser_->header_limit(static_cast<std::uint32_t>(std::min<std::size_t>(host_.limits.max_head_bytes, UINT32_MAX)));
   parser_->body_limit(host_.limits.max_body_bytes);
@@ -181,6 +182,7 @@ void Connection::check_head() {
     throw HttpError(505, str("HTTP version ", version / 10, ".", version % 10,
                              " is not supported (HTTP/1.0 and HTTP/1.1 are)"));
   http10_ = version == 10;
+  head_only_ = request.method() == http::verb::head;
   const auto fields = static_cast<std::size_t>(std::distance(request.begin(), request.end()));
   if (fields > limits.max_headers)
     throw HttpError(431, str("too many header fields: ", fields, " (the limit is ", limits.max_headers, ")"));
@@ -344,6 +346,10 @@ void Connection::write_whole() {
 
 void Connection::send_whole(bool then_linger) {
   whole_->prepare_payload();
+  if (head_only_) {  // HEAD: the GET's head, Content-Length included, without its body
+    whole_->body().clear();
+    whole_->body().shrink_to_fit();
+  }
   arm(host_.limits.write_timeout);
   writing_ = true;
   http::async_write(socket_, *whole_, [self = shared_from_this(), then_linger](beast::error_code ec, std::size_t) {

@@ -107,6 +107,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   int served_ = 0;
   bool keep_alive_ = true;
   bool http10_ = false;
+  bool head_only_ = false;  // a HEAD request: the answer's head alone
   bool counted_in_flight_ = false;
   std::string path_;
 

@@ -72,7 +72,7 @@ Response Router::handle(Request& request) const {
 
 Response Router::route(ServerContext& context, Request& request) const {
   const std::string& path = request.path;
-  const bool get = request.method == "GET";
+  const bool get = request.method == "GET" || request.method == "HEAD";  // HEAD: the connection drops the body
   const bool post = request.method == "POST";
   if (post && path == "/v1/completions") return handle_completion(context, request.body);
 
