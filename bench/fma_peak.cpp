@@ -1,26 +1,40 @@
-// Measures the per-core single-precision FMA peak with the widest FMA this CPU has: 512-bit
-// zmm where the CPU and OS support AVX-512 (kernels' detector), else 256-bit ymm. Each thread
-// runs 24 (zmm) or 12 (ymm) independent FMA chains (more than latency 4 x 2 FMA units, so the
-// units never wait), one thread per physical core by default, all at once; flops count 2 per lane.
+// Measures the per-core peaks of the arithmetic the kernels lean on: the single-precision FMA
+// with the widest FMA this CPU has (512-bit zmm where the CPU and OS support AVX-512, else
+// 256-bit ymm), and the int8 byte dot product of the int8 kernels (AVX512-VNNI or AVX-VNNI
+// vpdpbusd, else pmaddubsw + pmaddwd + paddd). Each thread runs 24 (zmm) or 12 (ymm)
+// independent chains (more than latency x units, so the units never wait), one thread per
+// physical core by default, all at once; FMA flops count 2 per lane, int8 multiply-adds 1 per
+// byte pair.
 // Prints one JSON object:
-//   {"isa", "vector_bits", "threads", "gflops", "gflops_per_core", "peak_gflops", "ghz_estimate"}
+//   {"isa", "vector_bits", "threads", "gflops", "gflops_per_core", "peak_gflops", "fma_units",
+//    "flops_per_cycle", "ghz_estimate", "ghz_from_latency", "peak_per_core_from_latency",
+//    "ymm_fmas_per_cycle", "zmm_fmas_per_cycle", "int8_dot", "int8_gmacs_per_core",
+//    "int8_peak_gmacs"}
 // gflops is wall-clock (all threads together); gflops_per_core divides each thread's flops by
 // its own CPU time (best thread of the best of 3 runs), so it holds on a machine shared with
-// other work; peak_gflops = threads x gflops_per_core. ghz_estimate assumes 2 FMA units per
-// core: per-core flops / (2 units x lanes x 2 flops). The check: ghz_from_latency times one
-// dependent FMA chain (latency 4 cycles), which gives the clock without counting units, and
-// peak_per_core_from_latency = that clock x 2 units x lanes x 2; the two estimates agree when
-// the chains keep both units busy.
+// other work; peak_gflops = threads x gflops_per_core. The clock comes from a second method:
+// ghz_from_latency times one dependent FMA chain (latency 4 cycles), with no assumption about
+// the units. From it, ymm_fmas_per_cycle and zmm_fmas_per_cycle say how many FMAs of each width
+// a core starts a cycle: 2 and 2 where it has two 512-bit units (Intel server cores), 2 and 1
+// where AVX-512 runs on 256-bit units (Zen 4) or on one 512-bit unit. fma_units is that count at
+// the measured width, rounded; flops_per_cycle = fma_units x lanes x 2, ghz_estimate = per-core
+// flops / flops_per_cycle, and peak_per_core_from_latency = ghz_from_latency x flops_per_cycle:
+// a peak the core can reach, which agrees with gflops_per_core when the chains keep the units
+// busy. int8_gmacs_per_core is the int8 dot product's multiply-adds per second of CPU time
+// (best thread of the best of 3), int8_peak_gmacs that times the threads.
 // Usage: fma_peak [threads] [seconds] [ymm|zmm]
 #include <immintrin.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu_features.hpp"
@@ -65,8 +79,83 @@ __attribute__((target("avx2,fma"), noinline)) float latency_loop(long iterations
 }
 constexpr double kFmaLatencyCycles = 4.0;
 
+// The int8 dot product's chains: `chains` int32 accumulators, each acc += dot(u, w) of 4 byte
+// pairs per lane, `iterations` times; bytes per instruction = lanes x 4. vpdpbusd on zmm or ymm;
+// without VNNI the AVX2 step the kernels use: pmaddubsw, pmaddwd by 1, paddd.
+#define KAEL_DOT_CHAINS(T, chains, set1, dot, add, to_int)                  \
+  T c[chains];                                                              \
+  _Pragma("GCC unroll 32") for (int i = 0; i < chains; ++i) c[i] = set1(i); \
+  const T u = set1(0x01020304), w = set1(0x05060708);                       \
+  for (long n = 0; n < iterations; ++n) {                                   \
+    _Pragma("GCC unroll 32") for (int i = 0; i < chains; ++i) c[i] = dot(c[i], u, w); \
+  }                                                                         \
+  _Pragma("GCC unroll 32") for (int i = 1; i < chains; ++i) c[0] = add(c[0], c[i]); \
+  return to_int(c[0]);
+
+template <class T>
+int first_lane(T v) {
+  int first;
+  std::memcpy(&first, &v, sizeof first);
+  return first;
+}
+
+__attribute__((target("avx512f,avx512vnni"), noinline)) int zmm_vnni_loop(long iterations) {
+  KAEL_DOT_CHAINS(__m512i, kZmmChains, _mm512_set1_epi32, _mm512_dpbusd_epi32, _mm512_add_epi32, first_lane)
+}
+
+__attribute__((target("avx2,avxvnni"), noinline)) int ymm_vnni_loop(long iterations) {
+  KAEL_DOT_CHAINS(__m256i, kYmmChains, _mm256_set1_epi32, _mm256_dpbusd_avx_epi32, _mm256_add_epi32,
+                  first_lane)
+}
+
+__attribute__((target("avx2"))) inline __m256i pmaddubsw_step(__m256i acc, __m256i u, __m256i w) {
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, w), _mm256_set1_epi16(1)));
+}
+
+__attribute__((target("avx2"), noinline)) int pmaddubsw_loop(long iterations) {
+  KAEL_DOT_CHAINS(__m256i, kYmmChains, _mm256_set1_epi32, pmaddubsw_step, _mm256_add_epi32, first_lane)
+}
+
 // Results land here, so no call can be dropped as unused.
 volatile float g_sink;
+volatile int g_int_sink;
+
+// Each thread's work per CPU second, at its best: `loop(iterations)` on `threads` threads at
+// once, 3 times; returns {wall-clock work per second of all threads, best thread's work per
+// CPU second}, with `work` done by one call.
+template <class Loop>
+std::pair<double, double> run_threads(Loop loop, int threads, long iterations, double work) {
+  double best = 0, best_core = 0;
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    std::vector<std::thread> pool;
+    std::vector<double> cpu_seconds(static_cast<std::size_t>(threads));
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        const double start = thread_cpu_seconds();
+        loop(iterations);
+        cpu_seconds[static_cast<std::size_t>(t)] = thread_cpu_seconds() - start;
+      });
+    for (auto& t : pool) t.join();
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, threads * work / dt);
+    for (double s : cpu_seconds) best_core = std::max(best_core, work / s);
+  }
+  return {best, best_core};
+}
+
+// Iterations of `loop` that take about `seconds` of one thread's CPU time.
+template <class Loop>
+long calibrate(Loop loop, double seconds) {
+  long iterations = 1 << 20;
+  for (;;) {
+    const double t0 = thread_cpu_seconds();
+    loop(iterations);
+    const double dt = thread_cpu_seconds() - t0;
+    if (dt > 0.1) return static_cast<long>(static_cast<double>(iterations) * seconds / dt);
+    iterations *= 2;
+  }
+}
 
 }  // namespace
 
@@ -85,53 +174,47 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fma_peak: this CPU (or its OS) lacks AVX-512\n");
     return 1;
   }
-  const int lanes = zmm ? 16 : 8;
-  const auto loop = zmm ? zmm_loop : ymm_loop;
-  long iterations = 1 << 20;
-  // Calibrate on one thread so each run lasts about `seconds` of CPU time.
-  for (;;) {
-    const double t0 = thread_cpu_seconds();
-    g_sink = loop(iterations);
-    const double dt = thread_cpu_seconds() - t0;
-    if (dt > 0.1) {
-      iterations = static_cast<long>(static_cast<double>(iterations) * seconds / dt);
-      break;
-    }
-    iterations *= 2;
-  }
-  const double flops_per_thread = static_cast<double>(iterations) * (zmm ? kZmmChains : kYmmChains) * lanes * 2;
-  double best = 0, best_core = 0;
-  for (int repeat = 0; repeat < 3; ++repeat) {
-    std::vector<std::thread> pool;
-    std::vector<double> cpu_seconds(static_cast<std::size_t>(threads));
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        const double start = thread_cpu_seconds();
-        g_sink = loop(iterations);
-        cpu_seconds[static_cast<std::size_t>(t)] = thread_cpu_seconds() - start;
-      });
-    for (auto& t : pool) t.join();
-    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double gflops = threads * flops_per_thread / dt / 1e9;
-    if (gflops > best) best = gflops;
-    for (double s : cpu_seconds)
-      if (flops_per_thread / s / 1e9 > best_core) best_core = flops_per_thread / s / 1e9;
-  }
+  // The F32 FMA at each width this CPU has: GFLOP/s per core (and wall clock, all threads).
+  const auto fma_rate = [&](bool wide) {
+    const auto loop = [wide](long n) { g_sink = wide ? zmm_loop(n) : ymm_loop(n); };
+    const long iterations = calibrate(loop, seconds);
+    const double flops = static_cast<double>(iterations) * (wide ? kZmmChains * 16 : kYmmChains * 8) * 2;
+    const auto [wall, core] = run_threads(loop, threads, iterations, flops);
+    return std::make_pair(wall / 1e9, core / 1e9);
+  };
+  const auto [ymm_gflops, ymm_core] = fma_rate(false);
+  const auto [zmm_gflops, zmm_core] = cpu.avx512f ? fma_rate(true) : std::make_pair(0.0, 0.0);
   // The clock from one dependent chain on this thread (best of 3).
   double ghz_latency = 0;
+  const long latency_iterations = calibrate([](long n) { g_sink = latency_loop(n); }, seconds / 3);
   for (int repeat = 0; repeat < 3; ++repeat) {
-    const long n = iterations * 4;
     const double start = thread_cpu_seconds();
-    g_sink = latency_loop(n);
+    g_sink = latency_loop(latency_iterations);
     const double s = thread_cpu_seconds() - start;
-    if (static_cast<double>(n) * kFmaLatencyCycles / s / 1e9 > ghz_latency)
-      ghz_latency = static_cast<double>(n) * kFmaLatencyCycles / s / 1e9;
+    ghz_latency = std::max(ghz_latency, static_cast<double>(latency_iterations) * kFmaLatencyCycles / s / 1e9);
   }
+  const int lanes = zmm ? 16 : 8;
+  const double gflops = zmm ? zmm_gflops : ymm_gflops, core = zmm ? zmm_core : ymm_core;
+  const double ymm_per_cycle = ymm_core / (ghz_latency * 8 * 2);
+  const double zmm_per_cycle = cpu.avx512f ? zmm_core / (ghz_latency * 16 * 2) : 0.0;
+  const int units = std::max(1, static_cast<int>(std::lround(zmm ? zmm_per_cycle : ymm_per_cycle)));
+  const int flops_per_cycle = units * lanes * 2;
+  // The int8 byte dot product the int8 kernels use on this CPU.
+  const char* dot = cpu.avx512f && cpu.avx512_vnni ? "avx512-vnni" : cpu.avx_vnni ? "avx-vnni" : "pmaddubsw";
+  const auto dot_loop = [&cpu](long n) {
+    g_int_sink = cpu.avx512f && cpu.avx512_vnni ? zmm_vnni_loop(n) : cpu.avx_vnni ? ymm_vnni_loop(n) : pmaddubsw_loop(n);
+  };
+  const long dot_iterations = calibrate(dot_loop, seconds);
+  const double macs = static_cast<double>(dot_iterations) *
+                      (cpu.avx512f && cpu.avx512_vnni ? kZmmChains * 64 : kYmmChains * 32);
+  const double int8_core = run_threads(dot_loop, threads, dot_iterations, macs).second / 1e9;
   std::printf("{\"isa\": \"%s\", \"vector_bits\": %d, \"threads\": %d, \"gflops\": %.1f, \"gflops_per_core\": %.1f, "
-              "\"peak_gflops\": %.1f, \"ghz_estimate\": %.2f, \"ghz_from_latency\": %.2f, "
-              "\"peak_per_core_from_latency\": %.1f}\n",
-              zmm ? "avx512" : "avx2", 32 * lanes, threads, best, best_core, best_core * threads,
-              best_core / (2.0 * lanes * 2), ghz_latency, ghz_latency * 2 * lanes * 2);
+              "\"peak_gflops\": %.1f, \"fma_units\": %d, \"flops_per_cycle\": %d, \"ghz_estimate\": %.2f, "
+              "\"ghz_from_latency\": %.2f, \"peak_per_core_from_latency\": %.1f, \"ymm_fmas_per_cycle\": %.2f, "
+              "\"zmm_fmas_per_cycle\": %.2f, \"int8_dot\": \"%s\", \"int8_gmacs_per_core\": %.1f, "
+              "\"int8_peak_gmacs\": %.1f}\n",
+              zmm ? "avx512" : "avx2", 32 * lanes, threads, gflops, core, core * threads, units, flops_per_cycle,
+              core / flops_per_cycle, ghz_latency, ghz_latency * flops_per_cycle, ymm_per_cycle, zmm_per_cycle, dot,
+              int8_core, int8_core * threads);
   return 0;
 }

@@ -252,7 +252,7 @@ TEST_P(Int8OnIsa, X86GemmsEqualPmaddubswBitForBit) {
 }
 
 TEST(NeonInt8, SdotEqualsSmullBitForBit) {
-  // Both integer dots are exact and the float steps are shared (int8_gemm.hpp): equal bits for
+  // Both integer dots are exact and the float steps are shared (family/int8.hpp): equal bits for
   // every row count, and both within the format's error of the exact product (ErrorAgainst...).
 #if KAEL_NEON_KERNELS
   if (!cpu_features().dotprod) GTEST_SKIP() << "this CPU has no SDOT (or KAEL_DOTPROD=0): only smull runs";

@@ -1,13 +1,22 @@
 // The run-time-dispatched kernels (gemm.hpp, kernel_table.hpp) on every instruction set
 // against the plain references, on ragged sizes around every vector and panel width (8, 16) and every
 // register block (6 rows, 4 panels), with 1 and several threads.
+#include <cxxabi.h>
+#include <elf.h>
 #include <gtest/gtest.h>
+#include <link.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <limits>
+#include <map>
+#include <memory>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -39,6 +48,64 @@ std::vector<float> packed(const std::vector<float>& w, std::int64_t K, std::int6
 const std::int64_t kRagged[] = {1, 3, 7, 8, 9, 15, 16, 17, 33, 100};
 
 using IsaKernels = test_util::OnEveryIsa;
+
+// The function symbols of this executable, from its ELF .symtab (local ones included, which the
+// dynamic symbol table lacks), to name the code a table entry points to. Release builds keep
+// .symtab; under qemu-aarch64, /proc/self/exe is the emulated program.
+class FunctionSymbols {
+ public:
+  FunctionSymbols() {
+    std::ifstream file("/proc/self/exe", std::ios::binary);
+    const std::string image((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    if (image.size() < sizeof(Elf64_Ehdr)) return;
+    const auto* header = reinterpret_cast<const Elf64_Ehdr*>(image.data());
+    const auto* sections = reinterpret_cast<const Elf64_Shdr*>(image.data() + header->e_shoff);
+    for (int i = 0; i < header->e_shnum; ++i) {
+      if (sections[i].sh_type != SHT_SYMTAB) continue;
+      const char* names = image.data() + sections[sections[i].sh_link].sh_offset;
+      const auto* symbols = reinterpret_cast<const Elf64_Sym*>(image.data() + sections[i].sh_offset);
+      for (std::size_t j = 0; j < sections[i].sh_size / sizeof(Elf64_Sym); ++j)
+        if (ELF64_ST_TYPE(symbols[j].st_info) == STT_FUNC && symbols[j].st_size > 0)
+          by_address_[symbols[j].st_value] = {symbols[j].st_size, names + symbols[j].st_name};
+    }
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* base) {
+          *static_cast<std::uintptr_t*>(base) = info->dlpi_addr;  // the first object: the program
+          return 1;
+        },
+        &load_base_);
+  }
+  bool empty() const { return by_address_.empty(); }
+  // The demangled name of the function holding `code`, or "" where none does.
+  std::string name_of(const void* code) const {
+    const std::uintptr_t address = reinterpret_cast<std::uintptr_t>(code) - load_base_;
+    auto it = by_address_.upper_bound(address);
+    if (it == by_address_.begin()) return "";
+    --it;
+    if (address >= it->first + it->second.first) return "";
+    int status = 0;
+    const std::unique_ptr<char, decltype(&std::free)> name(
+        abi::__cxa_demangle(it->second.second.c_str(), nullptr, nullptr, &status), &std::free);
+    return status == 0 ? name.get() : it->second.second;
+  }
+
+ private:
+  std::map<std::uintptr_t, std::pair<std::uint64_t, std::string>> by_address_;  // start -> (size, name)
+  std::uintptr_t load_base_ = 0;
+};
+
+// Each function-pointer entry of a table, by name.
+template <class F>
+void for_each_entry(const KernelTable& t, F visit) {
+#define KAEL_ENTRY(name) visit(#name, reinterpret_cast<const void*>(t.name))
+  KAEL_ENTRY(gemm_panels); KAEL_ENTRY(gemm_panels_at); KAEL_ENTRY(gemm_nt); KAEL_ENTRY(dequantize_f16_panel);
+  KAEL_ENTRY(f16_gemv); KAEL_ENTRY(quantize_rows); KAEL_ENTRY(int8_gemm); KAEL_ENTRY(attend_head);
+  KAEL_ENTRY(softmax); KAEL_ENTRY(gelu_new); KAEL_ENTRY(exp); KAEL_ENTRY(sigmoid); KAEL_ENTRY(tanh);
+  KAEL_ENTRY(sum); KAEL_ENTRY(layernorm_row); KAEL_ENTRY(gelu_backward); KAEL_ENTRY(adamw_update);
+  KAEL_ENTRY(sum_of_squares); KAEL_ENTRY(bf16_pack_rows); KAEL_ENTRY(bf16_pack_panels);
+  KAEL_ENTRY(bf16_pack_panels_sums); KAEL_ENTRY(bf16_pack_both); KAEL_ENTRY(gemm_bf16);
+#undef KAEL_ENTRY
+}
 
 }  // namespace
 
@@ -108,6 +175,37 @@ TEST(CpuFeatures, EveryTableIsComplete) {
     EXPECT_NE(t.sum, nullptr);
     EXPECT_NE(t.int8_dot, nullptr);
   }
+}
+
+// A kernel family is one template compiled once per target (kernels/family/): each target's copy
+// must have a name of its own, or the linker keeps one copy for every caller and an AVX2 CPU
+// could run AVX-512 code. So every entry a set puts in its table (one that differs from its base
+// set's) must name that set's target: its own namespace, or its traits type as a template
+// argument. (The avx512 set's BF16 product still lives under amx/, though it is AVX-512 code.)
+TEST(CpuFeatures, EachSetsEntriesAreItsOwnTargetsCode) {
+  const FunctionSymbols symbols;
+  ASSERT_FALSE(symbols.empty()) << "no .symtab in /proc/self/exe";
+  const std::map<Isa, std::vector<std::string>> own = {
+      {Isa::avx2, {"kael::kernels::avx2::"}},
+      {Isa::avx512, {"kael::kernels::avx512::", "kael::kernels::amx::"}},
+      {Isa::amx, {"kael::kernels::amx::"}},
+      {Isa::neon, {"kael::kernels::neon::"}}};
+  int checked = 0;
+  for (const auto& [isa, targets] : own) {
+    if (!isa_supported(isa)) continue;
+    const KernelTable& table = kernels_for(isa);
+    std::map<std::string, const void*> base;
+    for_each_entry(kernels_for(base_isa(isa)), [&](const char* name, const void* fn) { base[name] = fn; });
+    for_each_entry(table, [&](const char* name, const void* fn) {
+      if (fn == nullptr || fn == base[name]) return;
+      const std::string symbol = symbols.name_of(fn);
+      const bool ours = std::any_of(targets.begin(), targets.end(),
+                                    [&](const std::string& t) { return symbol.find(t) != std::string::npos; });
+      EXPECT_TRUE(ours) << isa_name(isa) << "." << name << " is " << (symbol.empty() ? "no known function" : symbol);
+      ++checked;
+    });
+  }
+  EXPECT_GT(checked, 0);
 }
 
 TEST(PackPanels, LayoutIsPanelsOfSixteenColumns) {

@@ -28,17 +28,9 @@ void sigmoid(float* out, const float* inp, std::int64_t n);
 void tanh(float* out, const float* inp, std::int64_t n);
 }  // namespace ref
 
-// The table entries; each set's unit defines its own.
+// The portable table's entries; the vector sets' are kernels/family/rows.hpp's.
 namespace portable {
 RowFn exp, sigmoid, tanh;
 }
-#if KAEL_X86_KERNELS
-namespace avx2 {
-RowFn exp, sigmoid, tanh;
-}
-namespace avx512 {
-RowFn exp, sigmoid, tanh;
-}
-#endif
 
 }  // namespace kael::kernels

@@ -16,16 +16,9 @@ namespace ref {
 double sum(const float* x, std::int64_t n);
 }  // namespace ref
 
+// The portable table's entry; the vector sets' is kernels/family/rows.hpp's.
 namespace portable {
 SumFn sum;
 }  // namespace portable
-#if KAEL_X86_KERNELS
-namespace avx2 {
-SumFn sum;
-}  // namespace avx2
-namespace avx512 {
-SumFn sum;
-}  // namespace avx512
-#endif
 
 }  // namespace kael::kernels

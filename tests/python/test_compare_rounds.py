@@ -17,7 +17,8 @@ def kael_run(b1: float, b16: float, prefill: float) -> dict:
 
 def a_round(b1: float, b16: float, prefill: float, ct_prefill: float, peak: float) -> dict:
     return {"bandwidth_gb_s": 17.0, "fma_peak_gflops": peak, "fma_ghz_estimate": peak / 128,
-            "fma_isa": "avx512", "fma_vector_bits": 512,
+            "fma_isa": "avx512", "fma_vector_bits": 512, "fma_units": 2, "fma_flops_per_cycle": 64,
+            "int8_peak_gmacs": 2 * peak, "int8_dot": "avx512-vnni",
             "kael": kael_run(b1, b16, prefill), "kael_isa": "amx",
             "kael_by_isa": {"avx2": {"skipped": "no such ISA"}, "avx512": kael_run(b1 - 1, b16 - 1, prefill + 1)},
             "kael_dtypes": {"int8": kael_run(3 * b1, 3 * b16, prefill / 3)},
@@ -38,6 +39,7 @@ def test_each_engine_keeps_its_best_and_a_kael_run_stays_whole():
     assert best["ctranslate2"] == {"b1_tok_s": 40.0, "b16_tok_s": 240.0, "prefill_ms": 550.0}
     # The highest FMA peak, with the clock of the same measurement.
     assert best["fma_peak_gflops"] == 320.0 and best["fma_ghz_estimate"] == 2.5
+    assert best["int8_peak_gmacs"] == 640.0 and best["fma_units"] == 2
 
 
 def test_every_round_is_listed():

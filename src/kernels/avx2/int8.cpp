@@ -1,12 +1,33 @@
-// AVX2 kernels of int8.hpp: the activation quantizer, and the GEMM with pmaddubsw
-// (int8_gemm.hpp).
+// AVX2 kernels of int8.hpp: the activation quantizer, and the GEMM (family/int8.hpp) with
+// pmaddubsw, which any AVX2 CPU has. With |x|, |w| <= 127 a pair sums to at most
+// 2 * 127 * 127 = 32258, inside int16, so pmaddubsw never saturates; pmaddwd by 1 widens the
+// pairs to int32. Four instructions per 32 multiply-adds keep a core ahead of the memory that
+// streams the weights.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
 
-#include "kernels/avx2/int8_gemm.hpp"
+#include "kernels/avx2/int8_dot.hpp"
+#include "kernels/avx2/kernels.hpp"
+#include "kernels/avx2/vec.hpp"
+#include "kernels/family/int8.hpp"
 
 namespace kael::kernels::avx2 {
+namespace {
+
+constexpr long kGroup = kInt8Group;
+
+// The dot step of family/int8.hpp: pmaddubsw's pairs, widened by pmaddwd.
+struct Pmaddubsw : SignedBytes<Pmaddubsw> {
+  static Sum step(Sum sum, const Activations& a, __m256i w) {
+    const __m256i pairs = _mm256_maddubs_epi16(a.xabs, _mm256_sign_epi8(w, a.x));
+    return _mm256_add_epi32(sum, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+  }
+};
+
+}  // namespace
 
 void quantize_rows(std::int8_t* xq, float* xs, const float* x, std::int64_t T, std::int64_t K) {
   const long Kp = int8_padded_k(K), groups = Kp / kGroup;
@@ -31,7 +52,7 @@ void quantize_rows(std::int8_t* xq, float* xs, const float* x, std::int64_t T, s
       }
       std::int8_t* q = xq + t * Kp + k0;
       float& scale = xs[t * groups + g];
-      const float m = hmax8(amax);
+      const float m = Vec::hmax(amax);
       const bool finite = _mm256_movemask_ps(_mm256_cmp_ps(probe, probe, _CMP_UNORD_Q)) == 0;
       if (!finite || m == 0.0f) {
         std::memset(q, 0, kGroup);
@@ -52,7 +73,7 @@ void quantize_rows(std::int8_t* xq, float* xs, const float* x, std::int64_t T, s
 void int8_gemm(float* c, std::int64_t ldc, const std::int8_t* xq, const float* xs, std::int64_t M, std::int64_t Kp,
                const std::int8_t* w, const std::uint16_t* scales, std::int64_t panels, std::int64_t n_valid,
                const float* bias, Epilogue epilogue) {
-  gemm<false>(c, ldc, xq, xs, M, Kp, w, scales, panels, n_valid, bias, epilogue);
+  family::int8_gemm<Vec, Pmaddubsw>(c, ldc, xq, xs, M, Kp, w, scales, panels, n_valid, bias, epilogue);
 }
 
 }  // namespace kael::kernels::avx2

@@ -9,16 +9,10 @@
 
 namespace kael::kernels::avx2 {
 
-GemmPanelsFn gemm_panels;
-GemmNtFn gemm_nt;
-DequantizeF16Fn dequantize_f16_panel;
-F16GemvFn f16_gemv;
 QuantizeRowsFn quantize_rows;
 // The int8 GEMM with pmaddubsw (any AVX2 CPU), and with AVX-VNNI's vpdpbusd (int8_vnni.cpp:
 // only where CpuFeatures::avx_vnni). Equal bits.
 Int8GemmFn int8_gemm;
 Int8GemmFn int8_gemm_vnni;
-RowFn softmax;
-RowFn gelu_new;
 
 }  // namespace kael::kernels::avx2

@@ -1,28 +1,17 @@
-// The AVX2 table: every entry from this folder; LayerNorm is the shared lane loop compiled
-// here with AVX2 (the same bits as the portable one, twice the lanes per instruction).
+// The AVX2 table: the kernel families (kernels/family/) instantiated for this target's traits
+// (avx2/vec.hpp), and this folder's int8 kernels.
 #include "kernels/avx2/kernels.hpp"
-#include "kernels/exp.hpp"
-#include "kernels/kernel_table.hpp"
-#include "kernels/layernorm_row.hpp"
-#include "kernels/sum.hpp"
+#include "kernels/avx2/vec.hpp"
+#include "kernels/family/fill.hpp"
 
 namespace kael::kernels::avx2 {
 
 void fill(KernelTable& table, const CpuFeatures& cpu) {
-  table.gemm_panels = gemm_panels;
-  table.gemm_nt = gemm_nt;
-  table.dequantize_f16_panel = dequantize_f16_panel;
-  table.f16_gemv = f16_gemv;
+  family::fill_families<Vec>(table);
+  table.gemm_nt = family::gemm_nt<Vec>;
   table.quantize_rows = quantize_rows;
   table.int8_gemm = cpu.avx_vnni ? int8_gemm_vnni : int8_gemm;
   table.int8_dot = cpu.avx_vnni ? "avx-vnni" : "pmaddubsw";
-  table.softmax = softmax;
-  table.gelu_new = gelu_new;
-  table.exp = exp;
-  table.sigmoid = sigmoid;
-  table.tanh = tanh;
-  table.sum = sum;
-  table.layernorm_row = layernorm_row_lanes;
 }
 
 }  // namespace kael::kernels::avx2

@@ -24,7 +24,8 @@
 #include <vector>
 
 #include "kernels/avx512/kernels.hpp"
-#include "kernels/avx512/math.hpp"
+#include "kernels/avx512/vec.hpp"
+#include "kernels/family/math.hpp"
 
 namespace kael::kernels::avx512 {
 namespace {
@@ -88,7 +89,7 @@ void score_groups(float* s, const float* qt, const Head& head, long g, long grou
 template <int MR>
 __attribute__((flatten)) float softmax_row(float* s, int r, long n, long groups) {
   const long full = n / 16;
-  const __mmask16 tail = tail_mask(n - 16 * full);
+  const __mmask16 tail = Vec::tail(n - 16 * full);
   const auto at = [&](long g) { return s + g * 16 * MR + r * 16; };
   __m512 vmax = _mm512_set1_ps(-__builtin_inff());
   for (long g = 0; g < full; ++g) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(at(g)));
@@ -96,13 +97,13 @@ __attribute__((flatten)) float softmax_row(float* s, int r, long n, long groups)
   const __m512 shift = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
   __m512 vsum = _mm512_setzero_ps();
   for (long g = 0; g < full; ++g) {
-    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(at(g)), shift));
+    const __m512 e = family::exp_clamped<Vec>(_mm512_sub_ps(_mm512_loadu_ps(at(g)), shift));
     _mm512_storeu_ps(at(g), e);
     vsum = _mm512_add_ps(vsum, e);
   }
   long g = full;
   if (tail) {
-    const __m512 e = _mm512_maskz_mov_ps(tail, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, at(full)), shift)));
+    const __m512 e = _mm512_maskz_mov_ps(tail, family::exp_clamped<Vec>(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, at(full)), shift)));
     _mm512_storeu_ps(at(full), e);
     vsum = _mm512_add_ps(vsum, e);
     ++g;
@@ -191,11 +192,11 @@ void attend_tile(float* out, long out_stride, const float* q, long q_stride, con
   __mmask16 mask[kValuePanels];
   long p = 0;
   for (; p + kValuePanels <= panels; p += kValuePanels) {
-    for (int i = 0; i < kValuePanels; ++i) mask[i] = tail_mask(D - 16 * (p + i));
+    for (int i = 0; i < kValuePanels; ++i) mask[i] = Vec::tail(D - 16 * (p + i));
     weigh_values<MR, kValuePanels>(out, out_stride, s, inv, head, p, mask, seen);
   }
   for (; p < panels; ++p) {
-    mask[0] = tail_mask(D - 16 * p);
+    mask[0] = Vec::tail(D - 16 * p);
     weigh_values<MR, 1>(out, out_stride, s, inv, head, p, mask, seen);
   }
 }

@@ -8,7 +8,8 @@
 //   sum x w = sum u w - 128 sum w,
 // with sum w over the group from one more vpdpbusd against bytes of 1, shared by every row of
 // the tile. All exact in int32, so the group sums equal AVX2's; the float steps (one FMA per
-// group with the two scales, the epilogue of math.hpp) are AVX2's too: equal bits.
+// group with the two scales, the epilogue of family/math.hpp) are AVX2's too: equal bits.
+// (The offsets make this dot step ISA-shaped; family/int8.hpp is the signed-activation one.)
 #include <immintrin.h>
 
 #include <algorithm>
@@ -16,7 +17,8 @@
 #include <vector>
 
 #include "kernels/avx512/kernels.hpp"
-#include "kernels/avx512/math.hpp"
+#include "kernels/avx512/vec.hpp"
+#include "kernels/family/math.hpp"
 #include "kernels/int8.hpp"
 
 namespace kael::kernels::avx512 {
@@ -25,12 +27,6 @@ namespace {
 constexpr long kGroup = kInt8Group;
 constexpr long kBlocksPerGroup = kGroup / 4;
 constexpr int kMaxRows = 8;
-
-// 16 BF16 scales as F32.
-inline __m512 bf16x16(const std::uint16_t* s) {
-  const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
-}
 
 // c (MR, 16) for one panel: xu (MR rows, Kp apart) holds the offset activations.
 template <int MR>
@@ -59,7 +55,7 @@ void tile(float* c, long ldc, const std::uint8_t* xu, const float* xs, long Kp, 
       }
     }
     const __m512i offset = _mm512_slli_epi32(wsum, 7);  // 128 sum w
-    const __m512 scale = bf16x16(scales + g * 16);
+    const __m512 scale = Vec::load_bf16(scales + g * 16);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const __m512 xscale = _mm512_set1_ps(xs[r * groups + g]);
@@ -67,9 +63,9 @@ void tile(float* c, long ldc, const std::uint8_t* xu, const float* xs, long Kp, 
                                acc[r]);
     }
   }
-  const __mmask16 mask = tail_mask(std::min<long>(16, valid));
+  const __mmask16 mask = Vec::tail(std::min<long>(16, valid));
 #pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) finish(c + r * ldc, acc[r], bias, epilogue, mask);
+  for (int r = 0; r < MR; ++r) family::finish<Vec, true>(c + r * ldc, acc[r], bias, epilogue, mask);
 }
 
 }  // namespace

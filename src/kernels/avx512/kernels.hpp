@@ -10,14 +10,8 @@
 
 namespace kael::kernels::avx512 {
 
-GemmPanelsFn gemm_panels;
-GemmPanelsAtFn gemm_panels_at;
-DequantizeF16Fn dequantize_f16_panel;
-F16GemvFn f16_gemv;
 Int8GemmFn int8_gemm_vnni;
 AttendHeadFn attend_head;
-RowFn softmax;
-RowFn gelu_new;
 GeluBackwardFn gelu_backward;
 AdamWUpdateFn adamw_update;
 SumOfSquaresFn sum_of_squares;

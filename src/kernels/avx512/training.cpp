@@ -1,7 +1,8 @@
-// AVX-512 training kernels (training.hpp): GELU's backward on the vector exp of math.hpp, and
+// AVX-512 training kernels (training.hpp): GELU's backward on the vector exp of family/math.hpp, and
 // the AdamW update and sum of squares lane for lane as the portable loops (equal bits).
 #include "kernels/avx512/kernels.hpp"
-#include "kernels/avx512/math.hpp"
+#include "kernels/avx512/vec.hpp"
+#include "kernels/family/math.hpp"
 
 namespace kael::kernels::avx512 {
 namespace {
@@ -15,7 +16,7 @@ inline __m512 gelu_derivative16(__m512 x) {
   const __m512 x2 = _mm512_mul_ps(x, x);
   const __m512 u = _mm512_mul_ps(k, _mm512_fmadd_ps(_mm512_mul_ps(cubic, x2), x, x));
   const __m512 du = _mm512_mul_ps(k, _mm512_fmadd_ps(_mm512_set1_ps(3.0f * 0.044715f), x2, one));
-  const __m512 e = exp16(_mm512_mul_ps(_mm512_set1_ps(-2.0f), u));
+  const __m512 e = family::exp_clamped<Vec>(_mm512_mul_ps(_mm512_set1_ps(-2.0f), u));
   const __m512 s = _mm512_div_ps(one, _mm512_add_ps(one, e));
   const __m512 s_complement = _mm512_mul_ps(e, s);
   const __m512 slope = _mm512_mul_ps(_mm512_mul_ps(_mm512_set1_ps(2.0f), x), _mm512_mul_ps(du, s_complement));
@@ -42,21 +43,21 @@ inline void adamw16(float* param, float* m, float* v, const float* grad, const A
 
 void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n) {
   for (long i = 0; i < n; i += 16) {
-    const __mmask16 mask = tail_mask(n - i);
+    const __mmask16 mask = Vec::tail(n - i);
     const __m512 d = gelu_derivative16(_mm512_maskz_loadu_ps(mask, inp + i));
     _mm512_mask_storeu_ps(dinp + i, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, dout + i), d));
   }
 }
 
 void adamw_update(float* param, float* m, float* v, const float* grad, std::int64_t n, const AdamWScalars& s) {
-  for (long i = 0; i < n; i += 16) adamw16(param + i, m + i, v + i, grad + i, s, tail_mask(n - i));
+  for (long i = 0; i < n; i += 16) adamw16(param + i, m + i, v + i, grad + i, s, Vec::tail(n - i));
 }
 
 double sum_of_squares(const float* x, std::int64_t n) {
   // Lanes 0-7 and 8-15 of the portable loop's 16.
   __m512d low = _mm512_setzero_pd(), high = _mm512_setzero_pd();
   for (long i = 0; i < n; i += 16) {
-    const __m512 v = _mm512_maskz_loadu_ps(tail_mask(n - i), x + i);
+    const __m512 v = _mm512_maskz_loadu_ps(Vec::tail(n - i), x + i);
     const __m512d a = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
     const __m512d b = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
     low = _mm512_fmadd_pd(a, a, low);

@@ -9,15 +9,9 @@
 
 namespace kael::kernels::neon {
 
-GemmPanelsFn gemm_panels;
-GemmNtFn gemm_nt;
-DequantizeF16Fn dequantize_f16_panel;
-F16GemvFn f16_gemv;
 // The int8 GEMM with widening multiplies (smull + sadalp: any ARMv8-A CPU), and with SDOT
 // (int8_dotprod.cpp, ARMv8.2-A dot product: only where CpuFeatures::dotprod). Equal bits.
 Int8GemmFn int8_gemm;
 Int8GemmFn int8_gemm_sdot;
-RowFn softmax;
-RowFn gelu_new;
 
 }  // namespace kael::kernels::neon

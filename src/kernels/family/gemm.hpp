@@ -1,0 +1,447 @@
+// The F32 GEMM over the 16-column panels of gemm.hpp (the KernelTable entries gemm_panels,
+// gemm_panels_at and gemm_nt) and the F16 GEMV and panel conversion of quant.hpp (f16_gemv,
+// dequantize_f16_panel: the same tile, loading F16 panel rows), written once against a target's vector traits V and compiled in
+// that target's units. One panel row is 16 / V::kLanes vectors (1 zmm, 2 ymm, 4 q registers).
+// The micro-kernel (tile) keeps an MR x (16 NP) block of outputs in registers while it walks
+// k: per k it loads NP panel rows and broadcasts one input per row, MR * NP * 16 / kLanes FMAs.
+// Shapes:
+//   MR <= V::kTileRows, NP = V::kTilePanels: the prefill tile, FMA-bound (12 x 2 panels on
+//     AVX-512's 32 zmm, 6 x 1 on AVX2's 16 ymm and on NEON, whose q registers hold 4 floats);
+//   MR = 1 or 2 with up to 4 panels (decode_panels): as many FMA chains and panel streams as
+//     half the registers hold (decode, bound by reading the weights).
+// Where the target's traits ask for it (kBlockForCaches), prefill is blocked for the caches
+// (blocked() below): rows in blocks whose inputs stay in L2
+// while every panel group of the thread's share passes over them, k in blocks whose panel rows
+// stay in L1 while every row tile of the row block passes over them. Each row block's inputs
+// are first copied into tiles (pack_tiles): a k's broadcasts then read contiguous bytes through
+// one pointer, where 12 rows lda apart need 12 pointers, 12 prefetch streams, and at K = 3072
+// (12 KiB rows) fall in one L1 set. What these choices measured: docs/performance.md, "The F32
+// prefill: changes and what bounds it".
+// Every output is a single FMA chain over k in order, then + bias, whatever MR, NP, the
+// blocking, the thread split or the target (a k-block resumes from the previous block's sums):
+// equal bits on every set, and for any row count.
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/aligned_vector.hpp"
+#include "kernels/family/math.hpp"
+
+namespace kael::kernels::family {
+
+// The k-block: 2 panels x 256 rows = 32 KiB of weights, in L1 (48 KiB on Golden Cove, 32 on
+// Zen 4) beside a tile's 12 input rows of it (12 KiB).
+constexpr long kKc = 256;
+// Panels from which blocked() copies its inputs into tiles (pack_tiles).
+constexpr long kPackPanels = 8;
+// A tile row's floats in `partial` (at most 2 panels of 16).
+constexpr long kPartialLd = 32;
+
+// Inputs per row block (rows x K floats): three quarters of L2 (2 MiB on Golden Cove, 1 MiB on
+// Zen 4), the rest for the weights streaming through. Each row block is one pass over the
+// weights from memory, so blocks as large as L2 allows (docs/performance.md, "The measurements
+// behind the code's constants").
+template <class V>
+long row_block_bytes() {
+  static const long bytes = [] {
+    const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);  // 0 or -1 where unknown
+    return l2 >= (256L << 10) ? l2 / 4 * 3 : 1L << 20;
+  }();
+  return bytes;
+}
+
+// The panels a decode tile of `rows` rows reads at once: the most of 4, 2, 1 whose accumulators
+// fill at most half the registers.
+template <class V>
+constexpr int decode_panels(int rows) {
+  constexpr int per_row = 16 / V::kLanes;
+  for (int np = 4; np > 1; np /= 2)
+    if (rows * np * per_row <= V::kRegisters / 2) return np;
+  return 1;
+}
+
+// Where a tile's k range sits in its chain over k. A product with K above kKc runs in k-blocks:
+// the sums of a block wait in `partial` (a tile's rows kPartialLd floats apart) and the next
+// block starts from them, so each output is still one FMA chain over k in order (a float stored
+// and loaded back is the same float) and the bias and epilogue come once, after the last block.
+struct Chain {
+  float* partial = nullptr;  // null: one block covers all of k
+  bool resume = false;       // start from `partial` instead of zero
+  bool last = true;          // finish into c; otherwise store the sums to `partial`
+};
+
+// Which k a tile prefetches `next` at: k % (mask + 1) == phase, so that tiles sharing a panel
+// group each pull a share of it.
+struct Spread {
+  long mask = 0;   // tiles sharing the prefetch, less one (a power of two less one)
+  long phase = 0;  // this tile's share
+};
+
+// The panel row vector at p: F32 weights, or F16 ones converted exactly (V::load_f16).
+template <class V>
+typename V::F load_weights(const float* p) {
+  return V::load(p);
+}
+template <class V>
+typename V::F load_weights(const std::uint16_t* p) {
+  return V::load_f16(p);
+}
+
+// c (MR, 16 NP) for panels b, b + panel_stride, ... of F32 weights, or of F16 ones (W =
+// std::uint16_t: converted in registers, so the same chain and the same bits as the F32 panels
+// they convert to); `w` valid columns (MASKED, F32 only: NP = 1 and w < 16; tail loads never
+// touch memory past them). Input (r, k) is a[r * lda + k], or with
+// PACKED a[k * MR + r] (pack_tiles: the MR broadcasts of a k are one contiguous read). `next`,
+// when not null, is a panel group of the same shape to pull towards the cache meanwhile, one
+// 64-byte panel row per panel at each k of this tile's spread.
+template <class V, int MR, int NP, bool MASKED, bool PACKED = false, class W = float>
+void tile(float* c, long ldc, const float* a, long lda, const W* b, long ldb, long panel_stride, long K,
+          const float* bias, Epilogue epilogue, long w, const W* next, Chain chain = {}, Spread spread = {}) {
+  static_assert(!MASKED || (NP == 1 && sizeof(W) == 4));
+  using F = typename V::F;
+  constexpr int L = V::kLanes, kRow = NP * 16 / L, kAcc = MR * kRow;
+  // A flat array with fully unrolled loops: GCC keeps it in registers (a nested array it
+  // spilled to the stack on every k).
+  F acc[kAcc];
+  // (`partial` is tested too: resume and !last imply it, and a default Chain's null lets the
+  // compiler drop these branches outright, where GCC 12 with -fsanitize otherwise warns that a
+  // load from the null `partial` is out of bounds.)
+  if (chain.resume && chain.partial != nullptr) {
+#pragma GCC unroll 32
+    for (int i = 0; i < kAcc; ++i) acc[i] = V::load(chain.partial + (i / kRow) * kPartialLd + L * (i % kRow));
+  } else {
+#pragma GCC unroll 32
+    for (int i = 0; i < kAcc; ++i) acc[i] = V::zero();
+  }
+  typename V::Tail tails[kRow];
+#pragma GCC unroll 4
+  for (int j = 0; j < kRow; ++j) tails[j] = tail_from<V>(MASKED ? w : 16 * NP, L * j);
+  for (long k = 0; k < K; ++k) {
+    F row[kRow];
+#pragma GCC unroll 4
+    for (int p = 0; p < NP; ++p) {
+      const W* bk = b + p * panel_stride + k * ldb;
+#pragma GCC unroll 4
+      for (int j = 0; j < 16 / L; ++j) {
+        if constexpr (MASKED)
+          row[p * 16 / L + j] = V::load(bk + L * j, tails[j]);
+        else
+          row[p * 16 / L + j] = load_weights<V>(bk + L * j);
+      }
+      if (next != nullptr && (k & spread.mask) == spread.phase)
+        V::prefetch(reinterpret_cast<const float*>(next + p * panel_stride + k * ldb));
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+      const F x = V::set1(PACKED ? a[k * MR + r] : a[r * lda + k]);
+#pragma GCC unroll 16
+      for (int i = 0; i < kRow; ++i) acc[r * kRow + i] = V::fma(x, row[i], acc[r * kRow + i]);
+    }
+  }
+  if (!chain.last && chain.partial != nullptr) {
+#pragma GCC unroll 32
+    for (int i = 0; i < kAcc; ++i) V::store(chain.partial + (i / kRow) * kPartialLd + L * (i % kRow), acc[i]);
+    return;
+  }
+#pragma GCC unroll 32
+  for (int i = 0; i < kAcc; ++i) {
+    const int r = i / kRow, col = L * (i % kRow);
+    if (MASKED && col >= w) continue;
+    finish<V, MASKED>(c + r * ldc + col, acc[i], bias ? bias + col : nullptr, epilogue, tails[i % kRow]);
+  }
+}
+
+// A tile of h < V::kTileRows rows (h known only at run time): the tile of that height.
+template <class V, int NP, bool MASKED, bool PACKED, int H = V::kTileRows - 1, class... Args>
+void short_tile(long h, Args... args) {
+  if constexpr (H > 0) {
+    if (h == H) return tile<V, H, NP, MASKED, PACKED>(args...);
+    short_tile<V, NP, MASKED, PACKED, H - 1>(h, args...);
+  }
+}
+
+// Rows [0, M) against one panel group over k [k0, k0 + K), in tiles of up to kTileRows rows; the
+// first (up to) 8 full tiles also prefetch `next`, each a share of its rows (without
+// V::kBlockForCaches the first tile all of them), or with no full tile the one short tile. chain.partial, if any, holds M rows. PACKED: `a` holds the M
+// rows as pack_tiles lays them out, lda = their full K. (Shares, not one tile prefetching all
+// of `next`: docs/performance.md, "The F32 prefill: changes and what bounds it".)
+template <class V, int NP, bool MASKED, bool PACKED = false>
+void rows_of(float* c, long ldc, const float* a, long lda, long k0, const float* b, long ldb, long panel_stride,
+             long M, long K, const float* bias, Epilogue epilogue, long w, const float* next, Chain chain = {}) {
+  constexpr long kRows = V::kTileRows;
+  const auto at_row = [&](long r) {
+    Chain part = chain;
+    if (part.partial != nullptr) part.partial += r * kPartialLd;
+    return part;
+  };
+  // A tile of h rows from row r: its (K, h) block in the packed form, rows lda apart otherwise.
+  const auto input = [&](long r, long h) { return PACKED ? a + r * lda + k0 * h : a + r * lda + k0; };
+  const long full_tiles = M / kRows;
+  const long sharing = !V::kBlockForCaches ? 1 : full_tiles >= 8 ? 8 : full_tiles >= 4 ? 4 : full_tiles >= 2 ? 2 : 1;
+  long r = 0;
+  for (long j = 0; j < full_tiles; ++j, r += kRows)
+    tile<V, kRows, NP, MASKED, PACKED>(c + r * ldc, ldc, input(r, kRows), lda, b, ldb, panel_stride, K, bias,
+                                       epilogue, w, j < sharing ? next : nullptr, at_row(r), Spread{sharing - 1, j});
+  if (full_tiles > 0) next = nullptr;
+  const long h = M - r;
+  short_tile<V, NP, MASKED, PACKED>(h, c + r * ldc, ldc, input(r, h), lda, b, ldb, panel_stride, K, bias, epilogue,
+                                    w, next, at_row(r), Spread{});
+}
+
+// dst = rows [0, M) of a (K columns, rows lda apart) in tiles of kTileRows rows (the last one has
+// h = the rest), tile i being (K, h) from dst + i * kTileRows * K: what a PACKED tile reads.
+// Full tiles go 4 rows x 4 k at a time through V's 4x4 transposition (a scalar copy took about
+// 2% of a one-thread prefill, and each thread packs the whole block).
+template <class V>
+void pack_tiles(float* dst, const float* a, long lda, long M, long K) {
+  constexpr long kRows = V::kTileRows;
+  for (long r0 = 0; r0 < M; r0 += kRows) {
+    const long h = std::min<long>(kRows, M - r0);
+    float* t = dst + r0 * K;
+    const float* ar = a + r0 * lda;
+    long k = 0;
+    if (h == kRows)
+      for (; k + 4 <= K; k += 4) {
+        long g = 0;
+        for (; g + 4 <= kRows; g += 4) V::transpose4(t + k * kRows + g, kRows, ar + g * lda + k, lda);
+        for (; g < kRows; ++g)
+          for (long i = 0; i < 4; ++i) t[(k + i) * kRows + g] = ar[g * lda + k + i];
+      }
+    for (; k < K; ++k)
+      for (long r = 0; r < h; ++r) t[k * h + r] = ar[r * lda + k];
+  }
+}
+
+// As pack_tiles, from a transposed a: input (r, k) at a[k * lda + r] (GemmPanelsAtFn). A tile's k
+// is then h contiguous floats, so the tiles need no transposing (where kernels::gemm's rows copy
+// of X^T and pack_tiles' transpose back took about a fifth of a dW product).
+template <class V>
+void pack_tiles_transposed(float* dst, const float* a, long lda, long M, long K) {
+  constexpr long kRows = V::kTileRows;
+  for (long r0 = 0; r0 < M; r0 += kRows) {
+    const long h = std::min<long>(kRows, M - r0);
+    float* t = dst + r0 * K;
+    for (long k = 0; k < K; ++k) std::copy_n(a + k * lda + r0, h, t + k * h);
+  }
+}
+
+// Decode: one or two rows, decode_panels panels per pass so that enough loads are in flight,
+// each pass prefetching the next one's panels where V::kBlockForCaches.
+template <class V>
+void skinny(float* c, long ldc, const float* a, long lda, const float* b, long ldb, long panel_stride, long M,
+            long K, const float* bias, Epilogue epilogue, long full_panels) {
+  const auto bias_at = [&](long p) { return bias ? bias + 16 * p : nullptr; };
+  constexpr long one = decode_panels<V>(1), two = decode_panels<V>(2);
+  const long group = M == 2 ? two : one;
+  long p = 0;
+  for (; p + group <= full_panels; p += group) {
+    const float* next = V::kBlockForCaches && p + 2 * group <= full_panels ? b + (p + group) * panel_stride : nullptr;
+    if (M == 2)
+      tile<V, 2, two, false>(c + 16 * p, ldc, a, lda, b + p * panel_stride, ldb, panel_stride, K, bias_at(p),
+                             epilogue, 16, next);
+    else
+      tile<V, 1, one, false>(c + 16 * p, ldc, a, lda, b + p * panel_stride, ldb, panel_stride, K, bias_at(p),
+                             epilogue, 16, next);
+  }
+  for (; p < full_panels; ++p)
+    rows_of<V, 1, false>(c + 16 * p, ldc, a, lda, 0, b + p * panel_stride, ldb, panel_stride, M, K, bias_at(p),
+                         epilogue, 16, nullptr);
+}
+
+// Full panels, three or more rows. Loop order, outermost first: row blocks whose inputs
+// (rows x K) stay in L2 while every panel group of the thread's share passes over them; panel
+// groups of kTilePanels; k-blocks of kKc, whose panel rows stay in L1 while every row tile of
+// the block passes over them; row tiles. Without V::kBlockForCaches, one k-block and no packed
+// tiles (each tile reads its rows in place). a_transposed: input (r, k) at a[k * lda + r],
+// always packed.
+template <class V>
+void blocked(float* c, long ldc, const float* a, long lda, const float* b, long ldb, long panel_stride, long M,
+             long K, const float* bias, Epilogue epilogue, long full_panels, bool a_transposed) {
+  constexpr long kRows = V::kTileRows, kGroup = V::kTilePanels;
+  // As few row blocks as fit (each one streams all the thread's weights again), of equal size in
+  // whole tiles: 256 rows at K = 3072 with 2 MiB of L2 are 96 + 96 + 64, not 120 + 120 + 16.
+  const long most = std::max<long>(kRows, row_block_bytes<V>() / (4 * std::max<long>(1, K)) / kRows * kRows);
+  const long blocks = (M + most - 1) / most;
+  const long block = ((M + blocks - 1) / blocks + kRows - 1) / kRows * kRows;
+  const bool split = V::kBlockForCaches && K > kKc;
+  const long k_block = split ? kKc : std::max<long>(K, 1);
+  // Copying the inputs costs about one panel's worth of multiply-adds: worth it for the
+  // model's products (24 or more panels per thread), not for attention's P V (4 panels).
+  const bool pack = (V::kBlockForCaches && full_panels >= kPackPanels) || a_transposed;
+  thread_local AlignedVector<float> partial, tiles;  // on cache lines: partial's rows are vector loads
+  if (split && partial.size() < static_cast<std::size_t>(block * kPartialLd))
+    partial.resize(static_cast<std::size_t>(block * kPartialLd));
+  if (pack && tiles.size() < static_cast<std::size_t>(block * K)) tiles.resize(static_cast<std::size_t>(block * K));
+  const auto bias_at = [&](long p) { return bias ? bias + 16 * p : nullptr; };
+  for (long r0 = 0; r0 < M; r0 += block) {
+    const long rows = std::min<long>(block, M - r0);
+    float* cb = c + r0 * ldc;
+    const float* ab = a + r0 * lda;  // (unused when a_transposed: pack is set)
+    if (a_transposed)
+      pack_tiles_transposed<V>(tiles.data(), a + r0, lda, rows, K);
+    else if (pack)
+      pack_tiles<V>(tiles.data(), ab, lda, rows, K);
+    for (long p = 0; p < full_panels; p += kGroup) {
+      const bool whole = p + kGroup <= full_panels;
+      for (long k0 = 0; k0 == 0 || k0 < K; k0 += k_block) {  // K = 0 too: the outputs are the bias
+        const long kc = std::min(k_block, K - k0);
+        const Chain chain{split ? partial.data() : nullptr, k0 > 0, k0 + kc == K};
+        const float* bk = b + p * panel_stride + k0 * ldb;
+        const float* next = k0 + kc < K                      ? bk + kc * ldb
+                            : p + 2 * kGroup <= full_panels ? b + (p + kGroup) * panel_stride
+                                                             : nullptr;
+        float* cp = cb + 16 * p;
+        if (whole && pack)
+          rows_of<V, kGroup, false, true>(cp, ldc, tiles.data(), K, k0, bk, ldb, panel_stride, rows, kc, bias_at(p),
+                                          epilogue, 16, next, chain);
+        else if (whole)
+          rows_of<V, kGroup, false>(cp, ldc, ab, lda, k0, bk, ldb, panel_stride, rows, kc, bias_at(p), epilogue, 16,
+                                    next, chain);
+        else if (pack)
+          rows_of<V, 1, false, true>(cp, ldc, tiles.data(), K, k0, bk, ldb, panel_stride, rows, kc, bias_at(p),
+                                     epilogue, 16, nullptr, chain);
+        else
+          rows_of<V, 1, false>(cp, ldc, ab, lda, k0, bk, ldb, panel_stride, rows, kc, bias_at(p), epilogue, 16,
+                               nullptr, chain);
+      }
+    }
+  }
+}
+
+// The GemmPanelsFn entry.
+template <class V>
+void gemm_panels(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+                 std::int64_t panel_stride, bool packed, std::int64_t M, std::int64_t N, std::int64_t K,
+                 const float* bias, Epilogue epilogue) {
+  if (M <= 0 || N <= 0) return;
+  const long full_panels = N / 16, w = N % 16;
+  if (M <= 2)
+    skinny<V>(c, ldc, a, lda, b, ldb, panel_stride, M, K, bias, epilogue, full_panels);
+  else
+    blocked<V>(c, ldc, a, lda, b, ldb, panel_stride, M, K, bias, epilogue, full_panels, false);
+  if (w > 0) {
+    const long p = full_panels;
+    rows_of<V, 1, true>(c + 16 * p, ldc, a, lda, 0, b + p * panel_stride, packed ? w : ldb, panel_stride, M, K,
+                        bias ? bias + 16 * p : nullptr, epilogue, w, nullptr);
+  }
+}
+
+// The GemmPanelsAtFn entry (M >= 3, N a multiple of 16).
+template <class V>
+void gemm_panels_at(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const float* b,
+                    std::int64_t ldb, std::int64_t panel_stride, bool /*packed*/, std::int64_t M, std::int64_t N,
+                    std::int64_t K, const float* bias, Epilogue epilogue) {
+  if (M <= 0 || N <= 0) return;
+  blocked<V>(c, ldc, a, lda, b, ldb, panel_stride, M, K, bias, epilogue, N / 16, /*a_transposed=*/true);
+}
+
+// The F16GemvFn entry (decode, M <= 2 in use): full F16 panels (16 K elements each) converted
+// in registers, decode_panels panels per pass (V::kF16TwoRowPanels for two rows); equal bits to
+// dequantize_f16_panel + gemm_panels.
+template <class V>
+void f16_gemv(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const std::uint16_t* b, std::int64_t M,
+              std::int64_t panels, std::int64_t K, const float* bias, Epilogue epilogue) {
+  const auto rows = [&](auto mr, long r) {
+    constexpr int MR = decltype(mr)::value, NP = MR == 2 ? V::kF16TwoRowPanels : decode_panels<V>(MR);
+    const auto at = [&](long p) { return b + p * 16 * K; };
+    const auto bias_at = [&](long p) { return bias ? bias + 16 * p : nullptr; };
+    float* cr = c + r * ldc;
+    const float* ar = a + r * lda;
+    long p = 0;
+    for (; p + NP <= panels; p += NP)
+      tile<V, MR, NP, false>(cr + 16 * p, ldc, ar, lda, at(p), 16, 16 * K, K, bias_at(p), epilogue, 16,
+                             static_cast<const std::uint16_t*>(nullptr));
+    for (; p < panels; ++p)
+      tile<V, MR, 1, false>(cr + 16 * p, ldc, ar, lda, at(p), 16, 16 * K, K, bias_at(p), epilogue, 16,
+                            static_cast<const std::uint16_t*>(nullptr));
+  };
+  for (std::int64_t r = 0; r < M; r += 2) {
+    if (M - r >= 2)
+      rows(std::integral_constant<int, 2>{}, r);
+    else
+      rows(std::integral_constant<int, 1>{}, r);
+  }
+}
+
+// The DequantizeF16Fn entry: dst (K, w) F32 = the F16 panel (K, w), exactly.
+template <class V>
+void dequantize_f16_panel(float* dst, const std::uint16_t* h, std::int64_t K, std::int64_t w) {
+  constexpr long L = V::kLanes;
+  const std::int64_t n = K * w;
+  std::int64_t i = 0;
+  for (; i + L <= n; i += L) V::store(dst + i, V::load_f16(h + i));
+  if (i < n) {  // the ragged end through a zero-padded copy: h may end there
+    std::uint16_t tail[L] = {};
+    std::copy_n(h + i, n - i, tail);
+    V::store(dst + i, V::load_f16(tail), V::tail(n - i));
+  }
+}
+
+// One MR x NR block of gemm_nt's dot products: a rows against b rows, a vector of k per pair,
+// the ragged end of K through tail loads, each pair's lanes added by V::hsum.
+template <class V, int MR, int NR>
+void nt_tile(float* out, long ldo, const float* a, long lda, const float* b, long ldb, long K, float scale) {
+  using F = typename V::F;
+  constexpr long L = V::kLanes;
+  F acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
+  const auto step = [&](long k, auto load) {
+    F bv[NR];
+    for (int j = 0; j < NR; ++j) bv[j] = load(b + j * ldb + k);
+    for (int i = 0; i < MR; ++i) {
+      const F av = load(a + i * lda + k);
+      for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(av, bv[j], acc[i][j]);
+    }
+  };
+  long k = 0;
+  for (; k + L <= K; k += L) step(k, [](const float* p) { return V::load(p); });
+  if (k < K) {
+    const auto tail = V::tail(K - k);
+    step(k, [tail](const float* p) { return V::load(p, tail); });
+  }
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) out[i * ldo + j] = V::hsum(acc[i][j]) * scale;
+}
+
+// nt_tile<MR, NR> for NR = n < 4 known only at run time.
+template <class V, int MR, int NR = 3, class... Args>
+void nt_short(long n, Args... args) {
+  if constexpr (NR > 0) {
+    if (n == NR) return nt_tile<V, MR, NR>(args...);
+    nt_short<V, MR, NR - 1>(n, args...);
+  }
+}
+
+template <class V, int MR>
+void nt_rows(float* out, long ldo, const float* a, long lda, const float* b, long ldb, long N, long K, float scale) {
+  long j = 0;
+  for (; j + 4 <= N; j += 4) nt_tile<V, MR, 4>(out + j, ldo, a, lda, b + j * ldb, ldb, K, scale);
+  nt_short<V, MR>(N - j, out + j, ldo, a, lda, b + j * ldb, ldb, K, scale);
+}
+
+template <class V, int MR = V::kNtRows>
+void nt_rows_short(long m, float* out, long ldo, const float* a, long lda, const float* b, long ldb, long N, long K,
+                   float scale) {
+  if constexpr (MR > 0) {
+    if (m == MR) return nt_rows<V, MR>(out, ldo, a, lda, b, ldb, N, K, scale);
+    nt_rows_short<V, MR - 1>(m, out, ldo, a, lda, b, ldb, N, K, scale);
+  }
+}
+
+// The GemmNtFn entry: rows of a in V::kNtRows.
+template <class V>
+void gemm_nt(float* out, std::int64_t ldo, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+             std::int64_t M, std::int64_t N, std::int64_t K, float scale) {
+  constexpr long kRows = V::kNtRows;
+  long i = 0;
+  for (; i + kRows <= M; i += kRows)
+    nt_rows<V, kRows>(out + i * ldo, ldo, a + i * lda, lda, b, ldb, N, K, scale);
+  if (i < M) nt_rows_short<V, kRows - 1>(M - i, out + i * ldo, ldo, a + i * lda, lda, b, ldb, N, K, scale);
+}
+
+}  // namespace kael::kernels::family
