@@ -99,7 +99,7 @@ template <class F>
 void for_each_entry(const KernelTable& t, F visit) {
 #define KAEL_ENTRY(name) visit(#name, reinterpret_cast<const void*>(t.name))
   KAEL_ENTRY(gemm_panels); KAEL_ENTRY(gemm_panels_at); KAEL_ENTRY(gemm_nt); KAEL_ENTRY(dequantize_f16_panel);
-  KAEL_ENTRY(f16_gemv); KAEL_ENTRY(quantize_rows); KAEL_ENTRY(int8_gemm); KAEL_ENTRY(attend_head);
+  KAEL_ENTRY(f16_gemm); KAEL_ENTRY(quantize_rows); KAEL_ENTRY(int8_gemm); KAEL_ENTRY(attend_head);
   KAEL_ENTRY(softmax); KAEL_ENTRY(gelu_new); KAEL_ENTRY(exp); KAEL_ENTRY(sigmoid); KAEL_ENTRY(tanh);
   KAEL_ENTRY(sum); KAEL_ENTRY(layernorm_row); KAEL_ENTRY(gelu_backward); KAEL_ENTRY(adamw_update);
   KAEL_ENTRY(sum_of_squares); KAEL_ENTRY(bf16_pack_rows); KAEL_ENTRY(bf16_pack_panels);

@@ -43,9 +43,9 @@ using GemmNtFn = void(float* out, std::int64_t ldo, const float* a, std::int64_t
                       std::int64_t ldb, std::int64_t M, std::int64_t N, std::int64_t K, float scale);
 // F16 weights (quant.hpp). dst (K, w) F32 = one F16 panel (K, w).
 using DequantizeF16Fn = void(float* dst, const std::uint16_t* panel, std::int64_t K, std::int64_t w);
-// Decode (M <= 2): c (M, 16 panels; ldc) = epilogue(a (M, K; lda) @ `panels` full F16 panels at
-// b + bias), converting in registers; equal bits to DequantizeF16Fn + GemmPanelsFn.
-using F16GemvFn = void(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const std::uint16_t* b,
+// c (M, 16 panels; ldc) = epilogue(a (M, K; lda) @ `panels` full F16 panels at b + bias), any M,
+// converting in registers; equal bits to DequantizeF16Fn + GemmPanelsFn.
+using F16GemmFn = void(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const std::uint16_t* b,
                        std::int64_t M, std::int64_t panels, std::int64_t K, const float* bias, Epilogue epilogue);
 // int8 (int8.hpp): the activation quantizer, equal bits on every set, and the GEMM over panels
 // [0, panels) of w, at most n_valid columns (the matrix's N, counted from panel 0).
@@ -108,7 +108,11 @@ struct KernelTable {
   GemmPanelsAtFn* gemm_panels_at = nullptr;  // null: kernels::gemm copies a transposed A into rows
   GemmNtFn* gemm_nt = nullptr;
   DequantizeF16Fn* dequantize_f16_panel = nullptr;
-  F16GemvFn* f16_gemv = nullptr;  // null: linear_matrix dequantizes instead
+  F16GemmFn* f16_gemm = nullptr;  // null: linear_matrix dequantizes instead
+  // The most rows f16_gemm is used for: where the set's tiles convert each weight once per tile
+  // and do not block for the caches, more rows than one tile covers would convert every weight
+  // again for each tile, and linear_matrix's dequantized panels are faster.
+  std::int64_t f16_gemm_rows = 0;
   QuantizeRowsFn* quantize_rows = nullptr;
   Int8GemmFn* int8_gemm = nullptr;
   AttendHeadFn* attend_head = nullptr;  // null: attention.cpp's two products per head

@@ -73,7 +73,7 @@ void fill(KernelTable& table) {
   table.gemm_panels = gemm_panels;
   table.gemm_nt = gemm_nt;
   table.dequantize_f16_panel = dequantize_f16_panel;
-  table.f16_gemv = nullptr;
+  table.f16_gemm = nullptr;
   table.quantize_rows = quantize_rows;
   table.int8_gemm = int8_gemm;
   table.softmax = softmax;

@@ -65,11 +65,11 @@ void linear_matrix(float* out, const float* inp, const PackedMatrix& w, const fl
     thread_local std::vector<float> scratch;
     scratch.resize(static_cast<std::size_t>(group * kPanel * K));
     std::int64_t p = first;
-    if (kt.f16_gemv != nullptr && T <= 2) {  // decode: full panels straight from the F16 weights
+    if (kt.f16_gemm != nullptr && T <= kt.f16_gemm_rows) {  // full panels straight from the F16 weights
       const std::int64_t full = std::min(last, N / kPanel) - first;
       if (full > 0) {
         const std::int64_t col = first * kPanel;
-        kt.f16_gemv(out + col, N, inp, K, h + col * K, T, full, K, bias ? bias + col : nullptr, epilogue);
+        kt.f16_gemm(out + col, N, inp, K, h + col * K, T, full, K, bias ? bias + col : nullptr, epilogue);
         p += full;
       }
     }

@@ -3,10 +3,11 @@
 // last panel's rows its width apart), or int8 with per-group scales in the layout of int8.hpp
 // (int8 activations too: integer dot products). linear_matrix takes any of them.
 //
-// F16 kernel design: decode (1-2 rows) converts a vector of weights at a time in registers and
-// feeds the FMAs directly (KernelTable::f16_gemv, where the set has one); longer inputs dequantize a few panels at a time
-// into an F32 scratch block that stays in L2 and run the F32 micro-kernels of gemm.hpp on it,
-// bias and epilogue included. Both compute y = sum_k a[k] * float(h[k][n]) + bias[n] as one
+// F16 kernel design: the full panels go through KernelTable::f16_gemm where the set has one (and
+// for up to f16_gemm_rows rows), whose tiles convert a vector of weights at a time in registers and
+// feed the FMAs directly (the F32 GEMM's tiles and blocking, reading F16 panel rows); the ragged
+// last panel, and the other cases, are dequantized into an F32 scratch block that stays
+// in L2 and run through the F32 micro-kernels of gemm.hpp, bias and epilogue included. Both compute y = sum_k a[k] * float(h[k][n]) + bias[n] as one
 // ordered FMA chain per output whatever T, the path or the thread count, as linear_packed does.
 #pragma once
 

@@ -4,6 +4,8 @@
 // would add its lanes in another order, and it has not been measured.)
 #pragma once
 
+#include <cstdint>
+
 #include "kernels/family/gemm.hpp"
 #include "kernels/family/rows.hpp"
 #include "kernels/kernel_table.hpp"
@@ -15,7 +17,8 @@ void fill_families(KernelTable& table) {
   table.gemm_panels = gemm_panels<V>;
   table.gemm_panels_at = gemm_panels_at<V>;
   table.dequantize_f16_panel = dequantize_f16_panel<V>;
-  table.f16_gemv = f16_gemv<V>;
+  table.f16_gemm = f16_gemm<V>;
+  table.f16_gemm_rows = V::kBlockForCaches ? INT64_MAX : V::kTileRows;
   table.softmax = softmax_row<V>;
   table.gelu_new = gelu_row<V>;
   table.exp = exp_row<V>;

@@ -1,6 +1,6 @@
 // The F32 GEMM over the 16-column panels of gemm.hpp (the KernelTable entries gemm_panels,
-// gemm_panels_at and gemm_nt) and the F16 GEMV and panel conversion of quant.hpp (f16_gemv,
-// dequantize_f16_panel: the same tile, loading F16 panel rows), written once against a target's vector traits V and compiled in
+// gemm_panels_at and gemm_nt) and the F16 product and panel conversion of quant.hpp (f16_gemm,
+// dequantize_f16_panel: the same tiles, loading F16 panel rows), written once against a target's vector traits V and compiled in
 // that target's units. One panel row is 16 / V::kLanes vectors (1 zmm, 2 ymm, 4 q registers).
 // The micro-kernel (tile) keeps an MR x (16 NP) block of outputs in registers while it walks
 // k: per k it loads NP panel rows and broadcasts one input per row, MR * NP * 16 / kLanes FMAs.
@@ -169,9 +169,9 @@ void short_tile(long h, Args... args) {
 // V::kBlockForCaches the first tile all of them), or with no full tile the one short tile. chain.partial, if any, holds M rows. PACKED: `a` holds the M
 // rows as pack_tiles lays them out, lda = their full K. (Shares, not one tile prefetching all
 // of `next`: docs/performance.md, "The F32 prefill: changes and what bounds it".)
-template <class V, int NP, bool MASKED, bool PACKED = false>
-void rows_of(float* c, long ldc, const float* a, long lda, long k0, const float* b, long ldb, long panel_stride,
-             long M, long K, const float* bias, Epilogue epilogue, long w, const float* next, Chain chain = {}) {
+template <class V, int NP, bool MASKED, bool PACKED = false, class W = float>
+void rows_of(float* c, long ldc, const float* a, long lda, long k0, const W* b, long ldb, long panel_stride,
+             long M, long K, const float* bias, Epilogue epilogue, long w, const W* next, Chain chain = {}) {
   constexpr long kRows = V::kTileRows;
   const auto at_row = [&](long r) {
     Chain part = chain;
@@ -231,15 +231,15 @@ void pack_tiles_transposed(float* dst, const float* a, long lda, long M, long K)
 
 // Decode: one or two rows, decode_panels panels per pass so that enough loads are in flight,
 // each pass prefetching the next one's panels where V::kBlockForCaches.
-template <class V>
-void skinny(float* c, long ldc, const float* a, long lda, const float* b, long ldb, long panel_stride, long M,
+template <class V, class W = float>
+void skinny(float* c, long ldc, const float* a, long lda, const W* b, long ldb, long panel_stride, long M,
             long K, const float* bias, Epilogue epilogue, long full_panels) {
   const auto bias_at = [&](long p) { return bias ? bias + 16 * p : nullptr; };
   constexpr long one = decode_panels<V>(1), two = decode_panels<V>(2);
   const long group = M == 2 ? two : one;
   long p = 0;
   for (; p + group <= full_panels; p += group) {
-    const float* next = V::kBlockForCaches && p + 2 * group <= full_panels ? b + (p + group) * panel_stride : nullptr;
+    const W* next = V::kBlockForCaches && p + 2 * group <= full_panels ? b + (p + group) * panel_stride : nullptr;
     if (M == 2)
       tile<V, 2, two, false>(c + 16 * p, ldc, a, lda, b + p * panel_stride, ldb, panel_stride, K, bias_at(p),
                              epilogue, 16, next);
@@ -248,8 +248,8 @@ void skinny(float* c, long ldc, const float* a, long lda, const float* b, long l
                              epilogue, 16, next);
   }
   for (; p < full_panels; ++p)
-    rows_of<V, 1, false>(c + 16 * p, ldc, a, lda, 0, b + p * panel_stride, ldb, panel_stride, M, K, bias_at(p),
-                         epilogue, 16, nullptr);
+    rows_of<V, 1, false, false, W>(c + 16 * p, ldc, a, lda, 0, b + p * panel_stride, ldb, panel_stride, M, K,
+                                   bias_at(p), epilogue, 16, nullptr);
 }
 
 // Full panels, three or more rows. Loop order, outermost first: row blocks whose inputs
@@ -258,8 +258,8 @@ void skinny(float* c, long ldc, const float* a, long lda, const float* b, long l
 // the block passes over them; row tiles. Without V::kBlockForCaches, one k-block and no packed
 // tiles (each tile reads its rows in place). a_transposed: input (r, k) at a[k * lda + r],
 // always packed.
-template <class V>
-void blocked(float* c, long ldc, const float* a, long lda, const float* b, long ldb, long panel_stride, long M,
+template <class V, class W = float>
+void blocked(float* c, long ldc, const float* a, long lda, const W* b, long ldb, long panel_stride, long M,
              long K, const float* bias, Epilogue epilogue, long full_panels, bool a_transposed) {
   constexpr long kRows = V::kTileRows, kGroup = V::kTilePanels;
   // As few row blocks as fit (each one streams all the thread's weights again), of equal size in
@@ -290,22 +290,22 @@ void blocked(float* c, long ldc, const float* a, long lda, const float* b, long 
       for (long k0 = 0; k0 == 0 || k0 < K; k0 += k_block) {  // K = 0 too: the outputs are the bias
         const long kc = std::min(k_block, K - k0);
         const Chain chain{split ? partial.data() : nullptr, k0 > 0, k0 + kc == K};
-        const float* bk = b + p * panel_stride + k0 * ldb;
-        const float* next = k0 + kc < K                      ? bk + kc * ldb
+        const W* bk = b + p * panel_stride + k0 * ldb;
+        const W* next = k0 + kc < K                      ? bk + kc * ldb
                             : p + 2 * kGroup <= full_panels ? b + (p + kGroup) * panel_stride
                                                              : nullptr;
         float* cp = cb + 16 * p;
         if (whole && pack)
-          rows_of<V, kGroup, false, true>(cp, ldc, tiles.data(), K, k0, bk, ldb, panel_stride, rows, kc, bias_at(p),
+          rows_of<V, kGroup, false, true, W>(cp, ldc, tiles.data(), K, k0, bk, ldb, panel_stride, rows, kc, bias_at(p),
                                           epilogue, 16, next, chain);
         else if (whole)
-          rows_of<V, kGroup, false>(cp, ldc, ab, lda, k0, bk, ldb, panel_stride, rows, kc, bias_at(p), epilogue, 16,
+          rows_of<V, kGroup, false, false, W>(cp, ldc, ab, lda, k0, bk, ldb, panel_stride, rows, kc, bias_at(p), epilogue, 16,
                                     next, chain);
         else if (pack)
-          rows_of<V, 1, false, true>(cp, ldc, tiles.data(), K, k0, bk, ldb, panel_stride, rows, kc, bias_at(p),
+          rows_of<V, 1, false, true, W>(cp, ldc, tiles.data(), K, k0, bk, ldb, panel_stride, rows, kc, bias_at(p),
                                      epilogue, 16, nullptr, chain);
         else
-          rows_of<V, 1, false>(cp, ldc, ab, lda, k0, bk, ldb, panel_stride, rows, kc, bias_at(p), epilogue, 16,
+          rows_of<V, 1, false, false, W>(cp, ldc, ab, lda, k0, bk, ldb, panel_stride, rows, kc, bias_at(p), epilogue, 16,
                                nullptr, chain);
       }
     }
@@ -325,8 +325,8 @@ void gemm_panels(float* c, std::int64_t ldc, const float* a, std::int64_t lda, c
     blocked<V>(c, ldc, a, lda, b, ldb, panel_stride, M, K, bias, epilogue, full_panels, false);
   if (w > 0) {
     const long p = full_panels;
-    rows_of<V, 1, true>(c + 16 * p, ldc, a, lda, 0, b + p * panel_stride, packed ? w : ldb, panel_stride, M, K,
-                        bias ? bias + 16 * p : nullptr, epilogue, w, nullptr);
+    rows_of<V, 1, true, false, float>(c + 16 * p, ldc, a, lda, 0, b + p * panel_stride, packed ? w : ldb,
+                                      panel_stride, M, K, bias ? bias + 16 * p : nullptr, epilogue, w, nullptr);
   }
 }
 
@@ -339,12 +339,14 @@ void gemm_panels_at(float* c, std::int64_t ldc, const float* a, std::int64_t lda
   blocked<V>(c, ldc, a, lda, b, ldb, panel_stride, M, K, bias, epilogue, N / 16, /*a_transposed=*/true);
 }
 
-// The F16GemvFn entry (decode, M <= 2 in use): full F16 panels (16 K elements each) converted
-// in registers, decode_panels panels per pass (V::kF16TwoRowPanels for two rows); equal bits to
-// dequantize_f16_panel + gemm_panels.
+// The F16GemmFn entry: full F16 panels (16 K elements each) converted in registers as the tiles
+// read them, so no F32 copy of the weights is written: 1-2 rows (decode) in passes of
+// decode_panels panels (V::kF16TwoRowPanels for two rows), more rows through blocked() as the F32
+// panels go. Equal bits to dequantize_f16_panel + gemm_panels.
 template <class V>
-void f16_gemv(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const std::uint16_t* b, std::int64_t M,
+void f16_gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const std::uint16_t* b, std::int64_t M,
               std::int64_t panels, std::int64_t K, const float* bias, Epilogue epilogue) {
+  if (M > 2) return blocked<V, std::uint16_t>(c, ldc, a, lda, b, 16, 16 * K, M, K, bias, epilogue, panels, false);
   const auto rows = [&](auto mr, long r) {
     constexpr int MR = decltype(mr)::value, NP = MR == 2 ? V::kF16TwoRowPanels : decode_panels<V>(MR);
     const auto at = [&](long p) { return b + p * 16 * K; };
@@ -359,12 +361,10 @@ void f16_gemv(float* c, std::int64_t ldc, const float* a, std::int64_t lda, cons
       tile<V, MR, 1, false>(cr + 16 * p, ldc, ar, lda, at(p), 16, 16 * K, K, bias_at(p), epilogue, 16,
                             static_cast<const std::uint16_t*>(nullptr));
   };
-  for (std::int64_t r = 0; r < M; r += 2) {
-    if (M - r >= 2)
-      rows(std::integral_constant<int, 2>{}, r);
-    else
-      rows(std::integral_constant<int, 1>{}, r);
-  }
+  if (M == 2)
+    rows(std::integral_constant<int, 2>{}, 0);
+  else if (M == 1)
+    rows(std::integral_constant<int, 1>{}, 0);
 }
 
 // The DequantizeF16Fn entry: dst (K, w) F32 = the F16 panel (K, w), exactly.
