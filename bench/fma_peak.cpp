@@ -93,7 +93,7 @@ constexpr double kFmaLatencyCycles = 4.0;
   return to_int(c[0]);
 
 template <class T>
-int first_lane(T v) {
+int first_lane(const T& v) {  // by reference: a zmm passed by value to a baseline function changes its ABI
   int first;
   std::memcpy(&first, &v, sizeof first);
   return first;
