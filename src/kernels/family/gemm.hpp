@@ -229,17 +229,21 @@ void pack_tiles_transposed(float* dst, const float* a, long lda, long M, long K)
   }
 }
 
-// Decode: one or two rows, decode_panels panels per pass so that enough loads are in flight,
-// each pass prefetching the next one's panels where V::kBlockForCaches.
+// Decode: one or two rows, decode_panels panels per pass so that enough loads are in flight
+// (F16 panels: V::kF16TwoRowPanels for two rows), each pass prefetching the next one's F32 panels
+// where V::kBlockForCaches (F16 decode never prefetched: with its 32-byte rows a prefetch a row
+// asks for each line twice, and no run here showed a gain beyond this VM's noise).
 template <class V, class W = float>
 void skinny(float* c, long ldc, const float* a, long lda, const W* b, long ldb, long panel_stride, long M,
             long K, const float* bias, Epilogue epilogue, long full_panels) {
   const auto bias_at = [&](long p) { return bias ? bias + 16 * p : nullptr; };
-  constexpr long one = decode_panels<V>(1), two = decode_panels<V>(2);
+  constexpr long one = decode_panels<V>(1);
+  constexpr long two = std::is_same_v<W, std::uint16_t> ? V::kF16TwoRowPanels : decode_panels<V>(2);
   const long group = M == 2 ? two : one;
   long p = 0;
   for (; p + group <= full_panels; p += group) {
-    const W* next = V::kBlockForCaches && p + 2 * group <= full_panels ? b + (p + group) * panel_stride : nullptr;
+    constexpr bool prefetch = V::kBlockForCaches && std::is_same_v<W, float>;
+    const W* next = prefetch && p + 2 * group <= full_panels ? b + (p + group) * panel_stride : nullptr;
     if (M == 2)
       tile<V, 2, two, false>(c + 16 * p, ldc, a, lda, b + p * panel_stride, ldb, panel_stride, K, bias_at(p),
                              epilogue, 16, next);
@@ -340,31 +344,14 @@ void gemm_panels_at(float* c, std::int64_t ldc, const float* a, std::int64_t lda
 }
 
 // The F16GemmFn entry: full F16 panels (16 K elements each) converted in registers as the tiles
-// read them, so no F32 copy of the weights is written: 1-2 rows (decode) in passes of
-// decode_panels panels (V::kF16TwoRowPanels for two rows), more rows through blocked() as the F32
-// panels go. Equal bits to dequantize_f16_panel + gemm_panels.
+// read them, so no F32 copy of the weights is written: 1-2 rows (decode) through skinny(), more
+// rows through blocked(), as the F32 panels go. Equal bits to dequantize_f16_panel + gemm_panels.
 template <class V>
 void f16_gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const std::uint16_t* b, std::int64_t M,
               std::int64_t panels, std::int64_t K, const float* bias, Epilogue epilogue) {
-  if (M > 2) return blocked<V, std::uint16_t>(c, ldc, a, lda, b, 16, 16 * K, M, K, bias, epilogue, panels, false);
-  const auto rows = [&](auto mr, long r) {
-    constexpr int MR = decltype(mr)::value, NP = MR == 2 ? V::kF16TwoRowPanels : decode_panels<V>(MR);
-    const auto at = [&](long p) { return b + p * 16 * K; };
-    const auto bias_at = [&](long p) { return bias ? bias + 16 * p : nullptr; };
-    float* cr = c + r * ldc;
-    const float* ar = a + r * lda;
-    long p = 0;
-    for (; p + NP <= panels; p += NP)
-      tile<V, MR, NP, false>(cr + 16 * p, ldc, ar, lda, at(p), 16, 16 * K, K, bias_at(p), epilogue, 16,
-                             static_cast<const std::uint16_t*>(nullptr));
-    for (; p < panels; ++p)
-      tile<V, MR, 1, false>(cr + 16 * p, ldc, ar, lda, at(p), 16, 16 * K, K, bias_at(p), epilogue, 16,
-                            static_cast<const std::uint16_t*>(nullptr));
-  };
-  if (M == 2)
-    rows(std::integral_constant<int, 2>{}, 0);
-  else if (M == 1)
-    rows(std::integral_constant<int, 1>{}, 0);
+  if (M <= 0 || panels <= 0) return;
+  if (M <= 2) return skinny<V, std::uint16_t>(c, ldc, a, lda, b, 16, 16 * K, M, K, bias, epilogue, panels);
+  blocked<V, std::uint16_t>(c, ldc, a, lda, b, 16, 16 * K, M, K, bias, epilogue, panels, false);
 }
 
 // The DequantizeF16Fn entry: dst (K, w) F32 = the F16 panel (K, w), exactly.
