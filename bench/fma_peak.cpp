@@ -200,13 +200,13 @@ int main(int argc, char** argv) {
   const int units = std::max(1, static_cast<int>(std::lround(zmm ? zmm_per_cycle : ymm_per_cycle)));
   const int flops_per_cycle = units * lanes * 2;
   // The int8 byte dot product the int8 kernels use on this CPU.
-  const char* dot = cpu.avx512f && cpu.avx512_vnni ? "avx512-vnni" : cpu.avx_vnni ? "avx-vnni" : "pmaddubsw";
-  const auto dot_loop = [&cpu](long n) {
-    g_int_sink = cpu.avx512f && cpu.avx512_vnni ? zmm_vnni_loop(n) : cpu.avx_vnni ? ymm_vnni_loop(n) : pmaddubsw_loop(n);
+  const bool zmm_dot = cpu.avx512f && cpu.avx512_vnni, ymm_dot = !zmm_dot && cpu.avx_vnni;
+  const char* dot = zmm_dot ? "avx512-vnni" : ymm_dot ? "avx-vnni" : "pmaddubsw";
+  const auto dot_loop = [zmm_dot, ymm_dot](long n) {
+    g_int_sink = zmm_dot ? zmm_vnni_loop(n) : ymm_dot ? ymm_vnni_loop(n) : pmaddubsw_loop(n);
   };
   const long dot_iterations = calibrate(dot_loop, seconds);
-  const double macs = static_cast<double>(dot_iterations) *
-                      (cpu.avx512f && cpu.avx512_vnni ? kZmmChains * 64 : kYmmChains * 32);
+  const double macs = static_cast<double>(dot_iterations) * (zmm_dot ? kZmmChains * 64 : kYmmChains * 32);
   const double int8_core = run_threads(dot_loop, threads, dot_iterations, macs).second / 1e9;
   std::printf("{\"isa\": \"%s\", \"vector_bits\": %d, \"threads\": %d, \"gflops\": %.1f, \"gflops_per_core\": %.1f, "
               "\"peak_gflops\": %.1f, \"fma_units\": %d, \"flops_per_cycle\": %d, \"ghz_estimate\": %.2f, "
