@@ -12,6 +12,7 @@ e.g.   bench/kernel_speed_ab.py avx512 /tmp/old/kernel_speed build/bench/kernel_
 """
 import argparse
 import collections
+import os
 import re
 import subprocess
 
@@ -31,6 +32,14 @@ def main() -> None:
     parser.add_argument("isa")
     parser.add_argument("configs", nargs="+")
     args = parser.parse_args()
+    for config in args.configs:
+        path, _, dtype = config.partition(":")
+        if not os.access(path, os.X_OK):
+            parser.error(f"{path}: not an executable kernel_speed")
+        if dtype not in ("", "f32", "f16", "int8"):
+            parser.error(f"{config}: the weight type must be f32, f16 or int8")
+    if args.rounds < 1 or args.threads < 1:
+        parser.error("--rounds and --threads must be at least 1")
     best = collections.defaultdict(dict)  # line -> config -> best figure
     for _ in range(args.rounds):
         for config in args.configs:
