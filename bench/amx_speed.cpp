@@ -30,9 +30,13 @@
 
 #include "kernels/aligned_vector.hpp"
 #include "kernels/amx.hpp"
+#if defined(__x86_64__)
+#include "kernels/amx/kernels.hpp"
+#endif
 #include "kernels/cpu_features.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/int8.hpp"
+#include "kernels/kernel_table.hpp"
 #include "kernels/quant.hpp"
 #include "kernels/thread_pool.hpp"
 #include "kael/core/cpu_clock.hpp"
@@ -138,11 +142,9 @@ void print_two_thread_rate(std::int64_t T) {
       computing[id] = true;
       const bool before = computing[1 - id];
       const double start = thread_cpu_seconds(), start_wall = wall_seconds();
-      {
-        const amx::AmxTiles hold;
-        amx::bf16_tile_gemm(c.data() + first * 32, N, a.data(), T, Kp, weights[call % kCopies].data() + first * 32 * Kp,
-                            half, N - first * 32, nullptr, Epilogue::store);
-      }
+      active_kernels().gemm_bf16(c.data() + first * 32, N, a.data(), T, Kp,
+                                 weights[call % kCopies].data() + first * 32 * Kp, half, N - first * 32, nullptr,
+                                 Epilogue::store);
       const double cpu = thread_cpu_seconds() - start, elapsed = wall_seconds() - start_wall;
       const bool after = computing[1 - id];
       computing[id] = false;

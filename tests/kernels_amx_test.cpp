@@ -15,6 +15,8 @@
 #include "kael/core/error.hpp"
 #include "kernels/amx.hpp"
 #include "kernels/cpu_features.hpp"
+#include "kernels/gemm_bf16.hpp"
+#include "kernels/kernel_table.hpp"
 #include "kernels/thread_pool.hpp"
 #include "kernels_testing.hpp"
 
@@ -146,9 +148,9 @@ TEST_P(AmxBf16, WeightConversionEqualsThePlainOneBitForBit) {
   }
 }
 
-// The activations of the BF16 GEMV round as core's f32_to_bf16, as the training product's
-// operands do: subnormals kept (vcvtne2ps2bf16 alone flushes them), ties to even, NaN quiet;
-// zeros past K, in both layouts.
+// The BF16 activations, inference's and training's (one conversion, the table's
+// bf16_pack_rows), round as core's f32_to_bf16: subnormals kept (vcvtne2ps2bf16 alone flushes
+// them), ties to even, NaN quiet; zeros past K, in both layouts.
 TEST_P(AmxBf16, ActivationConversionRoundsAsCore) {
   ON_ISA(GetParam(), true);
   const std::int64_t M = 19, K = 70, Kp = bf16_padded_k(K);
@@ -158,7 +160,7 @@ TEST_P(AmxBf16, ActivationConversionRoundsAsCore) {
   for (std::size_t i = 0; i < x.size(); i += 11) x[i] = specials[(i / 11) % std::size(specials)];
   for (bool tiled : {false, true}) {
     std::vector<std::uint16_t> a(static_cast<std::size_t>(round_up(M, 32) * Kp), 0xAAAA);
-    amx::convert_rows_bf16(a.data(), x.data(), M, K, Kp, tiled);
+    active_kernels().bf16_pack_rows(a.data(), x.data(), K, false, M, K, 0, round_up(M, 32) / 16, tiled);
     for (std::int64_t t = 0; t < M; ++t)
       for (std::int64_t k = 0; k < Kp; ++k) {
         const std::uint16_t want = k < K ? kael::f32_to_bf16(x[static_cast<std::size_t>(t * K + k)]) : 0;
@@ -179,6 +181,24 @@ TEST_P(AmxBf16, LinearMatchesReferenceOnRaggedSizes) {
       ref::bf16_linear(want.data(), x.data(), m.data(), bias.data(), s.M, s.K, s.N, e);
       EXPECT_LT(max_error(got, want), 2e-5) << s.M << "x" << s.K << "x" << s.N << " epilogue " << static_cast<int>(e);
     }
+}
+
+// Inference and training run the BF16 product through one driver and one set of kernels: a
+// linear layer equals the training product on the same converted weights, bit for bit.
+TEST_P(AmxBf16, LinearEqualsTheTrainingProduct) {
+  ON_ISA(GetParam(), true);
+  for (const Shape& s : kShapes) {
+    const auto x = random_vector(s.M * s.K, 27), w = random_vector(s.K * s.N, 28, 0.2f), bias = random_vector(s.N, 29);
+    const auto m = bf16_matrix(w, s.K, s.N);
+    for (bool accumulate : {false, true}) {
+      std::vector<float> linear = random_vector(s.M * s.N, 30), product = linear;
+      bf16_linear(linear.data(), x.data(), m.data(), bias.data(), s.M, s.K, s.N,
+                  accumulate ? Epilogue::residual : Epilogue::store);
+      gemm_bf16_packed(product.data(), s.N, x.data(), s.K, false, m.data(), s.M, s.N, s.K, accumulate, bias.data());
+      ASSERT_EQ(0, std::memcmp(linear.data(), product.data(), linear.size() * sizeof(float)))
+          << s.M << "x" << s.K << "x" << s.N << " accumulate " << accumulate;
+    }
+  }
 }
 
 TEST_P(AmxBf16, RowsDoNotDependOnTheirNeighboursOrTheCount) {
@@ -208,8 +228,15 @@ TEST(AmxInt8, LinearEqualsReferenceBitForBitOnRaggedSizes) {
     }
 }
 
+// The tile-less kernels of per-column int8 live in the avx512 table (with AVX512-VNNI), so
+// they are tested where the tiles are not.
+#define ON_AVX512_VNNI()                                                                              \
+  if (!isa_supported(Isa::avx512)) GTEST_SKIP() << "avx512 unsupported on this CPU";                 \
+  if (!cpu_features().avx512_vnni) GTEST_SKIP() << "AVX512-VNNI missing (or hidden by KAEL_VNNI=0)"; \
+  const IsaScope isa_scope(Isa::avx512)
+
 TEST(AmxInt8, Avx512RowQuantizerEqualsThePlainOne) {
-  ON_ISA(Isa::amx, false);
+  ON_AVX512_VNNI();
   for (std::int64_t K : {1, 15, 16, 17, 100, 768}) {
     const std::int64_t T = 5, Kp = int8c_padded_k(K);
     auto x = random_vector(T * K, 30, 3.0f);
@@ -218,11 +245,38 @@ TEST(AmxInt8, Avx512RowQuantizerEqualsThePlainOne) {
     std::vector<std::int8_t> q1(static_cast<std::size_t>(T * Kp), 7), q2(q1.size(), 9);
     std::vector<float> s1(static_cast<std::size_t>(T)), s2(s1.size());
     quantize_rows_int8c(q1.data(), s1.data(), x.data(), T, K);
-    amx::quantize_rows_int8c(q2.data(), s2.data(), x.data(), T, K, Kp, false);
+    active_kernels().int8c_quantize_rows(q2.data(), s2.data(), x.data(), T, K, Kp, false);
     EXPECT_EQ(q1, q2) << "K = " << K;
     EXPECT_TRUE(std::isnan(s1[0]) && std::isnan(s2[0]));
     EXPECT_EQ(0, std::memcmp(s1.data() + 1, s2.data() + 1, (s1.size() - 1) * sizeof(float))) << "K = " << K;
   }
+}
+
+// The GEMV straight (what the amx set runs below kAmxMinRows rows), on every epilogue.
+TEST(AmxInt8, VnniGemvEqualsReferenceBitForBit) {
+  ON_AVX512_VNNI();
+  const KernelTable& kt = active_kernels();
+  for (const Shape& s : kShapes)
+    for (Epilogue e : kEpilogues) {
+      const std::int64_t Kp = int8c_padded_k(s.K), Np = int8c_padded_n(s.N);
+      const auto x = random_vector(s.M * s.K, 43), w = random_vector(s.K * s.N, 44, 0.2f), bias = random_vector(s.N, 45);
+      const auto m = int8c_matrix(w, s.K, s.N);
+      std::vector<std::int8_t> xq(static_cast<std::size_t>(s.M * Kp));
+      std::vector<float> xs(static_cast<std::size_t>(s.M));
+      kt.int8c_quantize_rows(xq.data(), xs.data(), x.data(), s.M, s.K, Kp, false);
+      const auto* q = reinterpret_cast<const std::int8_t*>(m.data());
+      const auto* scales = reinterpret_cast<const float*>(m.data() + Kp * Np);
+      const auto* sums = reinterpret_cast<const std::int32_t*>(scales + Np);
+      std::vector<float> got = random_vector(s.M * s.N, 46), want = got;
+      kt.int8c_gemv(got.data(), s.N, xq.data(), xs.data(), s.M, Kp, q, scales, sums, Np / 32, s.N, bias.data(), e);
+      ref::int8c_linear(want.data(), x.data(), m.data(), bias.data(), s.M, s.K, s.N, e);
+      if (e == Epilogue::gelu) {
+        EXPECT_LT(max_error(got, want), 1e-6) << s.M << "x" << s.K << "x" << s.N;
+      } else {
+        ASSERT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+            << s.M << "x" << s.K << "x" << s.N << " max error " << max_error(got, want);
+      }
+    }
 }
 
 TEST(AmxInt8, GeluEpilogueMatchesReference) {
@@ -310,18 +364,17 @@ TEST(AmxTiles, Int8TilesEqualTheVnniGemvBitForBit) {
   const auto m = int8c_matrix(w, K, N);
   std::vector<std::int8_t> xq(static_cast<std::size_t>(round_up(M, 32) * Kp)), xq_tiled(xq.size());
   std::vector<float> xs(static_cast<std::size_t>(round_up(M, 32)));
-  amx::quantize_rows_int8c(xq.data(), xs.data(), x.data(), M, K, Kp, false);
-  amx::quantize_rows_int8c(xq_tiled.data(), xs.data(), x.data(), M, K, Kp, true);
+  const KernelTable& kt = active_kernels();
+  kt.int8c_quantize_rows(xq.data(), xs.data(), x.data(), M, K, Kp, false);
+  kt.int8c_quantize_rows(xq_tiled.data(), xs.data(), x.data(), M, K, Kp, true);
   const auto* q = reinterpret_cast<const std::int8_t*>(m.data());
   const auto* scales = reinterpret_cast<const float*>(m.data() + Kp * int8c_padded_n(N));
   const auto* sums = reinterpret_cast<const std::int32_t*>(scales + int8c_padded_n(N));
   const std::int64_t blocks = int8c_padded_n(N) / 32;
   std::vector<float> tiles(static_cast<std::size_t>(M * N)), gemv(tiles.size());
-  {
-    amx::AmxTiles hold;
-    amx::int8c_tile_gemm(tiles.data(), N, xq_tiled.data(), xs.data(), M, Kp, q, scales, blocks, N, nullptr, Epilogue::store);
-  }
-  amx::int8c_gemv(gemv.data(), N, xq.data(), xs.data(), M, Kp, q, scales, sums, blocks, N, nullptr, Epilogue::store);
+  kt.int8c_tile_gemm(tiles.data(), N, xq_tiled.data(), xs.data(), M, Kp, q, scales, sums, blocks, N, nullptr,
+                     Epilogue::store);
+  kt.int8c_gemv(gemv.data(), N, xq.data(), xs.data(), M, Kp, q, scales, sums, blocks, N, nullptr, Epilogue::store);
   EXPECT_EQ(0, std::memcmp(tiles.data(), gemv.data(), tiles.size() * sizeof(float)));
 }
 
@@ -331,15 +384,15 @@ TEST(AmxTiles, Bf16TilesAgreeWithTheGemv) {
   const auto x = random_vector(M * K, 22), w = random_vector(K * N, 23, 0.2f);
   const auto m = bf16_matrix(w, K, N);
   std::vector<std::uint16_t> a(static_cast<std::size_t>(round_up(M, 32) * Kp)), a_tiled(a.size());
-  amx::convert_rows_bf16(a.data(), x.data(), M, K, Kp, false);
-  amx::convert_rows_bf16(a_tiled.data(), x.data(), M, K, Kp, true);
+  const KernelTable& tiled = kernels_for(Isa::amx);
+  const KernelTable& rows = kernels_for(Isa::avx512);
+  ASSERT_TRUE(tiled.gemm_bf16_tiled && !rows.gemm_bf16_tiled);
+  rows.bf16_pack_rows(a.data(), x.data(), K, false, M, K, 0, round_up(M, 32) / 16, false);
+  tiled.bf16_pack_rows(a_tiled.data(), x.data(), K, false, M, K, 0, round_up(M, 32) / 16, true);
   const std::int64_t blocks = bf16_padded_n(N) / 32;
   std::vector<float> tiles(static_cast<std::size_t>(M * N)), gemv(tiles.size()), want(tiles.size());
-  {
-    amx::AmxTiles hold;
-    amx::bf16_tile_gemm(tiles.data(), N, a_tiled.data(), M, Kp, m.data(), blocks, N, nullptr, Epilogue::store);
-  }
-  amx::bf16_gemv(gemv.data(), N, a.data(), M, Kp, m.data(), blocks, N, nullptr, Epilogue::store);
+  tiled.gemm_bf16(tiles.data(), N, a_tiled.data(), M, Kp, m.data(), blocks, N, nullptr, Epilogue::store);
+  rows.gemm_bf16(gemv.data(), N, a.data(), M, Kp, m.data(), blocks, N, nullptr, Epilogue::store);
   ref::bf16_linear(want.data(), x.data(), m.data(), nullptr, M, K, N);
   EXPECT_LT(max_error(tiles, want), 2e-5);
   EXPECT_LT(max_error(gemv, want), 2e-5);

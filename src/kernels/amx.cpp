@@ -1,7 +1,8 @@
-// amx.hpp: when its formats can run, the weight conversions at load, the threaded dispatch of
-// the two products and their plain references, and the kernel table's AMX hook (the tile
-// permission). Built for the baseline target, since load and the checks run on any CPU: the
-// AMX and AVX-512 instructions live in kernels/amx/, which exists only in an x86 build.
+// amx.hpp: when its formats can run, the weight conversions at load, the threaded driver of
+// the per-column int8 product (bf16_linear shares gemm_bf16.cpp's) and the plain references,
+// and the kernel table's AMX hook (the tile permission). Built for the baseline target, since
+// load and the checks run on any CPU: the AMX and AVX-512 instructions are kernel table
+// entries (kernels/amx/, kernels/avx512/), which exist only in an x86 build.
 #include "kernels/amx.hpp"
 
 #include <algorithm>
@@ -19,7 +20,7 @@
 #include "kael/core/dtype.hpp"
 #include "kael/core/error.hpp"
 #include "kernels/aligned_vector.hpp"
-#include "kernels/amx/epilogue.hpp"
+#include "kernels/amx_output.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/thread_pool.hpp"
@@ -43,7 +44,7 @@ const float* int8c_scales(const std::uint8_t* w, std::int64_t K, std::int64_t N)
   return reinterpret_cast<const float*>(w + int8c_padded_k(K) * int8c_padded_n(N));
 }
 
-[[maybe_unused]] const std::int32_t* int8c_sums(const std::uint8_t* w, std::int64_t K, std::int64_t N) {
+const std::int32_t* int8c_sums(const std::uint8_t* w, std::int64_t K, std::int64_t N) {
   return reinterpret_cast<const std::int32_t*>(int8c_scales(w, K, N) + int8c_padded_n(N));
 }
 
@@ -51,7 +52,7 @@ const float* int8c_scales(const std::uint8_t* w, std::int64_t K, std::int64_t N)
 // The calling thread's scratch for converted activations: (rows, width), padded to whole
 // tiles of rows; the rows past `used` are zero (the converters write the others).
 template <class T>
-[[maybe_unused]] T* scratch(AlignedVector<T>& buffer, std::int64_t used, std::int64_t width) {
+T* scratch(AlignedVector<T>& buffer, std::int64_t used, std::int64_t width) {
   const std::int64_t rows = round_up(used, 32);
   buffer.resize(static_cast<std::size_t>(rows * width));
   std::fill(buffer.begin() + used * width, buffer.end(), T{});
@@ -62,7 +63,7 @@ template <class T>
 // (a tile of rows, so each range starts where the tiled layout starts a row group). The
 // converters read each element about four times (magnitude, finiteness, scale, narrow).
 template <class Convert>
-[[maybe_unused]] void convert_rows_parallel(std::int64_t T, std::int64_t K, Convert convert) {
+void convert_rows_parallel(std::int64_t T, std::int64_t K, Convert convert) {
   parallel_for(round_up(T, 16) / 16, min_items_per_thread(16 * K * 4), [&](std::int64_t first, std::int64_t last) {
     convert(first * 16, std::min(T, last * 16));
   });
@@ -89,7 +90,10 @@ void require_bf16() {
 #endif
 }
 
-bool int8_per_column() { return active_isa() == Isa::amx && cpu_features().avx512_vnni; }
+bool int8_per_column() {
+  const KernelTable& kt = active_kernels();
+  return kt.int8c_tile_gemm != nullptr && kt.int8c_gemv != nullptr;
+}
 
 #if KAEL_AMX_KERNELS
 namespace amx {
@@ -101,11 +105,6 @@ bool available(const CpuFeatures& cpu, std::string* why) {
   static const bool granted = syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
   if (!granted && why != nullptr) *why = "arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) failed (a VM or an old kernel)";
   return granted;
-}
-
-void fill(KernelTable& table, const CpuFeatures& cpu) {
-  // The int8 products of the amx set are amx.hpp's, outside the table (their own format).
-  if (cpu.avx512_vnni) table.int8_dot = "amx-int8 (avx512-vnni below 16 rows)";
 }
 
 }  // namespace amx
@@ -180,66 +179,28 @@ void quantize_rows_int8c(std::int8_t* xq, float* xs, const float* x, std::int64_
   }
 }
 
-void bf16_linear(float* out, const float* x, const std::uint16_t* w, const float* bias, std::int64_t T,
-                 std::int64_t K, std::int64_t N, Epilogue epilogue) {
-  require_bf16();
-#if KAEL_AMX_KERNELS
-  const std::int64_t Kp = bf16_padded_k(K), blocks = bf16_padded_n(N) / 32;
-  thread_local AlignedVector<std::uint16_t> a_buffer;  // the workers reach it through `a` (theirs is another)
-  std::uint16_t* a = scratch(a_buffer, T, Kp);
-  // Every row count goes to the tiles where they exist: the GEMV's vdpbf16ps rounds its sums
-  // differently, and a row's bits must not depend on how many rows came with it.
-  const bool tiles = active_isa() == Isa::amx && cpu_features().amx_bf16;
-  convert_rows_parallel(T, K, [&](std::int64_t t0, std::int64_t t1) {
-    amx::convert_rows_bf16(a + t0 * Kp, x + t0 * K, t1 - t0, K, Kp, tiles);
-  });
-  parallel_for(blocks, min_items_per_thread(T * Kp * 32), [&](std::int64_t first, std::int64_t last) {
-    const std::int64_t col = first * 32;
-    const std::uint16_t* wb = w + col * Kp;
-    const float* b = bias ? bias + col : nullptr;
-    if (tiles) {
-      amx::AmxTiles hold;
-      amx::bf16_tile_gemm(out + col, N, a, T, Kp, wb, last - first, N - col, b, epilogue);
-    } else {
-      amx::bf16_gemv(out + col, N, a, T, Kp, wb, last - first, N - col, b, epilogue);
-    }
-  });
-#else
-  (void)out, (void)x, (void)w, (void)bias, (void)T, (void)K, (void)N, (void)epilogue;
-#endif
-}
-
 void int8c_linear(float* out, const float* x, const std::uint8_t* w, const float* bias, std::int64_t T,
                   std::int64_t K, std::int64_t N, Epilogue epilogue) {
   if (!int8_per_column()) throw ValueError("per-column int8 weights need the amx kernels with AVX512-VNNI");
-#if KAEL_AMX_KERNELS
+  const KernelTable& kt = active_kernels();
   const std::int64_t Kp = int8c_padded_k(K), blocks = int8c_padded_n(N) / 32;
   thread_local AlignedVector<std::int8_t> xq_buffer;  // the workers reach them through these pointers
   thread_local AlignedVector<float> xs_buffer;       // (theirs are others)
   std::int8_t* xq = scratch(xq_buffer, T, Kp);
   float* xs = scratch(xs_buffer, T, 1);
   const bool tiles = T >= kAmxMinRows;
+  Int8cGemmFn* const product = tiles ? kt.int8c_tile_gemm : kt.int8c_gemv;
   convert_rows_parallel(T, K, [&](std::int64_t t0, std::int64_t t1) {
-    amx::quantize_rows_int8c(xq + t0 * Kp, xs + t0, x + t0 * K, t1 - t0, K, Kp, tiles);
+    kt.int8c_quantize_rows(xq + t0 * Kp, xs + t0, x + t0 * K, t1 - t0, K, Kp, tiles);
   });
   const auto* q = reinterpret_cast<const std::int8_t*>(w);
   const float* scales = int8c_scales(w, K, N);
   const std::int32_t* sums = int8c_sums(w, K, N);
   parallel_for(blocks, min_items_per_thread(T * Kp * 32), [&](std::int64_t first, std::int64_t last) {
     const std::int64_t col = first * 32;
-    const float* b = bias ? bias + col : nullptr;
-    if (tiles) {
-      amx::AmxTiles hold;
-      amx::int8c_tile_gemm(out + col, N, xq, xs, T, Kp, q + col * Kp, scales + col, last - first, N - col, b,
-                           epilogue);
-    } else {
-      amx::int8c_gemv(out + col, N, xq, xs, T, Kp, q + col * Kp, scales + col, sums + col, last - first, N - col, b,
-                      epilogue);
-    }
+    product(out + col, N, xq, xs, T, Kp, q + col * Kp, scales + col, sums + col, last - first, N - col,
+            bias ? bias + col : nullptr, epilogue);
   });
-#else
-  (void)out, (void)x, (void)w, (void)bias, (void)T, (void)K, (void)N, (void)epilogue;
-#endif
 }
 
 namespace ref {
@@ -281,7 +242,7 @@ void int8c_linear(float* out, const float* x, const std::uint8_t* w, const float
     for (std::int64_t n = 0; n < N; ++n) {
       std::int32_t dot = 0;
       for (std::int64_t k = 0; k < K; ++k) dot += std::int32_t{xq[t * Kp + k]} * q[int8c_offset(Kp, k, n)];
-      const float y = amx::int8c_output(dot, xs[t], scales[n], bias ? bias[n] : 0.0f);
+      const float y = int8c_output(dot, xs[t], scales[n], bias ? bias[n] : 0.0f);
       float& o = out[t * N + n];
       o = finish_ref(y, o, epilogue);
     }

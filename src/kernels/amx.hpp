@@ -25,8 +25,8 @@
 // The tiles run on the amx instruction set (cpu_features.hpp: AMX-TILE/INT8/BF16 in CPUID, the
 // tile state in XCR0, and Linux's permission for its 8 KiB, asked once by amx::available, the
 // kernel table's hook). On the avx512 set, and on the amx set below kAmxMinRows rows of int8,
-// the products run on the GEMVs (AVX512-BF16 / AVX512-VNNI). Each thread loads the tile
-// configuration when a product starts and releases the tiles when it ends (LDTILECFG /
+// the products run on the GEMVs (AVX512-BF16 / AVX512-VNNI). Each tile product loads the tile
+// configuration on its thread when it starts and releases the tiles when it ends (LDTILECFG /
 // TILERELEASE), so an idle thread holds no tile state.
 #pragma once
 
@@ -78,7 +78,7 @@ float int8c_weight(const std::uint8_t* w, std::int64_t K, std::int64_t N, std::i
 void int8c_linear(float* out, const float* x, const std::uint8_t* w, const float* bias, std::int64_t T,
                   std::int64_t K, std::int64_t N, Epilogue epilogue = Epilogue::store);
 // xq (T, Kp) and xs (T) from x (T, K), per row; a row holding an infinity or NaN gets scale NaN.
-// Plain C++: the reference for amx::quantize_rows_int8c.
+// Plain C++: the reference for the kernel table's int8c_quantize_rows.
 void quantize_rows_int8c(std::int8_t* xq, float* xs, const float* x, std::int64_t T, std::int64_t K);
 
 // The plain references: the same roundings, then sums in double (bf16) or exact int (int8c).
@@ -90,51 +90,20 @@ void int8c_linear(float* out, const float* x, const std::uint8_t* w, const float
                   std::int64_t K, std::int64_t N, Epilogue epilogue = Epilogue::store);
 }  // namespace ref
 
-// The single-threaded kernels behind the two linear functions (src/kernels/amx/). c (M, N; ldc)
-// gets the columns of `blocks` 32-column blocks of w starting at w's column 0 (at most n_valid
-// of them). The activations a: (M, Kp) row-major for the GEMVs; for the tile kernels in the
-// tiled layout below, padded to round_up(M, 32) rows with zeros past M. `tile` kernels run
-// only with the tile configuration loaded (AmxTiles); `gemv` ones need only AVX-512. Keep a and
-// w on cache lines (AlignedVector, core's tensors): a tile row that spans two lines costs the
-// tile kernels about a quarter of their speed (bench/amx_speed; docs/performance.md, "The
-// measurements behind the code's constants").
+// The kernels behind the two linear functions are kernel table entries (kernel_table.hpp:
+// gemm_bf16 and the bf16_pack_* conversions, int8c_*), single-threaded, the tile products in
+// kernels/amx/ and the GEMVs and conversions in kernels/avx512/. Their activations hold each
+// row as 64-byte chunks (64 int8 or 32 BF16 of K): row major for the GEMVs; `tiled` for the
+// tile kernels: rows in groups of 16, each group's chunk c one contiguous A tile (16 rows x 64
+// bytes) at byte 16 * Kp_bytes * group + 1024 * c, so that a tile load reads 1 KiB in a row
+// instead of 16 lines a row apart. Rows from a multiple of 16 on can be converted apart (the
+// drivers split them among the threads). Keep a and w on cache lines (AlignedVector, core's
+// tensors): a tile row that spans two lines costs the tile kernels about a quarter of their
+// speed (bench/amx_speed; docs/performance.md, "The measurements behind the code's constants").
 namespace amx {
-// Loads the tile configuration on this thread for its lifetime, then releases the tiles.
-class AmxTiles {
- public:
-  AmxTiles();
-  ~AmxTiles();
-  AmxTiles(const AmxTiles&) = delete;
-  AmxTiles& operator=(const AmxTiles&) = delete;
-};
-void bf16_tile_gemm(float* c, std::int64_t ldc, const std::uint16_t* a, std::int64_t M, std::int64_t Kp,
-                    const std::uint16_t* w, std::int64_t blocks, std::int64_t n_valid, const float* bias,
-                    Epilogue epilogue);
-void bf16_gemv(float* c, std::int64_t ldc, const std::uint16_t* a, std::int64_t M, std::int64_t Kp,
-               const std::uint16_t* w, std::int64_t blocks, std::int64_t n_valid, const float* bias,
-               Epilogue epilogue);
-// scales and sums: the matrix's F32 scales and int32 column sums, from column 0 of w.
-void int8c_tile_gemm(float* c, std::int64_t ldc, const std::int8_t* a, const float* xs, std::int64_t M,
-                     std::int64_t Kp, const std::int8_t* w, const float* scales, std::int64_t blocks,
-                     std::int64_t n_valid, const float* bias, Epilogue epilogue);
-void int8c_gemv(float* c, std::int64_t ldc, const std::int8_t* a, const float* xs, std::int64_t M, std::int64_t Kp,
-                const std::int8_t* w, const float* scales, const std::int32_t* sums, std::int64_t blocks,
-                std::int64_t n_valid, const float* bias, Epilogue epilogue);
-// The converted activations hold each row as 64-byte chunks (64 int8 or 32 BF16 of K). Row
-// major for the GEMVs; `tiled` for the tile kernels: rows in groups of 16, each group's chunk c
-// one contiguous A tile (16 rows x 64 bytes) at byte 16 * Kp_bytes * group + 1024 * c, so that
-// a tile load reads 1 KiB in a row instead of 16 lines a row apart.
 constexpr std::int64_t chunk_byte(std::int64_t row, std::int64_t chunk, std::int64_t row_bytes, bool tiled) {
   return tiled ? row / 16 * 16 * row_bytes + chunk * 1024 + row % 16 * 64 : row * row_bytes + chunk * 64;
 }
-// As kernels::quantize_rows_int8c (equal bits), with AVX-512; xq in the layout above. Rows
-// from a multiple of 16 on can be converted apart (amx.cpp splits them among the threads):
-// row t0 + r of the whole lies at xq + t0 * Kp + chunk_byte(r, ...).
-void quantize_rows_int8c(std::int8_t* xq, float* xs, const float* x, std::int64_t T, std::int64_t K,
-                         std::int64_t Kp, bool tiled);
-// a (M, Kp) BF16 = x (M, K) rounded to nearest even, zeros past K, in the layout above.
-void convert_rows_bf16(std::uint16_t* a, const float* x, std::int64_t M, std::int64_t K, std::int64_t Kp,
-                       bool tiled);
 }  // namespace amx
 
 }  // namespace kael::kernels

@@ -1,5 +1,6 @@
 // gemm_bf16.hpp: the conversions and the product split across threads, in baseline code, each
-// piece on the active kernel table (kernel_table.hpp); and the plain reference.
+// piece on the active kernel table (kernel_table.hpp); the same driver runs amx.hpp's
+// bf16_linear (inference) on the same kernels. And the plain reference.
 #include "kernels/gemm_bf16.hpp"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include "kael/core/error.hpp"
 #include "kernels/aligned_vector.hpp"
 #include "kernels/amx.hpp"
+#include "kernels/elementwise.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/thread_pool.hpp"
 
@@ -57,44 +59,57 @@ void pack_bf16_operand(std::uint16_t* dst, const float* b, std::int64_t ldb, boo
 
 namespace {
 
-// c = or += a16 @ b16 (+ bias) for K > 0, both converted; threaded.
+// Rows of a done per pass over a thread's blocks of b: 256 rows of K = 3072 BF16 are 1.5 MiB,
+// which stays in L2 while the blocks of b stream past it.
+constexpr std::int64_t kRowsPerPass = 256;
+
+// c = epilogue(a16 @ b16 + bias) for K > 0, both converted; threaded. Every output is one sum
+// over k in order whichever split runs it, so the bits depend on neither.
 void product_of_converted(float* c, std::int64_t ldc, const std::uint16_t* a16, const std::uint16_t* b16,
-                          std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate, const float* bias) {
+                          std::int64_t M, std::int64_t N, std::int64_t K, const float* bias, Epilogue epilogue) {
   const KernelTable& kt = active_kernels();
   const std::int64_t Kp = bf16_padded_k(K), Mp = round_up(M, 32), Np = bf16_padded_n(N);
   const std::int64_t blocks = Np / 32;
+  // rows from row r0 (a multiple of 32, so a tile group starts there in either layout).
+  const auto run = [&](std::int64_t r0, std::int64_t rows, std::int64_t col, std::int64_t block_count) {
+    for (std::int64_t m0 = r0; m0 < r0 + rows; m0 += kRowsPerPass)
+      kt.gemm_bf16(c + m0 * ldc + col, ldc, a16 + m0 * Kp, std::min(kRowsPerPass, r0 + rows - m0), Kp,
+                   b16 + col * Kp, block_count, N - col, bias ? bias + col : nullptr, epilogue);
+  };
   if (blocks >= 2 * num_threads() || M < 64) {
     parallel_for(blocks, min_items_per_thread(M * Kp * 32), [&](std::int64_t first, std::int64_t last) {
-      const std::int64_t col = first * 32;
-      kt.gemm_bf16(c + col, ldc, a16, M, Kp, b16 + col * Kp, last - first, N - col, bias ? bias + col : nullptr,
-                   accumulate);
+      run(0, M, first * 32, last - first);
     });
   } else {
     // Few columns, many rows: threads take groups of 32 rows (whole tiles) instead.
     parallel_for(Mp / 32, min_items_per_thread(32 * Kp * Np), [&](std::int64_t first, std::int64_t last) {
-      const std::int64_t r0 = first * 32, rows = std::min(M, last * 32) - r0;
-      kt.gemm_bf16(c + r0 * ldc, ldc, a16 + r0 * Kp, rows, Kp, b16, blocks, N, bias, accumulate);
+      run(first * 32, std::min(M, last * 32) - first * 32, 0, blocks);
     });
   }
 }
 
-// c = or += 0 + bias: the product over an empty K.
-void empty_product(float* c, std::int64_t ldc, std::int64_t M, std::int64_t N, bool accumulate, const float* bias) {
-  for (std::int64_t i = 0; i < M; ++i)
+// c = epilogue(0 + bias): the product over an empty K.
+void empty_product(float* c, std::int64_t ldc, std::int64_t M, std::int64_t N, const float* bias, Epilogue epilogue) {
+  std::vector<float> y(static_cast<std::size_t>(N));
+  for (std::int64_t i = 0; i < M; ++i) {
+    for (std::int64_t j = 0; j < N; ++j) y[static_cast<std::size_t>(j)] = bias != nullptr ? 0.0f + bias[j] : 0.0f;
+    if (epilogue == Epilogue::gelu) gelu_new(y.data(), y.data(), N);
     for (std::int64_t j = 0; j < N; ++j) {
-      const float sum = bias != nullptr ? 0.0f + bias[j] : 0.0f;
-      c[i * ldc + j] = accumulate ? c[i * ldc + j] + sum : sum;
+      const float sum = y[static_cast<std::size_t>(j)];
+      c[i * ldc + j] = epilogue == Epilogue::residual ? c[i * ldc + j] + sum : sum;
     }
+  }
 }
 
-}  // namespace
+Epilogue epilogue_of(bool accumulate) { return accumulate ? Epilogue::residual : Epilogue::store; }
 
-void gemm_bf16_packed(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a,
-                      const std::uint16_t* b16, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate,
-                      const float* bias) {
-  require_gemm_bf16();
+// gemm_bf16_packed with an epilogue: op(a) converted into the calling thread's buffer, then
+// the product.
+void convert_a_and_multiply(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a,
+                            const std::uint16_t* b16, std::int64_t M, std::int64_t N, std::int64_t K, const float* bias,
+                            Epilogue epilogue) {
   if (M <= 0 || N <= 0) return;
-  if (K <= 0) return empty_product(c, ldc, M, N, accumulate, bias);
+  if (K <= 0) return empty_product(c, ldc, M, N, bias, epilogue);
   const KernelTable& kt = active_kernels();
   const std::int64_t Kp = bf16_padded_k(K), Mp = round_up(M, 32);
   // The calling thread's buffer, filled and read by the workers through this pointer; every
@@ -105,7 +120,23 @@ void gemm_bf16_packed(float* c, std::int64_t ldc, const float* a, std::int64_t l
   parallel_for(Mp / 16, min_items_per_thread(16 * Kp), [&](std::int64_t g0, std::int64_t g1) {
     kt.bf16_pack_rows(a16, a, lda, trans_a, M, K, g0, g1, kt.gemm_bf16_tiled);
   });
-  product_of_converted(c, ldc, a16, b16, M, N, K, accumulate, bias);
+  product_of_converted(c, ldc, a16, b16, M, N, K, bias, epilogue);
+}
+
+}  // namespace
+
+void gemm_bf16_packed(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a,
+                      const std::uint16_t* b16, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate,
+                      const float* bias) {
+  require_gemm_bf16();
+  convert_a_and_multiply(c, ldc, a, lda, trans_a, b16, M, N, K, bias, epilogue_of(accumulate));
+}
+
+// amx.hpp's BF16 weights are op(b)'s layout, so a linear layer is this driver's product.
+void bf16_linear(float* out, const float* x, const std::uint16_t* w, const float* bias, std::int64_t T,
+                 std::int64_t K, std::int64_t N, Epilogue epilogue) {
+  require_bf16();
+  convert_a_and_multiply(out, N, x, K, false, w, T, N, K, bias, epilogue);
 }
 
 std::int64_t bf16_rows_elements(std::int64_t M, std::int64_t K) { return round_up(M, 32) * bf16_padded_k(K); }
@@ -126,8 +157,8 @@ void gemm_bf16_prepacked(float* c, std::int64_t ldc, const std::uint16_t* a16, c
                          std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate, const float* bias) {
   require_gemm_bf16();
   if (M <= 0 || N <= 0) return;
-  if (K <= 0) return empty_product(c, ldc, M, N, accumulate, bias);
-  product_of_converted(c, ldc, a16, b16, M, N, K, accumulate, bias);
+  if (K <= 0) return empty_product(c, ldc, M, N, bias, epilogue_of(accumulate));
+  product_of_converted(c, ldc, a16, b16, M, N, K, bias, epilogue_of(accumulate));
 }
 
 void gemm_bf16(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,

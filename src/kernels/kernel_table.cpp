@@ -52,8 +52,7 @@ KernelTable build(Isa isa) {
   if (isa >= Isa::avx512 && isa <= Isa::amx) avx512::fill(table, cpu);
 #endif
 #if KAEL_AMX_KERNELS
-  if (isa >= Isa::amx) amx::fill(table, cpu_features());
-  if (isa >= Isa::avx512 && isa <= Isa::amx) amx::fill_gemm_bf16(table, cpu_features(), isa == Isa::amx);
+  if (isa == Isa::amx) amx::fill(table, cpu_features());
 #endif
 #if KAEL_NEON_KERNELS
   if (isa == Isa::neon) neon::fill(table, cpu_features());

@@ -92,12 +92,23 @@ using Bf16PackPanelsSumsFn = void(std::uint16_t* dst, float* column_sums, const 
 using Bf16PackBothFn = void(std::uint16_t* rows, std::uint16_t* panels, float* column_sums, const float* x,
                             std::int64_t ldx, std::int64_t M, std::int64_t N, std::int64_t c0, std::int64_t c1,
                             bool tiled);
-// c (M, `blocks` 32-column blocks, at most n_valid columns; ldc) = or += a @ b (+ bias, the
-// blocks' n_valid entries, where not null), a converted rows from row 0 (M of them), b the
-// blocks' panels.
+// c (M, `blocks` 32-column blocks, at most n_valid columns; ldc) = epilogue(a @ b + bias, the
+// blocks' n_valid entries of bias where not null), a converted rows from row 0 (M of them, in
+// the layout gemm_bf16_tiled names), b the blocks' panels. The tile kernels load and release
+// the tile configuration themselves (amx.hpp).
 using Bf16GemmFn = void(float* c, std::int64_t ldc, const std::uint16_t* a, std::int64_t M, std::int64_t Kp,
                         const std::uint16_t* b, std::int64_t blocks, std::int64_t n_valid, const float* bias,
-                        bool accumulate);
+                        Epilogue epilogue);
+// amx.hpp's per-column int8: xq (T rows of Kp, `tiled` or row major as amx::chunk_byte) and xs
+// (T) from x (T, K), equal bits to kernels::quantize_rows_int8c; and the product of the
+// quantized rows with `blocks` 32-column blocks of the matrix from its column 0 (scales and
+// sums its F32 scales and int32 column sums from there), as Bf16GemmFn. The tile product reads
+// tiled rows and ignores the sums; the GEMV reads row-major ones.
+using Int8cQuantizeRowsFn = void(std::int8_t* xq, float* xs, const float* x, std::int64_t T, std::int64_t K,
+                                 std::int64_t Kp, bool tiled);
+using Int8cGemmFn = void(float* c, std::int64_t ldc, const std::int8_t* a, const float* xs, std::int64_t M,
+                         std::int64_t Kp, const std::int8_t* w, const float* scales, const std::int32_t* sums,
+                         std::int64_t blocks, std::int64_t n_valid, const float* bias, Epilogue epilogue);
 
 struct KernelTable {
   Isa isa = Isa::scalar;
@@ -134,6 +145,11 @@ struct KernelTable {
   Bf16PackBothFn* bf16_pack_both = nullptr;
   Bf16GemmFn* gemm_bf16 = nullptr;
   bool gemm_bf16_tiled = false;  // the layout of a that gemm_bf16 reads
+  // Per-column int8 (amx.hpp): null but on the sets with AVX512-VNNI; the tile product only
+  // on the amx set, for kAmxMinRows rows or more.
+  Int8cQuantizeRowsFn* int8c_quantize_rows = nullptr;
+  Int8cGemmFn* int8c_gemv = nullptr;
+  Int8cGemmFn* int8c_tile_gemm = nullptr;
 };
 
 // The table of the active set (active_isa()).
@@ -156,14 +172,11 @@ void fill(KernelTable& table, const CpuFeatures& cpu);
 #endif
 // The AMX hook: a build with sources in src/kernels/amx/ defines KAEL_AMX_KERNELS and these
 // two. available() asks Linux for the tile state (and says why not when refused); fill() runs
-// only after it succeeded, on top of the avx512 table.
+// only after it succeeded, on top of the avx512 table: the tile products of amx.hpp's formats.
 #if KAEL_AMX_KERNELS
 namespace amx {
 bool available(const CpuFeatures& cpu, std::string* why);
 void fill(KernelTable& table, const CpuFeatures& cpu);
-// The BF16 general product's entries (kernels/amx/gemm_bf16.cpp), for the avx512 set (the
-// vdpbf16ps GEMV) and the amx set (`tiles`: the AMX-BF16 tiles); nothing without AVX512-BF16.
-void fill_gemm_bf16(KernelTable& table, const CpuFeatures& cpu, bool tiles);
 }  // namespace amx
 #endif
 #if KAEL_NEON_KERNELS

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "kernels/amx.hpp"
+#include "kernels/amx/kernels.hpp"
 #include "kernels/elementwise.hpp"
 
 namespace kael::kernels::amx {
@@ -77,7 +78,7 @@ __mmask16 lanes(std::int64_t count) {
 
 // The output rule of each format, in two steps: prepare(col, mask) loads what a 32-column
 // block shares (column scales, bias), then row(acc (16), row, half) gives those 16 outputs of
-// one row, bias included. The vector form of epilogue.hpp's rules, operation for operation
+// one row, bias included. The vector form of amx_output.hpp's rules, operation for operation
 // (equal bits to the GEMVs, which use those).
 struct Bf16Output {
   const float* bias;
@@ -174,15 +175,17 @@ AmxTiles::AmxTiles() {
 
 AmxTiles::~AmxTiles() { _tile_release(); }
 
-void bf16_tile_gemm(float* c, std::int64_t ldc, const std::uint16_t* a, std::int64_t M, std::int64_t Kp,
-                    const std::uint16_t* w, std::int64_t blocks, std::int64_t n_valid, const float* bias,
-                    Epilogue epilogue) {
+void gemm_bf16_tiles(float* c, std::int64_t ldc, const std::uint16_t* a, std::int64_t M, std::int64_t Kp,
+                     const std::uint16_t* w, std::int64_t blocks, std::int64_t n_valid, const float* bias,
+                     Epilogue epilogue) {
+  const AmxTiles hold;
   tile_gemm<std::uint16_t, float>(c, ldc, a, M, Kp, w, blocks, n_valid, epilogue, Bf16Output{bias, {}});
 }
 
 void int8c_tile_gemm(float* c, std::int64_t ldc, const std::int8_t* a, const float* xs, std::int64_t M,
-                     std::int64_t Kp, const std::int8_t* w, const float* scales, std::int64_t blocks,
-                     std::int64_t n_valid, const float* bias, Epilogue epilogue) {
+                     std::int64_t Kp, const std::int8_t* w, const float* scales, const std::int32_t* /*sums*/,
+                     std::int64_t blocks, std::int64_t n_valid, const float* bias, Epilogue epilogue) {
+  const AmxTiles hold;
   tile_gemm<std::int8_t, std::int32_t>(c, ldc, a, M, Kp, w, blocks, n_valid, epilogue,
                                        Int8cOutput{xs, scales, bias, {}, {}});
 }

@@ -9,7 +9,7 @@
 #include "kernels/elementwise.hpp"
 #include "kernels/gemm.hpp"
 
-namespace kael::kernels::amx {
+namespace kael::kernels {
 namespace {
 
 // int8 per column: the exact int32 dot, times both scales, plus the bias, rounded once.
@@ -45,4 +45,4 @@ namespace {
 }
 
 }  // namespace
-}  // namespace kael::kernels::amx
+}  // namespace kael::kernels

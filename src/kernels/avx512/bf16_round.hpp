@@ -1,4 +1,4 @@
-// F32 to BF16 for the AVX-512 BF16 units (only kernels/amx/*.cpp include this: it needs
+// F32 to BF16 for the AVX-512 BF16 units (only kernels/avx512/*_bf16.cpp include this: it needs
 // -mavx512bf16): core's f32_to_bf16 lane by lane, the one rounding every BF16 operand takes,
 // whether an activation of the inference GEMV or an operand of the training product. Its
 // functions are `static` so no other unit can link them.
@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-namespace kael::kernels::amx {
+namespace kael::kernels::avx512 {
 
 // Per 32-bit lane, the BF16 of the F32 in it, in the low 16 bits (the high 16 zero): core's
 // f32_to_bf16 lane by lane (round to nearest even on the bits, so subnormals are kept, unlike
@@ -49,4 +49,4 @@ static inline __m512i bf16_row(__m512 lo, __m512 hi) {
                             _mm512_cvtepi32_epi16(bf16_lanes(hi)), 1);
 }
 
-}  // namespace kael::kernels::amx
+}  // namespace kael::kernels::avx512

@@ -1,6 +1,7 @@
-// The BF16 general product's kernels (gemm_bf16.hpp): the conversions of op(a) and op(b) into
-// amx.hpp's BF16 layouts with AVX-512, and the product on them, by the AMX-BF16 tiles
-// (amx::bf16_tile_gemm) or by the vdpbf16ps GEMV (amx::bf16_gemv) on a CPU without tiles.
+// The BF16 operands' conversions (gemm_bf16.hpp, and the activations of amx.hpp's bf16_linear):
+// op(a) and op(b) into amx.hpp's BF16 layouts, rounded as core's f32_to_bf16 (bf16_round.hpp).
+// Built with -mavx512bf16 (the *_bf16.cpp units of this folder); the products on these
+// layouts are gemv_bf16.cpp's and the AMX tiles'.
 #include <immintrin.h>
 
 // GCC 12's AVX-512 headers start the unpacks and lane shuffles from _mm512_undefined_*, which
@@ -11,15 +12,11 @@
 #include <algorithm>
 
 #include "kernels/amx.hpp"
-#include "kernels/amx/bf16_round.hpp"
-#include "kernels/kernel_table.hpp"
+#include "kernels/avx512/bf16_round.hpp"
+#include "kernels/avx512/kernels.hpp"
 
-namespace kael::kernels::amx {
+namespace kael::kernels::avx512 {
 namespace {
-
-// Rows of a done per pass over the thread's blocks of b: 256 rows of K = 3072 BF16 are 1.5 MiB,
-// which stays in L2 while the blocks of b stream past it.
-constexpr std::int64_t kRowsPerPass = 256;
 
 __mmask16 lanes(std::int64_t count) {
   return count >= 16 ? static_cast<__mmask16>(0xffff) : count <= 0 ? 0 : static_cast<__mmask16>((1u << count) - 1u);
@@ -62,13 +59,24 @@ void transpose_dwords(__m512i r[16]) {
   }
 }
 
+// sums (width lanes of `mask`) += rows k and k + 1, those below `rows` only: a row past the end
+// is not added, as + 0 would turn a -0 sum into +0. Rows in order, one add each.
+void add_row_pair_to_sums(float* sums, __mmask16 mask, __m512 lo, __m512 hi, std::int64_t k, std::int64_t rows) {
+  __m512 acc = _mm512_maskz_loadu_ps(mask, sums);
+  if (k < rows) acc = _mm512_add_ps(acc, lo);
+  if (k + 1 < rows) acc = _mm512_add_ps(acc, hi);
+  _mm512_mask_storeu_ps(sums, mask, acc);
+}
+
+}  // namespace
+
 // Rows of op(a) in groups [g0, g1) of 16. With `trans`, op(a)[r][k] = a[k][r]: chunk by chunk
 // (32 rows of a) across all the groups, so a is read row after row rather than down a
 // 64-byte column of it (which the prefetchers follow badly).
-void pack_rows(std::uint16_t* dst, const float* a, std::int64_t lda, bool trans, std::int64_t M, std::int64_t K,
+void bf16_pack_rows(std::uint16_t* dst, const float* a, std::int64_t lda, bool trans, std::int64_t M, std::int64_t K,
                std::int64_t g0, std::int64_t g1, bool tiled) {
   const std::int64_t Kp = bf16_padded_k(K), chunks = Kp / 32;
-  const auto out = [&](std::int64_t row, std::int64_t chunk) { return dst + chunk_byte(row, chunk, Kp * 2, tiled) / 2; };
+  const auto out = [&](std::int64_t row, std::int64_t chunk) { return dst + amx::chunk_byte(row, chunk, Kp * 2, tiled) / 2; };
   if (!trans) {
     for (std::int64_t g = g0; g < g1; ++g) {
       const std::int64_t r0 = g * 16, rows = std::clamp<std::int64_t>(M - r0, 0, 16);
@@ -103,19 +111,10 @@ void pack_rows(std::uint16_t* dst, const float* a, std::int64_t lda, bool trans,
   }
 }
 
-// sums (width lanes of `mask`) += rows k and k + 1, those below `rows` only: a row past the end
-// is not added, as + 0 would turn a -0 sum into +0. Rows in order, one add each.
-void add_row_pair_to_sums(float* sums, __mmask16 mask, __m512 lo, __m512 hi, std::int64_t k, std::int64_t rows) {
-  __m512 acc = _mm512_maskz_loadu_ps(mask, sums);
-  if (k < rows) acc = _mm512_add_ps(acc, lo);
-  if (k + 1 < rows) acc = _mm512_add_ps(acc, hi);
-  _mm512_mask_storeu_ps(sums, mask, acc);
-}
-
 // op(b)[k][n] = b[k][n]: rows k and k + 1 of each panel, interleaved as 16 pairs; pair by pair
 // across the panels, so b is read row after row (a panel at a time walked down a 64-byte column
 // of b). With column_sums, each row is also added to the sums of its columns, rows in order.
-void pack_panels_rows(std::uint16_t* dst, float* column_sums, const float* b, std::int64_t ldb, std::int64_t N,
+void bf16_pack_panels_sums(std::uint16_t* dst, float* column_sums, const float* b, std::int64_t ldb, std::int64_t N,
                       std::int64_t K, std::int64_t p0, std::int64_t p1) {
   const std::int64_t Kp = bf16_padded_k(K);
   for (std::int64_t k = 0; k < Kp; k += 2)
@@ -132,11 +131,11 @@ void pack_panels_rows(std::uint16_t* dst, float* column_sums, const float* b, st
     }
 }
 
-void pack_panels(std::uint16_t* dst, const float* b, std::int64_t ldb, bool trans, std::int64_t N, std::int64_t K,
+void bf16_pack_panels(std::uint16_t* dst, const float* b, std::int64_t ldb, bool trans, std::int64_t N, std::int64_t K,
                  std::int64_t p0, std::int64_t p1) {
   const std::int64_t Kp = bf16_padded_k(K);
   if (!trans) {
-    pack_panels_rows(dst, nullptr, b, ldb, N, K, p0, p1);
+    bf16_pack_panels_sums(dst, nullptr, b, ldb, N, K, p0, p1);
     return;
   }
   for (std::int64_t p = p0; p < p1; ++p) {
@@ -158,10 +157,10 @@ void pack_panels(std::uint16_t* dst, const float* b, std::int64_t ldb, bool tran
   }
 }
 
-// x (M, N) as pack_rows's op(a) = x and pack_panels_rows's op(b) = x (with its column sums),
+// x (M, N) as bf16_pack_rows's op(a) = x and bf16_pack_panels_sums's op(b) = x (with its column sums),
 // equal bits, from one read: rows k and k + 1 of each 32-column chunk become two BF16 rows, and
 // one word permute of the pair gives each of the chunk's two panels its (k, k + 1) pairs.
-void pack_both(std::uint16_t* rows, std::uint16_t* panels, float* column_sums, const float* x, std::int64_t ldx,
+void bf16_pack_both(std::uint16_t* rows, std::uint16_t* panels, float* column_sums, const float* x, std::int64_t ldx,
                std::int64_t M, std::int64_t N, std::int64_t c0, std::int64_t c1, bool tiled) {
   const std::int64_t Kp = bf16_padded_k(N), Mp = bf16_padded_k(M);
   // Word 2 j: the first row's word j (+ 16 for the second panel); word 2 j + 1: the second row's.
@@ -178,8 +177,8 @@ void pack_both(std::uint16_t* rows, std::uint16_t* panels, float* column_sums, c
       };
       const __m512 lo0 = load(k, n0), lo1 = load(k, n0 + 16), hi0 = load(k + 1, n0), hi1 = load(k + 1, n0 + 16);
       const __m512i first = bf16_row(lo0, lo1), second = bf16_row(hi0, hi1);
-      _mm512_storeu_si512(rows + chunk_byte(k, c, Kp * 2, tiled) / 2, first);
-      _mm512_storeu_si512(rows + chunk_byte(k + 1, c, Kp * 2, tiled) / 2, second);
+      _mm512_storeu_si512(rows + amx::chunk_byte(k, c, Kp * 2, tiled) / 2, first);
+      _mm512_storeu_si512(rows + amx::chunk_byte(k + 1, c, Kp * 2, tiled) / 2, second);
       _mm512_storeu_si512(panels + 2 * c * kPanel * Mp + k * 16, _mm512_permutex2var_epi16(first, left, second));
       _mm512_storeu_si512(panels + (2 * c + 1) * kPanel * Mp + k * 16, _mm512_permutex2var_epi16(first, right, second));
       if (column_sums == nullptr) continue;
@@ -191,34 +190,4 @@ void pack_both(std::uint16_t* rows, std::uint16_t* panels, float* column_sums, c
     }
 }
 
-// The product in passes of kRowsPerPass rows (each over all the blocks), on either kernel.
-template <bool kTiles>
-void product(float* c, std::int64_t ldc, const std::uint16_t* a, std::int64_t M, std::int64_t Kp,
-             const std::uint16_t* b, std::int64_t blocks, std::int64_t n_valid, const float* bias, bool accumulate) {
-  const Epilogue epilogue = accumulate ? Epilogue::residual : Epilogue::store;
-  for (std::int64_t m0 = 0; m0 < M; m0 += kRowsPerPass) {
-    const std::int64_t rows = std::min(kRowsPerPass, M - m0);
-    if constexpr (kTiles) {
-      const AmxTiles hold;
-      bf16_tile_gemm(c + m0 * ldc, ldc, a + m0 * Kp, rows, Kp, b, blocks, n_valid, bias, epilogue);
-    } else {
-      bf16_gemv(c + m0 * ldc, ldc, a + m0 * Kp, rows, Kp, b, blocks, n_valid, bias, epilogue);
-    }
-  }
-}
-
-}  // namespace
-
-void fill_gemm_bf16(KernelTable& table, const CpuFeatures& cpu, bool tiles) {
-  if (!cpu.avx512_bf16) return;
-  table.bf16_pack_rows = pack_rows;
-  table.bf16_pack_panels = pack_panels;
-  table.bf16_pack_panels_sums = pack_panels_rows;
-  table.bf16_pack_both = pack_both;
-  const bool amx = tiles && cpu.amx_bf16;
-  table.gemm_bf16 = amx ? product<true> : product<false>;
-  table.gemm_bf16_tiled = amx;
-  table.gemm_bf16_kind = amx ? "amx-bf16" : "avx512-bf16";
-}
-
-}  // namespace kael::kernels::amx
+}  // namespace kael::kernels::avx512
