@@ -28,17 +28,17 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/aligned_vector.hpp"
+#include "kernels/infra/aligned_vector.hpp"
 #include "kernels/amx.hpp"
 #if defined(__x86_64__)
-#include "kernels/amx/kernels.hpp"
+#include "kernels/targets/amx/kernels.hpp"
 #endif
-#include "kernels/cpu_features.hpp"
+#include "kernels/dispatch/cpu_features.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/int8.hpp"
-#include "kernels/kernel_table.hpp"
+#include "kernels/dispatch/kernel_table.hpp"
 #include "kernels/quant.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/infra/thread_pool.hpp"
 #include "kael/core/cpu_clock.hpp"
 
 using namespace kael::kernels;

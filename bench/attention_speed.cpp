@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "kernels/attention.hpp"
-#include "kernels/cpu_features.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/dispatch/cpu_features.hpp"
+#include "kernels/infra/thread_pool.hpp"
 #include "kael/core/cpu_clock.hpp"
 
 using namespace kael::kernels;

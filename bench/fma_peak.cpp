@@ -37,7 +37,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/cpu_features.hpp"
+#include "kernels/dispatch/cpu_features.hpp"
 #include "kael/core/cpu_clock.hpp"
 
 using kael::thread_cpu_seconds;

@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu_features.hpp"
+#include "kernels/dispatch/cpu_features.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/gemm_bf16.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/infra/thread_pool.hpp"
 #include "kael/core/cpu_clock.hpp"
 
 using namespace kael::kernels;

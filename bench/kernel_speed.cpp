@@ -16,11 +16,11 @@
 
 #include "kael/core/cpu_clock.hpp"
 #include "kernels/attention.hpp"
-#include "kernels/cpu_features.hpp"
+#include "kernels/dispatch/cpu_features.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/int8.hpp"
 #include "kernels/quant.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/infra/thread_pool.hpp"
 
 using namespace kael::kernels;
 

@@ -25,7 +25,7 @@
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "kernels/gemm.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/infra/thread_pool.hpp"
 #include "read_probe.hpp"
 
 namespace {

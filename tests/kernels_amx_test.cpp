@@ -14,10 +14,10 @@
 #include "kael/core/dtype.hpp"
 #include "kael/core/error.hpp"
 #include "kernels/amx.hpp"
-#include "kernels/cpu_features.hpp"
+#include "kernels/dispatch/cpu_features.hpp"
 #include "kernels/gemm_bf16.hpp"
-#include "kernels/kernel_table.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/dispatch/kernel_table.hpp"
+#include "kernels/infra/thread_pool.hpp"
 #include "kernels_testing.hpp"
 
 // The AMX units are compiled only for x86 targets (src/CMakeLists.txt); elsewhere this file

@@ -14,7 +14,7 @@
 #include "kael/core/dtype.hpp"
 #include "kael/core/error.hpp"
 #include "kernels/gemm_bf16.hpp"
-#include "kernels/kernel_table.hpp"
+#include "kernels/dispatch/kernel_table.hpp"
 #include "kernels_testing.hpp"
 
 using namespace kael::kernels;

@@ -11,15 +11,15 @@
 #include <vector>
 
 #include "kael/core/error.hpp"
-#include "kernels/cpu_features.hpp"
+#include "kernels/dispatch/cpu_features.hpp"
 #include "kernels/int8.hpp"
-#include "kernels/kernel_table.hpp"
-#include "kernels/portable.hpp"
+#include "kernels/dispatch/kernel_table.hpp"
+#include "kernels/targets/portable/kernels.hpp"
 #if KAEL_X86_KERNELS
-#include "kernels/avx2/kernels.hpp"
+#include "kernels/targets/avx2/kernels.hpp"
 #endif
 #if KAEL_NEON_KERNELS
-#include "kernels/neon/kernels.hpp"
+#include "kernels/targets/neon/kernels.hpp"
 #endif
 #include "kernels/quant.hpp"
 #include "kernels_testing.hpp"

@@ -22,14 +22,14 @@
 
 #include "kael/core/error.hpp"
 #include "kernels/attention.hpp"
-#include "kernels/cpu_features.hpp"
+#include "kernels/dispatch/cpu_features.hpp"
 #include "kernels/gemm.hpp"
-#include "kernels/kernel_table.hpp"
+#include "kernels/dispatch/kernel_table.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/exp.hpp"
 #include "kernels/norm.hpp"
 #include "kernels/sum.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/infra/thread_pool.hpp"
 #include "kernels_testing.hpp"
 
 using namespace kael::kernels;

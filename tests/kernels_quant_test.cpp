@@ -9,9 +9,9 @@
 #include <tuple>
 #include <vector>
 
-#include "kernels/cpu_features.hpp"
+#include "kernels/dispatch/cpu_features.hpp"
 #include "kernels/quant.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/infra/thread_pool.hpp"
 #include "kernels_testing.hpp"
 
 using namespace kael::kernels;

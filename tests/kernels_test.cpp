@@ -1,4 +1,4 @@
-// The fast kernels against their scalar references (src/kernels/reference.cpp) on ragged
+// The fast kernels against their scalar references (src/kernels/reference/reference.cpp) on ragged
 // sizes that hit every tail: below, at and above each block width, on every instruction set
 // (each one this CPU lacks skipped by name), with 1 and several threads.
 #include <time.h>
@@ -15,7 +15,7 @@
 #include "kernels/elementwise.hpp"
 #include "kernels/linear.hpp"
 #include "kernels/norm.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/infra/thread_pool.hpp"
 #include "kernels_testing.hpp"
 
 using namespace kael::kernels;

@@ -11,8 +11,8 @@
 #include <tuple>
 #include <vector>
 
-#include "kernels/cpu_features.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/dispatch/cpu_features.hpp"
+#include "kernels/infra/thread_pool.hpp"
 
 namespace kael::kernels::test_util {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/kernel_table.hpp"
+#include "kernels/dispatch/kernel_table.hpp"
 #include "kernels/training.hpp"
 #include "kernels_testing.hpp"
 

@@ -15,7 +15,7 @@
 #include "kael/io/safetensors.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/infra/thread_pool.hpp"
 
 namespace kael {
 // sin has no op of its own yet; the target is computed outside the library.

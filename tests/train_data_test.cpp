@@ -11,7 +11,7 @@
 
 #include "kael/core/error.hpp"
 #include "kael/train/data.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/infra/thread_pool.hpp"
 #include "train/data/text_pieces.hpp"
 #include "train_testing.hpp"
 

@@ -13,7 +13,7 @@
 #include "kael/core/error.hpp"
 #include "kael/train/adamw.hpp"
 #include "kael/train/gpt2_train.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/infra/thread_pool.hpp"
 
 namespace kael::train {
 namespace {

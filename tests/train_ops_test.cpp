@@ -12,7 +12,7 @@
 
 #include "kernels/gemm_bf16.hpp"
 #include "kernels_testing.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/infra/thread_pool.hpp"
 #include "train/model/matmul.hpp"
 #include "train/model/ops.hpp"
 #include "train/model/reference.hpp"

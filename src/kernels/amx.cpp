@@ -2,7 +2,7 @@
 // the per-column int8 product (bf16_linear shares gemm_bf16.cpp's) and the plain references,
 // and the kernel table's AMX hook (the tile permission). Built for the baseline target, since
 // load and the checks run on any CPU: the AMX and AVX-512 instructions are kernel table
-// entries (kernels/amx/, kernels/avx512/), which exist only in an x86 build.
+// entries (kernels/targets/amx/, kernels/targets/avx512/), which exist only in an x86 build.
 #include "kernels/amx.hpp"
 
 #include <algorithm>
@@ -19,11 +19,11 @@
 
 #include "kael/core/dtype.hpp"
 #include "kael/core/error.hpp"
-#include "kernels/aligned_vector.hpp"
+#include "kernels/infra/aligned_vector.hpp"
 #include "kernels/amx_output.hpp"
 #include "kernels/elementwise.hpp"
-#include "kernels/kernel_table.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/dispatch/kernel_table.hpp"
+#include "kernels/infra/thread_pool.hpp"
 
 namespace kael::kernels {
 namespace {

@@ -92,7 +92,7 @@ void int8c_linear(float* out, const float* x, const std::uint8_t* w, const float
 
 // The kernels behind the two linear functions are kernel table entries (kernel_table.hpp:
 // gemm_bf16 and the bf16_pack_* conversions, int8c_*), single-threaded, the tile products in
-// kernels/amx/ and the GEMVs and conversions in kernels/avx512/. Their activations hold each
+// kernels/targets/amx/ and the GEMVs and conversions in kernels/targets/avx512/. Their activations hold each
 // row as 64-byte chunks (64 int8 or 32 BF16 of K): row major for the GEMVs; `tiled` for the
 // tile kernels: rows in groups of 16, each group's chunk c one contiguous A tile (16 rows x 64
 // bytes) at byte 16 * Kp_bytes * group + 1024 * c, so that a tile load reads 1 KiB in a row

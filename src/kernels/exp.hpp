@@ -17,7 +17,7 @@
 
 #include <cstdint>
 
-#include "kernels/kernel_table.hpp"
+#include "kernels/dispatch/kernel_table.hpp"
 
 namespace kael::kernels {
 

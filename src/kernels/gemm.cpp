@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "kernels/aligned_vector.hpp"
-#include "kernels/kernel_table.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/infra/aligned_vector.hpp"
+#include "kernels/dispatch/kernel_table.hpp"
+#include "kernels/infra/thread_pool.hpp"
 
 namespace kael::kernels {
 namespace {

@@ -8,11 +8,11 @@
 
 #include "kael/core/dtype.hpp"
 #include "kael/core/error.hpp"
-#include "kernels/aligned_vector.hpp"
+#include "kernels/infra/aligned_vector.hpp"
 #include "kernels/amx.hpp"
 #include "kernels/elementwise.hpp"
-#include "kernels/kernel_table.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/dispatch/kernel_table.hpp"
+#include "kernels/infra/thread_pool.hpp"
 
 namespace kael::kernels {
 
@@ -25,7 +25,7 @@ bool gemm_bf16_available(std::string* why) {
     else if (active_isa() < Isa::avx512 || active_isa() > Isa::amx)
       *why = str("the ", isa_name(active_isa()), " kernel set is in use (KAEL_ISA), which has no BF16 product");
     else
-      *why = "this build has no BF16 kernels (src/kernels/amx/ is not built)";
+      *why = "this build has no BF16 kernels (src/kernels/targets/amx/ is not built)";
   }
   return false;
 }

@@ -11,10 +11,10 @@
 
 #include "kael/core/dtype.hpp"
 #include "kael/core/error.hpp"
-#include "kernels/kernel_table.hpp"
-#include "kernels/portable.hpp"
-#include "kernels/scalar_math.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/dispatch/kernel_table.hpp"
+#include "kernels/targets/portable/kernels.hpp"
+#include "kernels/family/scalar_math.hpp"
+#include "kernels/infra/thread_pool.hpp"
 
 namespace kael::kernels {
 namespace {

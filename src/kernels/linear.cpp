@@ -7,8 +7,8 @@
 #include <algorithm>
 
 #include "kernels/gemm.hpp"
-#include "kernels/kernel_table.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/dispatch/kernel_table.hpp"
+#include "kernels/infra/thread_pool.hpp"
 
 namespace kael::kernels {
 

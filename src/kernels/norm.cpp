@@ -1,7 +1,7 @@
 #include "kernels/norm.hpp"
 
-#include "kernels/kernel_table.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/dispatch/kernel_table.hpp"
+#include "kernels/infra/thread_pool.hpp"
 
 namespace kael::kernels {
 

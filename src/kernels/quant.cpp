@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "kernels/amx.hpp"
-#include "kernels/kernel_table.hpp"
-#include "kernels/portable.hpp"
-#include "kernels/scalar_math.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/dispatch/kernel_table.hpp"
+#include "kernels/targets/portable/kernels.hpp"
+#include "kernels/family/scalar_math.hpp"
+#include "kernels/infra/thread_pool.hpp"
 
 namespace kael::kernels {
 namespace {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "kernels/kernel_table.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/dispatch/kernel_table.hpp"
+#include "kernels/infra/thread_pool.hpp"
 
 namespace kael::kernels {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "core/lap_timer.hpp"
 #include "kael/model/gpt2.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/infra/thread_pool.hpp"
 
 namespace kael::model {
 

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "kael/core/tensor.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/infra/thread_pool.hpp"
 
 namespace kael::optim::detail {
 

@@ -1,11 +1,11 @@
 // Elementwise ops and reductions split over the kernel table's thread pool
-// (kernels/thread_pool.hpp) by index range, with the pool's one rule for how finely.
+// (kernels/infra/thread_pool.hpp) by index range, with the pool's one rule for how finely.
 #pragma once
 
 #include <cstdint>
 #include <utility>
 
-#include "kernels/thread_pool.hpp"
+#include "kernels/infra/thread_pool.hpp"
 
 namespace kael::tensor_detail {
 

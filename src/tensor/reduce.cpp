@@ -6,7 +6,7 @@
 
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
-#include "kernels/kernel_table.hpp"
+#include "kernels/dispatch/kernel_table.hpp"
 #include "tensor/parallel.hpp"
 #include "tensor/strided.hpp"
 

@@ -1,6 +1,6 @@
 // The tensor library's thread count: the kernel table's pool, which every threaded op uses.
 #include "kael/tensor/ops.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/infra/thread_pool.hpp"
 
 namespace kael {
 

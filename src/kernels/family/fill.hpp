@@ -8,7 +8,7 @@
 
 #include "kernels/family/gemm.hpp"
 #include "kernels/family/rows.hpp"
-#include "kernels/kernel_table.hpp"
+#include "kernels/dispatch/kernel_table.hpp"
 
 namespace kael::kernels::family {
 

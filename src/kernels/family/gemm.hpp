@@ -28,7 +28,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "kernels/aligned_vector.hpp"
+#include "kernels/infra/aligned_vector.hpp"
 #include "kernels/family/math.hpp"
 
 namespace kael::kernels::family {

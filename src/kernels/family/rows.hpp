@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "kernels/family/math.hpp"
-#include "kernels/layernorm_row.hpp"
+#include "kernels/family/layernorm_row.hpp"
 
 namespace kael::kernels::family {
 

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "kael/train/data.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/infra/thread_pool.hpp"
 #include "train/data/text_pieces.hpp"
 
 namespace kael::train {

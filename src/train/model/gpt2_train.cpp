@@ -9,7 +9,7 @@
 
 #include "kael/core/error.hpp"
 #include "kael/io/safetensors.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/infra/thread_pool.hpp"
 #include "kernels/training.hpp"
 #include "train/model/activations.hpp"
 #include "train/model/matmul.hpp"

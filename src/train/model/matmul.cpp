@@ -1,9 +1,9 @@
 #include "train/model/matmul.hpp"
 
-#include "kernels/aligned_vector.hpp"
+#include "kernels/infra/aligned_vector.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/gemm_bf16.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/infra/thread_pool.hpp"
 
 namespace kael::train {
 namespace {

@@ -8,7 +8,7 @@
 #include "kernels/gemm.hpp"
 #include "kernels/gemm_bf16.hpp"
 #include "kernels/norm.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/infra/thread_pool.hpp"
 #include "kernels/training.hpp"
 
 namespace kael::train {

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "kael/io/safetensors.hpp"
-#include "kernels/thread_pool.hpp"
+#include "kernels/infra/thread_pool.hpp"
 #include "model/weight_names.hpp"
 #include "model/weights.hpp"
 #include "train/model/random.hpp"

@@ -1,0 +1,118 @@
+// The int8 GEMM of int8.hpp with AVX512-VNNI's vpdpbusd on zmm. One 64-byte k4 block of a
+// panel (4 k of its 16 columns) is exactly one zmm, so one vpdpbusd adds four products to each
+// of the 16 columns' int32 sums.
+//
+// vpdpbusd multiplies unsigned by signed bytes. Instead of moving the activation's sign onto
+// the weights per row (AVX2's psignb), the activations are offset to u = x + 128 (0..255, one
+// xor per byte, once per row block), and the offset is taken back once per group and column:
+//   sum x w = sum u w - 128 sum w,
+// with sum w over the group from one more vpdpbusd against bytes of 1, shared by every row of
+// the tile. All exact in int32, so the group sums equal AVX2's; the float steps (one FMA per
+// group with the two scales, the epilogue of family/math.hpp) are AVX2's too: equal bits.
+// (The offsets make this dot step ISA-shaped; family/int8.hpp is the signed-activation one.)
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/targets/avx512/kernels.hpp"
+#include "kernels/targets/avx512/vec.hpp"
+#include "kernels/family/math.hpp"
+#include "kernels/int8.hpp"
+
+namespace kael::kernels::avx512 {
+namespace {
+
+constexpr long kGroup = kInt8Group;
+constexpr long kBlocksPerGroup = kGroup / 4;
+constexpr int kMaxRows = 8;
+
+// c (MR, 16) for one panel: xu (MR rows, Kp apart) holds the offset activations.
+template <int MR>
+void tile(float* c, long ldc, const std::uint8_t* xu, const float* xs, long Kp, const std::int8_t* w,
+          const std::uint16_t* scales, long valid, const float* bias, Epilogue epilogue) {
+  const long groups = Kp / kGroup;
+  const __m512i ones = _mm512_set1_epi8(1);
+  __m512 acc[MR];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
+  for (long g = 0; g < groups; ++g) {
+    __m512i dot[MR];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) dot[r] = _mm512_setzero_si512();
+    __m512i wsum = _mm512_setzero_si512();
+    const std::int8_t* wg = w + g * kBlocksPerGroup * 64;
+#pragma GCC unroll 8
+    for (long b = 0; b < kBlocksPerGroup; ++b) {
+      const __m512i wv = _mm512_loadu_si512(wg + b * 64);
+      wsum = _mm512_dpbusd_epi32(wsum, ones, wv);
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) {
+        std::int32_t four;
+        std::memcpy(&four, xu + r * Kp + g * kGroup + b * 4, sizeof four);
+        dot[r] = _mm512_dpbusd_epi32(dot[r], _mm512_set1_epi32(four), wv);
+      }
+    }
+    const __m512i offset = _mm512_slli_epi32(wsum, 7);  // 128 sum w
+    const __m512 scale = Vec::load_bf16(scales + g * 16);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m512 xscale = _mm512_set1_ps(xs[r * groups + g]);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(dot[r], offset)), _mm512_mul_ps(xscale, scale),
+                               acc[r]);
+    }
+  }
+  const __mmask16 mask = Vec::tail(std::min<long>(16, valid));
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) family::finish<Vec, true>(c + r * ldc, acc[r], bias, epilogue, mask);
+}
+
+}  // namespace
+
+void int8_gemm_vnni(float* c, std::int64_t ldc, const std::int8_t* xq, const float* xs, std::int64_t M,
+                    std::int64_t Kp, const std::int8_t* w, const std::uint16_t* scales, std::int64_t panels,
+                    std::int64_t n_valid, const float* bias, Epilogue epilogue) {
+  const long groups = Kp / kGroup;
+  // Rows in blocks whose activations stay in L2 while every panel passes over them.
+  const long block = std::max<long>(1, (1 << 18) / Kp);
+  thread_local std::vector<std::uint8_t> xu;
+  xu.resize(static_cast<std::size_t>(std::min<long>(block, M) * Kp));
+  for (long r0 = 0; r0 < M; r0 += block) {
+    const long rows = std::min<long>(block, M - r0);
+    // u = x + 128, as bytes: x xor 0x80.
+    const std::int8_t* xb = xq + r0 * Kp;
+    const long bytes = rows * Kp;  // a multiple of 32
+    for (long i = 0; i < bytes; i += 32) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb + i));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(xu.data() + i), _mm256_xor_si256(v, _mm256_set1_epi8(-128)));
+    }
+    const float* sb = xs + r0 * groups;
+    float* cb = c + r0 * ldc;
+    for (long p = 0; p < panels; ++p) {
+      const std::int8_t* wp = w + p * 16 * Kp;
+      const std::uint16_t* sp = scales + p * groups * 16;
+      float* cp = cb + 16 * p;
+      const float* bp = bias ? bias + 16 * p : nullptr;
+      const long valid = n_valid - 16 * p;
+      long r = 0;
+      for (; r + kMaxRows <= rows; r += kMaxRows)
+        tile<kMaxRows>(cp + r * ldc, ldc, xu.data() + r * Kp, sb + r * groups, Kp, wp, sp, valid, bp, epilogue);
+      float* cr = cp + r * ldc;
+      const std::uint8_t* ur = xu.data() + r * Kp;
+      const float* sr = sb + r * groups;
+      switch (rows - r) {
+        case 7: tile<7>(cr, ldc, ur, sr, Kp, wp, sp, valid, bp, epilogue); break;
+        case 6: tile<6>(cr, ldc, ur, sr, Kp, wp, sp, valid, bp, epilogue); break;
+        case 5: tile<5>(cr, ldc, ur, sr, Kp, wp, sp, valid, bp, epilogue); break;
+        case 4: tile<4>(cr, ldc, ur, sr, Kp, wp, sp, valid, bp, epilogue); break;
+        case 3: tile<3>(cr, ldc, ur, sr, Kp, wp, sp, valid, bp, epilogue); break;
+        case 2: tile<2>(cr, ldc, ur, sr, Kp, wp, sp, valid, bp, epilogue); break;
+        case 1: tile<1>(cr, ldc, ur, sr, Kp, wp, sp, valid, bp, epilogue); break;
+        default: break;
+      }
+    }
+  }
+}
+
+}  // namespace kael::kernels::avx512

@@ -1,0 +1,97 @@
+// The AVX-512 target's vector traits (as avx2/vec.hpp's, on zmm registers and mask registers).
+// Only avx512/*.cpp include this; every family template instantiated with it carries
+// `avx512::Vec` in its name.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/targets/x86/transpose4.hpp"
+
+namespace kael::kernels::avx512 {
+
+struct Vec {
+  using F = __m512;
+  using I = __m512i;
+  using D = __m512d;
+  using Cmp = __mmask16;
+  using Tail = __mmask16;
+  static constexpr int kLanes = 16;
+  static constexpr int kDoubleLanes = 8;
+  static constexpr int kRegisters = 32;
+  // The F32 GEMM's prefill tile: 12 rows x 2 panels, 24 accumulators + 2 panel rows.
+  static constexpr int kTileRows = 12;
+  static constexpr int kTilePanels = 2;
+  // Cache blocking of the F32 GEMM (family/gemm.hpp): k-blocks, packed tiles and prefetched
+  // decode panels (docs/performance.md, "The F32 prefill: changes and what bounds it").
+  static constexpr bool kBlockForCaches = true;
+  // F16 decode with two rows: 4 panels (8 accumulators).
+  static constexpr int kF16TwoRowPanels = 4;
+  static constexpr int kNtRows = 3;
+
+  static F zero() { return _mm512_setzero_ps(); }
+  static F set1(float x) { return _mm512_set1_ps(x); }
+  static F load(const float* p) { return _mm512_loadu_ps(p); }
+  static F load_bf16(const std::uint16_t* p) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))), 16));
+  }
+  static F load_f16(const std::uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
+  static Tail tail(long n) {  // n in 0..16
+    return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1u);
+  }
+  static F load(const float* p, Tail t) { return _mm512_maskz_loadu_ps(t, p); }
+  static void store(float* p, F v, Tail t) { _mm512_mask_storeu_ps(p, t, v); }
+  static F keep(Tail t, F v) { return _mm512_maskz_mov_ps(t, v); }
+
+  static F add(F a, F b) { return _mm512_add_ps(a, b); }
+  static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
+  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F div(F a, F b) { return _mm512_div_ps(a, b); }
+  static F max(F a, F b) { return _mm512_max_ps(a, b); }  // b when either is NaN
+  static F min(F a, F b) { return _mm512_min_ps(a, b); }
+  static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  static F fnma(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }
+  static F round(F x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static Cmp less(F a, F b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
+  static F zero_where(Cmp m, F v) { return _mm512_maskz_mov_ps(static_cast<__mmask16>(~m), v); }
+  static F select(Cmp m, F if_true, F if_false) { return _mm512_mask_blend_ps(m, if_false, if_true); }
+  static I sign_bit() { return _mm512_set1_epi32(static_cast<int>(0x80000000u)); }
+  static F negate(F x) { return from_bits(_mm512_xor_si512(bits(x), sign_bit())); }
+  static F abs(F x) { return from_bits(_mm512_andnot_si512(sign_bit(), bits(x))); }
+  static F copy_sign(F magnitude, F from) {
+    return from_bits(_mm512_or_si512(bits(magnitude), _mm512_and_si512(bits(from), sign_bit())));
+  }
+
+  static I to_int(F integral) { return _mm512_cvtps_epi32(integral); }
+  static I bits(F x) { return _mm512_castps_si512(x); }
+  static F from_bits(I x) { return _mm512_castsi512_ps(x); }
+  static I iset1(int x) { return _mm512_set1_epi32(x); }
+  static I iadd(I a, I b) { return _mm512_add_epi32(a, b); }
+  static I isub(I a, I b) { return _mm512_sub_epi32(a, b); }
+  template <int n>
+  static I shl(I x) { return _mm512_slli_epi32(x, n); }
+  template <int n>
+  static I sra(I x) { return _mm512_srai_epi32(x, n); }
+
+  static float hsum(F v) { return _mm512_reduce_add_ps(v); }
+  static float hmax(F v) { return _mm512_reduce_max_ps(v); }
+
+  static D zero_d() { return _mm512_setzero_pd(); }
+  static D add_d(D a, D b) { return _mm512_add_pd(a, b); }
+  static D widen_low(F v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
+  static D widen_high(F v) {
+    return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  }
+  static void store_d(double* p, D v) { _mm512_storeu_pd(p, v); }
+
+  static void prefetch(const float* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
+  static void transpose4(float* dst, long ld_dst, const float* src, long ld_src) {
+    x86::transpose4(dst, ld_dst, src, ld_src);
+  }
+};
+
+}  // namespace kael::kernels::avx512
