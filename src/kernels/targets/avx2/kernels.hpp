@@ -15,4 +15,7 @@ QuantizeRowsFn quantize_rows;
 Int8GemmFn int8_gemm;
 Int8GemmFn int8_gemm_vnni;
 
+// The training family's entries (training.cpp, built with -ffp-contract=off).
+void fill_training(KernelTable& table);
+
 }  // namespace kael::kernels::avx2

@@ -8,6 +8,7 @@ namespace kael::kernels::avx2 {
 
 void fill(KernelTable& table, const CpuFeatures& cpu) {
   family::fill_families<Vec>(table);
+  fill_training(table);
   table.gemm_nt = family::gemm_nt<Vec>;
   table.quantize_rows = quantize_rows;
   table.int8_gemm = cpu.avx_vnni ? int8_gemm_vnni : int8_gemm;

@@ -53,6 +53,7 @@ struct Vec {
   static F sub(F a, F b) { return _mm256_sub_ps(a, b); }
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
   static F div(F a, F b) { return _mm256_div_ps(a, b); }
+  static F sqrt(F a) { return _mm256_sqrt_ps(a); }
   // max/min return b when either is NaN.
   static F max(F a, F b) { return _mm256_max_ps(a, b); }
   static F min(F a, F b) { return _mm256_min_ps(a, b); }
@@ -91,6 +92,7 @@ struct Vec {
 
   static D zero_d() { return _mm256_setzero_pd(); }
   static D add_d(D a, D b) { return _mm256_add_pd(a, b); }
+  static D mul_d(D a, D b) { return _mm256_mul_pd(a, b); }
   static D widen_low(F v) { return _mm256_cvtps_pd(_mm256_castps256_ps128(v)); }
   static D widen_high(F v) { return _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)); }
   static void store_d(double* p, D v) { _mm256_storeu_pd(p, v); }

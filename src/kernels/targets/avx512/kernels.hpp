@@ -13,9 +13,6 @@ namespace kael::kernels::avx512 {
 
 Int8GemmFn int8_gemm_vnni;
 AttendHeadFn attend_head;
-GeluBackwardFn gelu_backward;
-AdamWUpdateFn adamw_update;
-SumOfSquaresFn sum_of_squares;
 // amx.hpp's formats without tiles: per-column int8 (VNNI) and BF16.
 Int8cQuantizeRowsFn int8c_quantize_rows;
 Int8cGemmFn int8c_gemv;
@@ -24,5 +21,8 @@ Bf16PackPanelsFn bf16_pack_panels;
 Bf16PackPanelsSumsFn bf16_pack_panels_sums;
 Bf16PackBothFn bf16_pack_both;
 Bf16GemmFn gemm_bf16_gemv;
+
+// The training family's entries (training.cpp, built with -ffp-contract=off).
+void fill_training(KernelTable& table);
 
 }  // namespace kael::kernels::avx512

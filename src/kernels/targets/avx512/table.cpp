@@ -12,6 +12,7 @@ namespace kael::kernels::avx512 {
 
 void fill(KernelTable& table, const CpuFeatures& cpu) {
   family::fill_families<Vec>(table);
+  fill_training(table);
   if (cpu.avx512_vnni) {
     table.int8_gemm = int8_gemm_vnni;
     table.int8_dot = "avx512-vnni";
@@ -27,9 +28,6 @@ void fill(KernelTable& table, const CpuFeatures& cpu) {
     table.gemm_bf16_kind = "avx512-bf16";
   }
   table.attend_head = attend_head;
-  table.gelu_backward = gelu_backward;
-  table.adamw_update = adamw_update;
-  table.sum_of_squares = sum_of_squares;
 }
 
 }  // namespace kael::kernels::avx512

@@ -51,6 +51,7 @@ struct Vec {
   static F sub(F a, F b) { return _mm512_sub_ps(a, b); }
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
   static F div(F a, F b) { return _mm512_div_ps(a, b); }
+  static F sqrt(F a) { return _mm512_sqrt_ps(a); }
   static F max(F a, F b) { return _mm512_max_ps(a, b); }  // b when either is NaN
   static F min(F a, F b) { return _mm512_min_ps(a, b); }
   static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
@@ -82,6 +83,7 @@ struct Vec {
 
   static D zero_d() { return _mm512_setzero_pd(); }
   static D add_d(D a, D b) { return _mm512_add_pd(a, b); }
+  static D mul_d(D a, D b) { return _mm512_mul_pd(a, b); }
   static D widen_low(F v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
   static D widen_high(F v) {
     return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));

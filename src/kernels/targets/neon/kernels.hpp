@@ -14,4 +14,7 @@ namespace kael::kernels::neon {
 Int8GemmFn int8_gemm;
 Int8GemmFn int8_gemm_sdot;
 
+// The training family's entries (training.cpp, built with -ffp-contract=off).
+void fill_training(KernelTable& table);
+
 }  // namespace kael::kernels::neon

@@ -9,6 +9,7 @@ namespace kael::kernels::neon {
 
 void fill(KernelTable& table, const CpuFeatures& cpu) {
   family::fill_families<Vec>(table);
+  fill_training(table);
   table.gemm_nt = family::gemm_nt<Vec>;
   table.int8_gemm = cpu.dotprod ? int8_gemm_sdot : int8_gemm;
   table.int8_dot = cpu.dotprod ? "neon-sdot" : "neon-smull";

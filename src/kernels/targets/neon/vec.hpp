@@ -60,6 +60,7 @@ struct Vec {
   static F sub(F a, F b) { return vsubq_f32(a, b); }
   static F mul(F a, F b) { return vmulq_f32(a, b); }
   static F div(F a, F b) { return vdivq_f32(a, b); }
+  static F sqrt(F a) { return vsqrtq_f32(a); }
   static F max(F a, F b) { return vmaxq_f32(a, b); }  // NaN when either is NaN
   static F min(F a, F b) { return vminq_f32(a, b); }
   static F fma(F a, F b, F c) { return vfmaq_f32(c, a, b); }
@@ -91,6 +92,7 @@ struct Vec {
 
   static D zero_d() { return vdupq_n_f64(0.0); }
   static D add_d(D a, D b) { return vaddq_f64(a, b); }
+  static D mul_d(D a, D b) { return vmulq_f64(a, b); }
   static D widen_low(F v) { return vcvt_f64_f32(vget_low_f32(v)); }
   static D widen_high(F v) { return vcvt_high_f64_f32(v); }
   static void store_d(double* p, D v) { vst1q_f64(p, v); }

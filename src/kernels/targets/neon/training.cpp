@@ -1,0 +1,12 @@
+// The training kernels of family/training.hpp for this target, instantiated here alone: the
+// build gives the units named training.cpp -ffp-contract=off (the AdamW update keeps the
+// portable loop's roundings).
+#include "kernels/family/training.hpp"
+#include "kernels/targets/neon/kernels.hpp"
+#include "kernels/targets/neon/vec.hpp"
+
+namespace kael::kernels::neon {
+
+void fill_training(KernelTable& table) { family::fill_training<Vec>(table); }
+
+}  // namespace kael::kernels::neon
