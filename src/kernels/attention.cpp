@@ -1,5 +1,6 @@
 // Attention, on the set's fused kernel for one head where it has one (kernel_table.hpp's
-// attend_head: the avx512 and amx sets), otherwise as two matrix products per head, on the
+// attend_head: every vector set, family/attention.hpp), otherwise (the scalar set) as two
+// matrix products per head, on the
 // run-time-dispatched kernels of gemm.hpp:
 //   S = scale * Q K^T   (T, L) with L = pos0 + T cached positions    (gemm_view)
 //   P = causal softmax of each row of S: row t keeps columns 0..pos0+t, the rest become 0

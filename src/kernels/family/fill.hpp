@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "kernels/family/attention.hpp"
 #include "kernels/family/gemm.hpp"
 #include "kernels/family/rows.hpp"
 #include "kernels/dispatch/kernel_table.hpp"
@@ -26,6 +27,7 @@ void fill_families(KernelTable& table) {
   table.tanh = tanh_row<V>;
   table.sum = sum_row<V>;
   table.layernorm_row = layernorm_row<V>;
+  table.attend_head = attend_head<V>;
 }
 
 }  // namespace kael::kernels::family

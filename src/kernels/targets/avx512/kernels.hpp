@@ -12,7 +12,6 @@
 namespace kael::kernels::avx512 {
 
 Int8GemmFn int8_gemm_vnni;
-AttendHeadFn attend_head;
 // amx.hpp's formats without tiles: per-column int8 (VNNI) and BF16.
 Int8cQuantizeRowsFn int8c_quantize_rows;
 Int8cGemmFn int8c_gemv;

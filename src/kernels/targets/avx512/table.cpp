@@ -27,7 +27,6 @@ void fill(KernelTable& table, const CpuFeatures& cpu) {
     table.gemm_bf16 = gemm_bf16_gemv;
     table.gemm_bf16_kind = "avx512-bf16";
   }
-  table.attend_head = attend_head;
 }
 
 }  // namespace kael::kernels::avx512
