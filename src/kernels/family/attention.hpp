@@ -120,8 +120,7 @@ float softmax_row(float* s, int r, long n, long groups) {
   long g = full;
   if (rest > 0) {
     for (int v = 0; v < W; ++v) {
-      const long lanes = std::clamp<long>(rest - v * V::kLanes, 0, V::kLanes);
-      const auto tail = V::tail(lanes);
+      const auto tail = tail_from<V>(rest, v * V::kLanes);
       const F e = V::keep(tail, exp_clamped<V>(V::sub(V::load(at(g, v), tail), vshift)));
       V::store(at(g, v), e);
       vsum = V::add(vsum, e);
@@ -144,7 +143,7 @@ void weigh_values(float* out, long out_stride, const float* e, const float* inv,
   typename V::Tail tail[W];
   if constexpr (MASKED)
     for (int v = 0; v < W; ++v)
-      tail[v] = V::tail(std::clamp<long>(head.head_dim - kGroup * p0 - v * V::kLanes, 0, V::kLanes));
+      tail[v] = tail_from<V>(head.head_dim, kGroup * p0 + v * V::kLanes);
   const auto load = [&](const float* p, int v) {
     if constexpr (MASKED) return V::load(p, tail[v]);
     else return V::load(p);

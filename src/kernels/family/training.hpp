@@ -8,19 +8,12 @@
 // for that target, or the linker could keep a copy built without the flag.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 
 #include "kernels/dispatch/kernel_table.hpp"
 #include "kernels/family/math.hpp"
 
 namespace kael::kernels::family {
-
-// The tail of V's lanes from `at` in an array of n (0 past the end).
-template <class V>
-typename V::Tail lanes_from(std::int64_t at, std::int64_t n) {
-  return V::tail(static_cast<long>(std::clamp<std::int64_t>(n - at, 0, V::kLanes)));
-}
 
 // gelu_new'(x) with s = sigmoid(2u) = (1 + tanh u) / 2 and 1 - tanh^2 u = 4 s (1 - s):
 // s + 2 x s (1 - s) du, u = sqrt(2/pi) (x + 0.044715 x^3), du = sqrt(2/pi) (1 + 3 0.044715 x^2).
@@ -42,7 +35,7 @@ typename V::F gelu_derivative(typename V::F x) {
 template <class V>
 void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n) {
   for (std::int64_t i = 0; i < n; i += V::kLanes) {
-    const auto tail = lanes_from<V>(i, n);
+    const auto tail = tail_from<V>(n, i);
     V::store(dinp + i, V::mul(V::load(dout + i, tail), gelu_derivative<V>(V::load(inp + i, tail))), tail);
   }
 }
@@ -52,7 +45,7 @@ template <class V>
 void adamw_update(float* param, float* m, float* v, const float* grad, std::int64_t n, const AdamWScalars& s) {
   using F = typename V::F;
   for (std::int64_t i = 0; i < n; i += V::kLanes) {
-    const auto tail = lanes_from<V>(i, n);
+    const auto tail = tail_from<V>(n, i);
     const F g = V::mul(V::load(grad + i, tail), V::set1(s.grad_scale));
     const F x = V::mul(V::load(param + i, tail), V::set1(s.decay));
     F mi = V::load(m + i, tail), vi = V::load(v + i, tail);
@@ -76,7 +69,7 @@ double sum_of_squares(const float* x, std::int64_t n) {
   for (std::int64_t i = 0; i < n; i += kLanes)
     for (int q = 0; q < kVectors; ++q) {
       const std::int64_t at = i + q * V::kLanes;
-      const typename V::F v = V::load(x + at, lanes_from<V>(at, n));
+      const typename V::F v = V::load(x + at, tail_from<V>(n, at));
       const typename V::D low = V::widen_low(v), high = V::widen_high(v);
       acc[2 * q] = V::add_d(acc[2 * q], V::mul_d(low, low));
       acc[2 * q + 1] = V::add_d(acc[2 * q + 1], V::mul_d(high, high));
