@@ -208,8 +208,11 @@ Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors
     const std::string where = str(source, ": tensor '", found[i].file_name, "'");
     Tensor tensor = as_kernel_f32(std::move(found[i].tensor));
     found[i] = {};
-    // A converted or copied tensor is new memory, ours to rewrite whoever gave the source.
-    const bool writable = owned || tensor.raw_data() != source_data;
+    // A converted or copied tensor is new memory, ours to rewrite whoever gave the source. A
+    // matrix still in the file's mapping is packed into new memory instead, on huge pages
+    // (Tensor::zeros): decode streams every weight, and on the mapping's 4 KiB pages it read
+    // them 10-15% slower (docs/performance.md, "Decode against the bandwidth on a Zen 4").
+    const bool writable = !tensor.is_borrowed() && (owned || tensor.raw_data() != source_data);
     const bool head = spec.global_slot == &Weights::lm_head ||
                       (spec.global_slot == &Weights::wte && config.tie_word_embeddings);
     weights.parameter_count += tensor.numel();
@@ -229,8 +232,11 @@ Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors
       if (owned) io::release_mapped_pages(tensor);
       continue;
     }
-    if (is_block_matrix(spec)) tensor = pack_matrix(std::move(tensor), writable, scratch);
-    if (head) tensor = pack_head(std::move(tensor), writable);
+    if (is_block_matrix(spec) || head) {
+      const Tensor source_tensor = tensor;
+      tensor = head ? pack_head(std::move(tensor), writable) : pack_matrix(std::move(tensor), writable, scratch);
+      if (owned && !writable) io::release_mapped_pages(source_tensor);  // or the file stays resident beside the copy
+    }
     const float* data = tensor.data<float>();
     if (spec.layer < 0) {
       weights.*spec.global_slot = data;

@@ -16,7 +16,8 @@ def kael_run(b1: float, b16: float, prefill: float) -> dict:
 
 
 def a_round(b1: float, b16: float, prefill: float, ct_prefill: float, peak: float) -> dict:
-    return {"bandwidth_gb_s": 17.0, "fma_peak_gflops": peak, "fma_ghz_estimate": peak / 128,
+    return {"bandwidth_gb_s": 17.0, "bandwidth_by_threads": {1: peak / 20},
+            "kael_b1_by_threads": {1: {"decode_tok_s": b1 / 2, "isa": "amx"}}, "fma_peak_gflops": peak, "fma_ghz_estimate": peak / 128,
             "fma_isa": "avx512", "fma_vector_bits": 512, "fma_units": 2, "fma_flops_per_cycle": 64,
             "int8_peak_gmacs": 2 * peak, "int8_dot": "avx512-vnni",
             "kael": kael_run(b1, b16, prefill), "kael_isa": "amx",
@@ -40,6 +41,9 @@ def test_each_engine_keeps_its_best_and_a_kael_run_stays_whole():
     # The highest FMA peak, with the clock of the same measurement.
     assert best["fma_peak_gflops"] == 320.0 and best["fma_ghz_estimate"] == 2.5
     assert best["int8_peak_gmacs"] == 640.0 and best["fma_units"] == 2
+    # Fewer threads: each thread count's best decode and best probe.
+    assert best["kael_b1_by_threads"][1]["decode_tok_s"] == 20.0
+    assert best["bandwidth_by_threads"][1] == 16.0
 
 
 def test_every_round_is_listed():
@@ -48,6 +52,8 @@ def test_every_round_is_listed():
     assert per_round["kael f32"]["prefill_ms"] == [600.0, 520.0]
     assert per_round["CTranslate2"]["prefill_ms"] == [550.0, 580.0]
     assert per_round["kael int8"]["b1_tok_s"] == [120.0, 114.0]
+    assert per_round["kael f32 1 thread"]["b1_tok_s"] == [20.0, 19.0]
+    assert per_round["read bandwidth"] == {"gb_s": [17.0, 17.0], "gb_s_1t": [15.0, 16.0]}
     assert "kael f32 avx2" not in per_round  # skipped: no figures
 
 

@@ -230,9 +230,9 @@ void pack_tiles_transposed(float* dst, const float* a, long lda, long M, long K)
 }
 
 // Decode: one or two rows, decode_panels panels per pass so that enough loads are in flight
-// (F16 panels: V::kF16TwoRowPanels for two rows), each pass prefetching the next one's F32 panels
-// where V::kBlockForCaches (F16 decode never prefetched: with its 32-byte rows a prefetch a row
-// asks for each line twice, and no run here showed a gain beyond this VM's noise).
+// (F16 panels: V::kF16TwoRowPanels for two rows). No software prefetch: the panels are sequential
+// streams the hardware prefetchers follow, and prefetching the next pass's panels made a Zen 4's
+// decode 10-30% slower (docs/performance.md, "Decode against the bandwidth on a Zen 4").
 template <class V, class W = float>
 void skinny(float* c, long ldc, const float* a, long lda, const W* b, long ldb, long panel_stride, long M,
             long K, const float* bias, Epilogue epilogue, long full_panels) {
@@ -242,14 +242,13 @@ void skinny(float* c, long ldc, const float* a, long lda, const W* b, long ldb, 
   const long group = M == 2 ? two : one;
   long p = 0;
   for (; p + group <= full_panels; p += group) {
-    constexpr bool prefetch = V::kBlockForCaches && std::is_same_v<W, float>;
-    const W* next = prefetch && p + 2 * group <= full_panels ? b + (p + group) * panel_stride : nullptr;
+    const W* none = nullptr;
     if (M == 2)
       tile<V, 2, two, false>(c + 16 * p, ldc, a, lda, b + p * panel_stride, ldb, panel_stride, K, bias_at(p),
-                             epilogue, 16, next);
+                             epilogue, 16, none);
     else
       tile<V, 1, one, false>(c + 16 * p, ldc, a, lda, b + p * panel_stride, ldb, panel_stride, K, bias_at(p),
-                             epilogue, 16, next);
+                             epilogue, 16, none);
   }
   for (; p < full_panels; ++p)
     rows_of<V, 1, false, false, W>(c + 16 * p, ldc, a, lda, 0, b + p * panel_stride, ldb, panel_stride, M, K,

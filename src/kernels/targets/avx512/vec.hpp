@@ -23,8 +23,8 @@ struct Vec {
   // The F32 GEMM's prefill tile: 12 rows x 2 panels, 24 accumulators + 2 panel rows.
   static constexpr int kTileRows = 12;
   static constexpr int kTilePanels = 2;
-  // Cache blocking of the F32 GEMM (family/gemm.hpp): k-blocks, packed tiles and prefetched
-  // decode panels (docs/performance.md, "The F32 prefill: changes and what bounds it").
+  // Cache blocking of the F32 GEMM's prefill (family/gemm.hpp): k-blocks, packed tiles and
+  // prefetched panel groups (docs/performance.md, "The F32 prefill: changes and what bounds it").
   static constexpr bool kBlockForCaches = true;
   // F16 decode with two rows: 4 panels (8 accumulators).
   static constexpr int kF16TwoRowPanels = 4;
