@@ -235,7 +235,7 @@ Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors
     if (is_block_matrix(spec) || head) {
       const Tensor source_tensor = tensor;
       tensor = head ? pack_head(std::move(tensor), writable) : pack_matrix(std::move(tensor), writable, scratch);
-      if (owned && !writable) io::release_mapped_pages(source_tensor);  // or the file stays resident beside the copy
+      if (owned) io::release_mapped_pages(source_tensor);  // a mapping's: or the file stays resident beside the copy
     }
     const float* data = tensor.data<float>();
     if (spec.layer < 0) {

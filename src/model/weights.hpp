@@ -82,8 +82,8 @@ void embed(float* x, const Weights& weights, const Config& config, const std::in
 // shapes and dtypes before converting anything, then builds the weights. Consumes `tensors`.
 // `source` names the checkpoint in messages. With `owned`, no one else holds the tensors'
 // memory: matrices in memory of their own are packed in place, and the mapped pages of a
-// matrix in a file mapping are released as soon as it is packed into new memory or converted. `dtype` chooses the storage of the
-// block matrices and the head (WeightDType); biases, LayerNorm and position embeddings stay F32.
+// matrix in a file mapping are released as soon as it is packed into new memory or converted.
+// `dtype` chooses the storage of the block matrices and the head (WeightDType); biases, LayerNorm and position embeddings stay F32.
 Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors, std::string_view source,
                      bool owned = false, WeightDType dtype = WeightDType::f32);
 
