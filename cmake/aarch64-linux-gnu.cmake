@@ -20,7 +20,7 @@ set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE BOTH)
 
 # The arm64 loader and libraries come from the multiarch packages (libc6:arm64 and
-# libstdc++6:arm64, which the arm64 -dev packages pull in) under /lib/aarch64-linux-gnu, where
+# libstdc++6:arm64, which scripts/test_aarch64.sh installs) under /lib/aarch64-linux-gnu, where
 # qemu finds them through the host's /lib/ld-linux-aarch64.so.1. Not `-L /usr/aarch64-linux-gnu`:
 # mixing that cross-compiler copy of glibc with the multiarch libraries hung every
 # pthread_create under Debian 12's qemu 7.2.

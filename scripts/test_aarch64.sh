@@ -12,8 +12,11 @@ SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
 
 # Headers-only packages serve both architectures (nlohmann-json3-dev, libcli11-dev; Boost.Beast
 # and Asio from libboost1.81-dev, of which the build uses headers only); the library the build
-# links (gtest) needs its arm64 build.
-CROSS_PACKAGES=(g++-aarch64-linux-gnu qemu-user nlohmann-json3-dev libcli11-dev libboost1.81-dev libgtest-dev:arm64)
+# links (gtest) needs its arm64 build. qemu runs the tests against the arm64 loader and runtime
+# libraries (libc6:arm64, libstdc++6:arm64), named here because libgtest-dev:arm64 does not pull
+# them in: without them every test fails with "Could not open '/lib/ld-linux-aarch64.so.1'".
+CROSS_PACKAGES=(g++-aarch64-linux-gnu qemu-user nlohmann-json3-dev libcli11-dev libboost1.81-dev libgtest-dev:arm64
+                libc6:arm64 libstdc++6:arm64)
 missing=()
 for pkg in "${CROSS_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
