@@ -512,6 +512,13 @@ def main(argv=None) -> int:
         ci = figures["ctranslate2_int8"]
         print(f"{'CTranslate2 int8':22}{ci['b1_tok_s']:>15.1f}{ci['b16_tok_s']:>16.1f}{ci['prefill_ms']:>12.1f}"
               f"{f32_avx512_pre / ci['prefill_ms']:>22.2f}")
+    if figures["kael_b1_by_threads"]:
+        print(f"f32 batch 1 by thread count (the probe with as many threads); {cpu_line}")
+        print(f"{'threads':>8}{'probe GB/s':>12}{'kael tok/s':>12}{'kael GB/s':>11}{'/ probe':>9}")
+        for n, run in {**figures["kael_b1_by_threads"], t: k["b1"]}.items():
+            probe = figures["bandwidth_by_threads"].get(n, figures["bandwidth_gb_s"])
+            read = run["decode_tok_s"] * shape["decode_bytes"] / 1e9
+            print(f"{n:>8}{probe:>12.1f}{run['decode_tok_s']:>12.1f}{read:>11.1f}{read / probe:>9.2f}")
     print("ratios: " + ", ".join(f"{name} {value:.2f}" for name, value in ratios.items()))
     print(f"targets; {cpu_line}")
     for name, goal, what in goals:

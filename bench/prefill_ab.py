@@ -1,19 +1,22 @@
 #!/usr/bin/env python3
-"""A/B of the 512-token prefill on a noisy host: runs `kael bench --prompt-tokens P --max-tokens 1
---json --thread-busy` for two or more configurations (a binary and KAEL_* settings) in turns,
-each round in the opposite order of the last, and prints per configuration the median and best
-wall time, process CPU time and busier thread's CPU time inside the prefill's parallel calls, the
+"""A/B of the 512-token prefill (or, with --decode N, of N batch-1 decode steps) on a noisy host:
+runs `kael bench --prompt-tokens P --max-tokens 1 --json --thread-busy` (--max-tokens N) for two
+or more configurations (a binary and KAEL_* settings) in turns, each round in the opposite order
+of the last, and prints per configuration the median and best wall time, process CPU time and
+busier thread's CPU time inside the timed part's parallel calls, the
 runs in which both threads ran side by side (wall time within 1.1x the busier thread's CPU
 time), and per pair of the first configuration with each other one the median ratio and how many
 pairs were faster. The CPU model and the load average are printed beside them.
 
-Usage: bench/prefill_ab.py --model DIR [--rounds 10] [--threads 2] [--prompt-tokens 512]
+Usage: bench/prefill_ab.py --model DIR [--rounds 10] [--threads 2] [--prompt-tokens 512] [--decode N]
            LABEL=BINARY[,VAR=VALUE...] LABEL=BINARY[,VAR=VALUE...] ...
 e.g.   bench/prefill_ab.py --model /tmp/kael_compare/gpt2-small-seeded \\
            amx=build/kael avx512=build/kael,KAEL_ISA=avx512
+       bench/prefill_ab.py --model DIR --threads 16 --prompt-tokens 16 --decode 128 old=old/kael new=build/kael
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -50,12 +53,14 @@ def parse_config(text: str) -> tuple:
 
 
 def run_once(binary: str, env: dict, args) -> dict:
-    cmd = [binary, "bench", "--model", args.model, "--prompt-tokens", str(args.prompt_tokens), "--max-tokens", "1",
-           "--threads", str(args.threads), "--json", "--thread-busy"]
+    part = "decode" if args.decode else "prefill"
+    cmd = [binary, "bench", "--model", args.model, "--prompt-tokens", str(args.prompt_tokens), "--max-tokens",
+           str(args.decode or 1), "--threads", str(args.threads), "--json", "--thread-busy"]
     load = load_average()
     out = json.loads(subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout)
-    busy = out["prefill_thread_busy"]["total"]
-    return {"wall": out["prefill_ms"], "cpu": out["prefill_cpu_ms"], "busiest": max(busy["task_cpu_ms"]),
+    # A binary from before kael bench counted decode has no decode_thread_busy: nan there.
+    busy = out.get(f"{part}_thread_busy", {"total": {"task_cpu_ms": [math.nan]}})["total"]
+    return {"wall": out[f"{part}_ms"], "cpu": out[f"{part}_cpu_ms"], "busiest": max(busy["task_cpu_ms"]),
             "threads_cpu": busy["task_cpu_ms"], "isa": out["isa"], "load": load}
 
 
@@ -65,6 +70,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--prompt-tokens", type=int, default=512)
+    parser.add_argument("--decode", type=int, default=0, metavar="N",
+                        help="time N batch-1 decode steps after the prompt instead of the prefill")
     parser.add_argument("configs", nargs="+")
     args = parser.parse_args()
     if len(args.configs) < 2:
@@ -74,8 +81,9 @@ def main() -> int:
     for r in range(args.rounds):
         for label, binary, env in (configs if r % 2 == 0 else configs[::-1]):
             runs[label].append(run_once(binary, env, args))
-    print(f"CPU: {cpu_model()}, {os.cpu_count()} logical CPUs; {args.rounds} rounds, {args.threads} threads, "
-          f"{args.prompt_tokens}-token prefill")
+    timed = f"{args.decode} decode steps after a {args.prompt_tokens}-token prompt" if args.decode else \
+        f"{args.prompt_tokens}-token prefill"
+    print(f"CPU: {cpu_model()}, {os.cpu_count()} logical CPUs; {args.rounds} rounds, {args.threads} threads, {timed}")
     print("| config | isa | wall ms median / best | CPU ms median / best | busier thread CPU ms median / best "
           "| side by side | load average |")
     print("| --- | --- | ---: | ---: | ---: | ---: | --- |")

@@ -184,6 +184,7 @@ int run_bench(const BenchArgs& args) {
   // Decode: every step feeds each sequence its last greedy token.
   std::vector<double> step_ms;
   const double decode_cpu_start = process_cpu_ms();
+  const double decode_main_cpu_start = thread_cpu_ms();
   const auto decode_start = Clock::now();
   for (int step = 0; step < args.max_tokens; ++step) {
     const auto step_start = Clock::now();
@@ -192,6 +193,7 @@ int run_bench(const BenchArgs& args) {
   }
   const double decode_ms = ms_since(decode_start);
   const double decode_cpu_ms = process_cpu_ms() - decode_cpu_start;
+  const double decode_main_cpu_ms = thread_cpu_ms() - decode_main_cpu_start;
 
   const double generated = static_cast<double>(batch) * args.max_tokens;
   double mean = 0;
@@ -221,7 +223,10 @@ int run_bench(const BenchArgs& args) {
       {"breakdown_ms", breakdown(decode_profile)},
       {"prefill_breakdown_ms", breakdown(prefill_profile)},
   };
-  if (args.thread_busy) out["prefill_thread_busy"] = thread_busy_json(prefill_profile, prefill_main_cpu_ms);
+  if (args.thread_busy) {
+    out["prefill_thread_busy"] = thread_busy_json(prefill_profile, prefill_main_cpu_ms);
+    out["decode_thread_busy"] = thread_busy_json(decode_profile, decode_main_cpu_ms);
+  }
   if (args.json) {
     std::cout << out.dump() << "\n";
     return 0;
@@ -260,7 +265,8 @@ RunFn setup(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object");
   cmd->add_flag("--thread-busy", args->thread_busy,
-                "Count each compute thread's CPU time per part of the prefill (prefill_thread_busy in --json)");
+                "Count each compute thread's CPU time per part of the prefill and of decode (prefill_thread_busy and "
+                "decode_thread_busy in --json)");
   return [args] { return run_bench(*args); };
 }
 

@@ -12,8 +12,10 @@
 namespace kael::kernels {
 namespace {
 
-// Panels of a (K, N) matrix over which each thread's share is worth its wake-up.
-std::int64_t min_panels(std::int64_t M, std::int64_t K) { return min_items_per_thread(M * K * kPanel); }
+// Panels of a (K, N) F32 matrix over which each thread's share is worth its wake-up.
+std::int64_t min_panels(std::int64_t M, std::int64_t K) {
+  return min_product_items_per_thread(M * K * kPanel, K * kPanel * std::int64_t{sizeof(float)});
+}
 
 // panel (K, w) = columns [0, w) of src (K, w; rows ld apart). A full panel's row is a fixed
 // 16-float copy, inlined (std::copy of 64 bytes is a library call per row).

@@ -32,17 +32,21 @@ def test_json_report_has_every_figure(kael, gpt2_f16_dir):
     assert out["generated_tokens"] / out["decode_tok_s"] * 1e3 == pytest.approx(out["decode_ms"], rel=1e-6)
 
 
-def test_thread_busy_counts_the_prefill_per_part(kael, gpt2_f16_dir):
-    assert "prefill_thread_busy" not in bench(kael, gpt2_f16_dir, "--prompt-tokens", 4, "--max-tokens", 1)
-    out = bench(kael, gpt2_f16_dir, "--prompt-tokens", 64, "--max-tokens", 1, "--threads", 2, "--thread-busy")
-    busy = out["prefill_thread_busy"]
-    assert PARTS | {"total"} <= busy.keys()
-    total = busy["total"]
-    # Each part's calls add up to the total; a split call gives both threads CPU time.
-    assert sum(busy[p]["calls"] + busy[p]["serial_calls"] for p in PARTS) == total["calls"] + total["serial_calls"]
-    assert total["calls"] > 0 and len(total["task_cpu_ms"]) == 2 and min(total["task_cpu_ms"]) > 0
-    assert total["imbalance"] >= 1
-    assert 0 <= busy["main_thread_outside_calls_cpu_ms"] <= busy["main_thread_cpu_ms"]
+def test_thread_busy_counts_the_prefill_and_decode_per_part(kael, gpt2_f16_dir):
+    plain = bench(kael, gpt2_f16_dir, "--prompt-tokens", 4, "--max-tokens", 1)
+    assert "prefill_thread_busy" not in plain and "decode_thread_busy" not in plain
+    out = bench(kael, gpt2_f16_dir, "--prompt-tokens", 64, "--max-tokens", 3, "--threads", 2, "--thread-busy")
+    for key in ("prefill_thread_busy", "decode_thread_busy"):
+        busy = out[key]
+        assert PARTS | {"total"} <= busy.keys()
+        total = busy["total"]
+        # Each part's calls add up to the total; a split call gives both threads CPU time.
+        assert sum(busy[p]["calls"] + busy[p]["serial_calls"] for p in PARTS) == total["calls"] + total["serial_calls"]
+        assert total["calls"] > 0 and len(total["task_cpu_ms"]) == 2 and min(total["task_cpu_ms"]) > 0
+        assert total["imbalance"] >= 1
+        assert 0 <= busy["main_thread_outside_calls_cpu_ms"] <= busy["main_thread_cpu_ms"]
+    # Three decode steps make three times the model's calls of one step: the head's product each step.
+    assert out["decode_thread_busy"]["logits"]["calls"] == 3
 
 
 def test_batch_decodes_every_sequence(kael, gpt2_f16_dir):

@@ -2,6 +2,11 @@
 // contiguous range per thread; the caller runs range 0 itself, so a 1-thread pool has no
 // workers and no synchronisation at all.
 //
+// A polling worker picks up a job without taking the mutex: the generation word carries the
+// job's part count, so a worker that takes no part never reads the job, and one that does reads
+// it while the caller waits for it. A job thus costs a polling worker one load however many
+// workers poll, where each took the mutex in turn at every job before.
+//
 // Waiting threads poll for kSpin before they sleep: a decode step is ~50 jobs of 50-200 us
 // separated by a few microseconds of serial work, and waking a sleeping worker through the
 // condition variable costs tens of microseconds each time. The price: where other processes
@@ -107,8 +112,8 @@ class Pool {
   ~Pool() {
     {
       std::lock_guard lock(mutex_);
-      stopping_ = true;
-      generation_.fetch_add(1, std::memory_order_release);
+      stopping_.store(true, std::memory_order_relaxed);
+      publish(0);
     }
     wake_.notify_all();
     for (auto& worker : workers_) worker.join();
@@ -125,7 +130,7 @@ class Pool {
       const bool count = counting.load(std::memory_order_relaxed);
       job_ = {n, parts, fn, context, count, count ? wall_ms() : 0.0};
       pending_.store(parts - 1, std::memory_order_relaxed);
-      generation_.fetch_add(1, std::memory_order_release);
+      publish(parts);
     }
     wake_.notify_all();
     const bool counted = job_.counted;
@@ -167,21 +172,31 @@ class Pool {
     in_counted_task = false;
   }
 
+  // The generation word: a job's sequence number in the high half, its part count in the low.
+  static constexpr std::uint64_t kPartsMask = 0xffffffffu;
+  static int parts_of(std::uint64_t generation) { return static_cast<int>(generation & kPartsMask); }
+
+  // Makes the job (or the stop) written before it visible to the workers. Under mutex_, so that
+  // a worker about to sleep on wake_ sees it or is woken by the notify that follows.
+  void publish(int parts) {
+    const std::uint64_t next = (generation_.load(std::memory_order_relaxed) >> 32) + 1;
+    generation_.store(next << 32 | static_cast<std::uint64_t>(parts), std::memory_order_release);
+  }
+
   void work(int index) {
     std::uint64_t seen = 0;
     double idle_since = -1;  // this thread's CPU clock when its last counted share ended
     for (;;) {
       const auto fresh = [&] { return generation_.load(std::memory_order_acquire) != seen; };
-      spin_until(fresh);
-      {
-        // The generation, job_ and stopping_ change together under the mutex: reading them
-        // together pairs this job with its generation.
+      if (!spin_until(fresh)) {
         std::unique_lock lock(mutex_);
         wake_.wait(lock, fresh);
-        seen = generation_.load(std::memory_order_relaxed);
-        if (stopping_) return;
-        if (index >= job_.parts) continue;  // this job needs fewer threads
       }
+      // No job is skipped: the caller publishes the next one only after every part of this one
+      // has finished, this worker's included when it has a part.
+      seen = generation_.load(std::memory_order_acquire);
+      if (stopping_.load(std::memory_order_relaxed)) return;
+      if (index >= parts_of(seen)) continue;  // this job needs fewer threads: job_ is not ours to read
       if (job_.counted) {
         const double start = thread_cpu_ms();
         const auto i = static_cast<std::size_t>(index);
@@ -213,8 +228,8 @@ class Pool {
   // Per part of a counted job, each written by its own thread before it counts down pending_.
   std::vector<double> share_ms_, idle_ms_, start_ms_;
   std::atomic<int> pending_{0};
-  std::atomic<std::uint64_t> generation_{0};
-  bool stopping_ = false;
+  std::atomic<std::uint64_t> generation_{0};  // see publish()
+  std::atomic<bool> stopping_{false};
 };
 
 // One thread per physical core: the kernels are bound by the FMA units and the memory bus,
