@@ -196,7 +196,8 @@ void int8c_linear(float* out, const float* x, const std::uint8_t* w, const float
   const auto* q = reinterpret_cast<const std::int8_t*>(w);
   const float* scales = int8c_scales(w, K, N);
   const std::int32_t* sums = int8c_sums(w, K, N);
-  parallel_for(blocks, min_product_items_per_thread(T * Kp * 32, Kp * 32), [&](std::int64_t first, std::int64_t last) {
+  const std::int64_t min_blocks = min_product_items_per_thread(T * Kp * 32, Kp * 32);
+  parallel_for(blocks, min_blocks, [&](std::int64_t first, std::int64_t last) {
     const std::int64_t col = first * 32;
     product(out + col, N, xq, xs, T, Kp, q + col * Kp, scales + col, sums + col, last - first, N - col,
             bias ? bias + col : nullptr, epilogue);

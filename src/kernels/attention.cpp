@@ -126,6 +126,13 @@ PanelView values_of(const float* v_layer, std::int64_t h, std::int64_t head_dim,
 // softmax and a scattered read of the cache, so a pair's work is more than its multiply-adds.
 std::int64_t min_items(std::int64_t work_per_item) { return min_items_per_thread(work_per_item, kMinThreadWork / 4); }
 
+// Heads per thread for T rows attending to L positions: each head streams its L cached keys
+// and values, which decide for one row (decode), as a decode product's weights do.
+std::int64_t min_heads(std::int64_t T, std::int64_t L, std::int64_t head_dim) {
+  const std::int64_t kv_bytes = 2 * L * head_dim * std::int64_t{sizeof(float)};
+  return min_product_items_per_thread(T * L * head_dim, kv_bytes, kMinThreadWork / 4);
+}
+
 // The set's fused kernel for one head (kernel_table.hpp), null where the set has none; then
 // the two products above run instead.
 AttendHeadFn* fused_kernel() { return active_kernels().attend_head; }
@@ -186,7 +193,7 @@ void causal_attention(float* out, float* scratch, const float* q, const float* k
   const std::int64_t L = pos0 + T, C = n_head * head_dim;
   AttendHeadFn* const kernel = fused_kernel();
   // Threads take whole heads: every head has the same work.
-  parallel_for(n_head, min_items(T * L * head_dim), [&](std::int64_t first, std::int64_t last) {
+  parallel_for(n_head, min_heads(T, L, head_dim), [&](std::int64_t first, std::int64_t last) {
     // Row-major caches are packed per call (L * head_dim floats each way, against
     // T * L * head_dim multiply-adds): straight from rows n_embd floats apart, the
     // micro-kernel's 16-wide loads hit a handful of L1 sets and thrashed. For the fused kernel
@@ -227,7 +234,7 @@ void cached_attention(float* out, float* scratch, const float* q, std::int64_t q
                       std::int64_t head_dim, std::int64_t capacity) {
   const std::int64_t L = pos0 + T, C = n_head * head_dim;
   AttendHeadFn* const kernel = fused_kernel();
-  parallel_for(n_head, min_items(T * L * head_dim), [&](std::int64_t first, std::int64_t last) {
+  parallel_for(n_head, min_heads(T, L, head_dim), [&](std::int64_t first, std::int64_t last) {
     for (std::int64_t h = first; h < last; ++h) {
       const PanelView keys = keys_of(k_layer, h, head_dim, capacity), values = values_of(v_layer, h, head_dim, capacity);
       if (kernel)  // the layer as a single block
@@ -255,7 +262,7 @@ void paged_attention(float* out, float* scratch, const float* q, std::int64_t q_
                      std::int64_t T, std::int64_t pos0, std::int64_t n_head, std::int64_t head_dim) {
   const std::int64_t L = pos0 + T, C = n_head * head_dim;
   AttendHeadFn* const kernel = fused_kernel();
-  parallel_for(n_head, min_items(T * L * head_dim), [&](std::int64_t first, std::int64_t last) {
+  parallel_for(n_head, min_heads(T, L, head_dim), [&](std::int64_t first, std::int64_t last) {
     thread_local std::vector<float> gathered;
     for (std::int64_t h = first; h < last; ++h)
       if (kernel)
@@ -272,9 +279,9 @@ void paged_attention_rows(const PagedRow* rows, std::int64_t count, float* scrat
   std::int64_t positions = 0;
   for (std::int64_t i = 0; i < count; ++i) positions += rows[i].pos + 1;
   // (row, head) pairs, each one query attending to its own sequence's cache.
-  const std::int64_t per_pair = positions * head_dim / std::max<std::int64_t>(1, count);
+  const std::int64_t mean_positions = positions / std::max<std::int64_t>(1, count);
   AttendHeadFn* const kernel = fused_kernel();
-  parallel_for(count * n_head, min_items(per_pair), [&](std::int64_t first, std::int64_t last) {
+  parallel_for(count * n_head, min_heads(1, mean_positions, head_dim), [&](std::int64_t first, std::int64_t last) {
     thread_local std::vector<float> gathered;
     for (std::int64_t pair = first; pair < last; ++pair) {
       const PagedRow& r = rows[pair / n_head];

@@ -77,7 +77,8 @@ void product_of_converted(float* c, std::int64_t ldc, const std::uint16_t* a16, 
                    b16 + col * Kp, block_count, N - col, bias ? bias + col : nullptr, epilogue);
   };
   if (blocks >= 2 * num_threads() || M < 64) {
-    parallel_for(blocks, min_product_items_per_thread(M * Kp * 32, Kp * 32 * 2), [&](std::int64_t first, std::int64_t last) {
+    const std::int64_t min_blocks = min_product_items_per_thread(M * Kp * 32, Kp * 32 * 2);
+    parallel_for(blocks, min_blocks, [&](std::int64_t first, std::int64_t last) {
       run(0, M, first * 32, last - first);
     });
   } else {

@@ -144,7 +144,8 @@ void int8_linear(float* out, const float* x, const std::int8_t* q, const std::ui
   const float* xs = xs_buffer.data();
   const KernelTable& kt = active_kernels();
   kt.quantize_rows(xq_buffer.data(), xs_buffer.data(), x, T, K);
-  parallel_for(panels, min_product_items_per_thread(T * Kp * kPanel, Kp * kPanel), [&](std::int64_t first, std::int64_t last) {
+  const std::int64_t min_panels = min_product_items_per_thread(T * Kp * kPanel, Kp * kPanel);
+  parallel_for(panels, min_panels, [&](std::int64_t first, std::int64_t last) {
     const std::int64_t col = first * kPanel;
     const std::int8_t* w = q + col * Kp;
     const std::uint16_t* s = scales + first * groups * kPanel;

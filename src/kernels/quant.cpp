@@ -61,7 +61,8 @@ void linear_matrix(float* out, const float* inp, const PackedMatrix& w, const fl
   const KernelTable& kt = active_kernels();
   const auto* h = static_cast<const std::uint16_t*>(w.data);
   const std::int64_t panels = (N + kPanel - 1) / kPanel, group = panels_per_pass(K);
-  parallel_for(panels, min_product_items_per_thread(T * K * kPanel, K * kPanel * 2), [&](std::int64_t first, std::int64_t last) {
+  const std::int64_t min_panels = min_product_items_per_thread(T * K * kPanel, K * kPanel * 2);
+  parallel_for(panels, min_panels, [&](std::int64_t first, std::int64_t last) {
     thread_local std::vector<float> scratch;
     scratch.resize(static_cast<std::size_t>(group * kPanel * K));
     std::int64_t p = first;

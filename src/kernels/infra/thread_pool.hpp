@@ -34,15 +34,17 @@ constexpr std::int64_t min_items_per_thread(std::int64_t work_per_item, std::int
   return work_per_item >= min_work ? 1 : min_work / (work_per_item > 0 ? work_per_item : 1);
 }
 
-// A product with few rows (decode) is bound by streaming its weights, not by its multiply-adds:
-// a thread is worth its wake-up once its share has kMinThreadWork multiply-adds or streams
-// kMinThreadBytes of weights. 64 KiB take a core about 8 us at its share of the memory bus, a
-// polling worker about a microsecond to start. By multiply-adds alone a (768, 768) F32 decode
-// product went to 2 threads of 16 (docs/performance.md, "Decode on 16 cores").
+// A product with few rows (decode) is bound by streaming its operand (the weights, or a head's
+// cached keys and values), not by its multiply-adds: a thread is worth its wake-up once its
+// share has min_work multiply-adds or streams kMinThreadBytes. 64 KiB take a core about 8 us at
+// its share of the memory bus, a polling worker about a microsecond to start. By multiply-adds
+// alone a (768, 768) F32 decode product went to 2 threads of 16 (docs/performance.md, "Decode
+// on 16 cores").
 inline constexpr std::int64_t kMinThreadBytes = std::int64_t{1} << 16;
-constexpr std::int64_t min_product_items_per_thread(std::int64_t macs_per_item, std::int64_t weight_bytes_per_item) {
-  const std::int64_t by_work = min_items_per_thread(macs_per_item);
-  const std::int64_t by_bytes = min_items_per_thread(weight_bytes_per_item, kMinThreadBytes);
+constexpr std::int64_t min_product_items_per_thread(std::int64_t macs_per_item, std::int64_t streamed_bytes_per_item,
+                                                    std::int64_t min_work = kMinThreadWork) {
+  const std::int64_t by_work = min_items_per_thread(macs_per_item, min_work);
+  const std::int64_t by_bytes = min_items_per_thread(streamed_bytes_per_item, kMinThreadBytes);
   return by_work < by_bytes ? by_work : by_bytes;
 }
 
