@@ -152,10 +152,12 @@ int run_bench(const BenchArgs& args) {
   };
 
   // Warm-up rounds on other seeded prompts, then each session forgets them: the timed prefill
-  // then writes KV blocks and scratch the process has already touched, as a server's does, and
-  // as the peers in bench/compare.py are measured after theirs. The first-touch page faults
-  // (the kernel zeroing each fresh page) and the threads' first wake-up stay out of the figures.
-  std::vector<std::int32_t> warm_prompt(static_cast<std::size_t>(args.prompt_tokens));
+  // and decode then write KV blocks and scratch the process has already touched, as a server's
+  // do, and as the peers in bench/compare.py are measured after theirs. The first-touch page
+  // faults (the kernel zeroing each fresh page) and the threads' first wake-up stay out of the
+  // figures. The warm-up prompt is as long as the timed prompt and decode together, so that every
+  // position the timed run holds has its key/value memory touched (decode_page_faults).
+  std::vector<std::int32_t> warm_prompt(static_cast<std::size_t>(args.prompt_tokens + args.max_tokens - 1));
   std::vector<std::int32_t> warm_next(batch);
   for (int round = 0; round < args.warmup; ++round) {
     for (auto& t : warm_prompt) t = any_token(rng);
@@ -185,6 +187,7 @@ int run_bench(const BenchArgs& args) {
   std::vector<double> step_ms;
   const double decode_cpu_start = process_cpu_ms();
   const double decode_main_cpu_start = thread_cpu_ms();
+  const long decode_faults_start = page_faults();
   const auto decode_start = Clock::now();
   for (int step = 0; step < args.max_tokens; ++step) {
     const auto step_start = Clock::now();
@@ -194,6 +197,7 @@ int run_bench(const BenchArgs& args) {
   const double decode_ms = ms_since(decode_start);
   const double decode_cpu_ms = process_cpu_ms() - decode_cpu_start;
   const double decode_main_cpu_ms = thread_cpu_ms() - decode_main_cpu_start;
+  const long decode_page_faults = page_faults() - decode_faults_start;
 
   const double generated = static_cast<double>(batch) * args.max_tokens;
   double mean = 0;
@@ -210,6 +214,7 @@ int run_bench(const BenchArgs& args) {
       {"warmup", args.warmup},
       {"decode_ms", decode_ms},
       {"decode_cpu_ms", decode_cpu_ms},
+      {"decode_page_faults", decode_page_faults},
       {"decode_tok_s", 1e3 * generated / decode_ms},
       {"latency_ms",
        {{"mean", mean}, {"min", quantile(step_ms, 0.0)}, {"p50", quantile(step_ms, 0.5)}, {"p95", quantile(step_ms, 0.95)}}},

@@ -70,6 +70,16 @@ def test_warmup_keeps_first_touch_faults_out_of_the_timed_prefill(kael, gpt2_f16
     assert warm["prefill_page_faults"] < cold["prefill_page_faults"]
 
 
+def test_warmup_touches_every_position_the_timed_decode_holds(kael, gpt2_small_dir):
+    args = ("--prompt-tokens", 4, "--max-tokens", 96, "--threads", 2)
+    cold = bench(kael, gpt2_small_dir, *args, "--warmup", 0)
+    warm = bench(kael, gpt2_small_dir, *args)
+    # Without a warm-up, decode faults in the key/value memory of the positions past the prompt;
+    # the warm-up's prompt is as long as the timed prompt and decode together.
+    assert cold["decode_page_faults"] > 0
+    assert warm["decode_page_faults"] < cold["decode_page_faults"]
+
+
 def test_peak_rss_is_the_benchmarks_own(kael, gpt2_f16_dir):
     # getrusage's maxrss would carry over this test process's resident memory through exec;
     # kael reports its own (VmHWM). 1 GB touched here, the small checkpoint's run far below it.
