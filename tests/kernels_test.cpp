@@ -248,6 +248,7 @@ TEST(ThreadPool, CountsEachThreadsCpuTimeOnlyWhenAsked) {
   EXPECT_EQ(on.calls, 1);
   EXPECT_EQ(on.serial_calls, 1);
   ASSERT_GE(on.task_cpu_ms.size(), 2u);  // as many as the widest pool counted so far
+  for (std::size_t i = 2; i < on.task_cpu_ms.size(); ++i) EXPECT_EQ(on.task_cpu_ms[i], 0) << i;  // two parts only
   EXPECT_NEAR(on.task_cpu_ms[0], 30, 3);
   EXPECT_NEAR(on.task_cpu_ms[1], 10, 3);
   EXPECT_NEAR(on.serial_cpu_ms, 5, 2);

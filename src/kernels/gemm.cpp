@@ -10,12 +10,12 @@
 #include "kernels/infra/thread_pool.hpp"
 
 namespace kael::kernels {
-namespace {
 
-// Panels of a (K, N) F32 matrix over which each thread's share is worth its wake-up.
-std::int64_t min_panels(std::int64_t M, std::int64_t K) {
+std::int64_t min_panels_per_thread(std::int64_t M, std::int64_t K) {
   return min_product_items_per_thread(M * K * kPanel, K * kPanel * std::int64_t{sizeof(float)});
 }
+
+namespace {
 
 // panel (K, w) = columns [0, w) of src (K, w; rows ld apart). A full panel's row is a fixed
 // 16-float copy, inlined (std::copy of 64 bytes is a library call per row).
@@ -61,7 +61,7 @@ void pack_panels_transposed(float* dst, const float* src, std::int64_t K, std::i
 void linear_packed(float* out, const float* inp, const float* packed, const float* bias, std::int64_t T,
                    std::int64_t K, std::int64_t N, Epilogue epilogue) {
   const KernelTable& kt = active_kernels();
-  parallel_for((N + kPanel - 1) / kPanel, min_panels(T, K), [&](std::int64_t first, std::int64_t last) {
+  parallel_for((N + kPanel - 1) / kPanel, min_panels_per_thread(T, K), [&](std::int64_t first, std::int64_t last) {
     const std::int64_t col = first * kPanel;
     kt.gemm_panels(out + col, N, inp, K, packed + col * K, kPanel, kPanel * K, true, T,
                    std::min(N, last * kPanel) - col, K, bias ? bias + col : nullptr, epilogue);
@@ -161,7 +161,7 @@ void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool tra
     view = {packed, kPanel, kPanel * K, true};
   }
   if (split_columns) {
-    parallel_for(panels, min_panels(M, K), [&](std::int64_t first, std::int64_t last) {
+    parallel_for(panels, min_panels_per_thread(M, K), [&](std::int64_t first, std::int64_t last) {
       const std::int64_t col = first * kPanel;
       panels_fn(c + col, ldc, a, lda, view.data + first * view.panel_stride, view.ldb, view.panel_stride,
                      view.packed, M, std::min(N, last * kPanel) - col, K, nullptr, epilogue);

@@ -23,6 +23,10 @@ enum class Epilogue {
   residual,  // out += y (out holds the residual stream)
 };
 
+// The fewest 16-column panels of an F32 (K, N) weight that a thread's share of an M-row product
+// holds (thread_pool.hpp's min_product_items_per_thread): the one split rule of the F32 products.
+std::int64_t min_panels_per_thread(std::int64_t M, std::int64_t K);
+
 // dst (K * N floats, packed as above) from src (K, N) row-major. dst must not overlap src.
 void pack_panels(float* dst, const float* src, std::int64_t K, std::int64_t N);
 

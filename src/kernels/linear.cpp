@@ -15,8 +15,7 @@ namespace kael::kernels {
 void linear(float* out, const float* inp, const float* weight, const float* bias, std::int64_t T, std::int64_t C,
             std::int64_t OC) {
   const KernelTable& kt = active_kernels();
-  const std::int64_t min_panels = min_product_items_per_thread(T * C * kPanel, C * kPanel * 4);  // F32 panels
-  parallel_for((OC + kPanel - 1) / kPanel, min_panels, [&](std::int64_t first, std::int64_t last) {
+  parallel_for((OC + kPanel - 1) / kPanel, min_panels_per_thread(T, C), [&](std::int64_t first, std::int64_t last) {
     const std::int64_t col = first * kPanel;
     kt.gemm_panels(out + col, OC, inp, C, weight + col, OC, kPanel, false, T, std::min(OC, last * kPanel) - col, C,
                    bias ? bias + col : nullptr, Epilogue::store);
