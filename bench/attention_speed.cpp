@@ -1,8 +1,11 @@
 // Speed of decode attention (one query row per sequence, GPT-2 small's 12 heads of 64) over the
 // contiguous cache layout (cached_attention, the layout before KV blocks) and over a block
-// table (paged_attention, what the model runs), at several context lengths. Single-threaded,
-// timed in CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID), so the figures hold on a
-// machine shared with other work. Usage: attention_speed [isa: scalar|avx2|avx512|amx]
+// table (paged_attention, what the model runs), at several context lengths; then over the block
+// table with the cache evicted before each call (as a layer's weights evict it in the model),
+// by the set's one-head kernel head after head and by its row kernel across the heads (what
+// paged_attention runs for one row), with the keys' and values' GB/s. Single-threaded, timed in
+// CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID), so the figures hold on a machine
+// shared with other work. Usage: attention_speed [isa: scalar|avx2|avx512|amx]
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
@@ -12,6 +15,7 @@
 
 #include "kernels/attention.hpp"
 #include "kernels/dispatch/cpu_features.hpp"
+#include "kernels/dispatch/kernel_table.hpp"
 #include "kernels/infra/thread_pool.hpp"
 #include "kael/core/cpu_clock.hpp"
 
@@ -75,6 +79,41 @@ void prefill_attention(std::int64_t n_head, std::int64_t head_dim, std::int64_t 
   }
 }
 
+// Microseconds of CPU per call of f with the caches emptied before each (untimed): the best of
+// 5 rounds of 10 calls.
+template <typename F>
+double cold_us(F&& f) {
+  static std::vector<char> evict(std::size_t{128} << 20, 1);  // beyond the last-level caches
+  double best = 1e30;
+  for (int round = 0; round < 5; ++round) {
+    double total = 0;
+    for (int i = 0; i < 10; ++i) {
+      for (char& c : evict) c = static_cast<char>(c + 1);
+      const double start = thread_cpu_seconds();
+      f();
+      total += thread_cpu_seconds() - start;
+    }
+    best = std::min(best, total / 10 * 1e6);
+  }
+  return best;
+}
+
+// One decode row through the set's one-head kernel, head after head (paged_attention's way
+// before the row kernel).
+void attend_by_head(float* out, const float* q, const KvBlocks& cache, std::int64_t n_blocks, std::int64_t L,
+                    std::int64_t n_head, std::int64_t head_dim) {
+  const std::int64_t C = n_head * head_dim, head_floats = kv_head_floats(head_dim, cache.block_positions);
+  std::vector<const float*> keys(static_cast<std::size_t>(n_blocks)), values(keys.size());
+  for (std::int64_t h = 0; h < n_head; ++h) {
+    for (std::int64_t b = 0; b < n_blocks; ++b) {
+      keys[b] = cache.blocks[b] + cache.key_offset + h * head_floats;
+      values[b] = cache.blocks[b] + cache.value_offset + h * head_floats;
+    }
+    active_kernels().attend_head(out + h * head_dim, C, q + h * head_dim, 3 * C, keys.data(), values.data(),
+                                 cache.block_positions, 1, L - 1, head_dim);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -87,6 +126,11 @@ int main(int argc, char** argv) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::printf("decode attention, 12 heads x 64, 1 thread, %s: us of thread CPU per call\n", isa_name(active_isa()));
   std::printf("%8s %12s %12s %8s\n", "context", "contiguous", "paged", "ratio");
+  struct Cold {
+    std::int64_t L;
+    double by_head, across;
+  };
+  std::vector<Cold> cold;
   for (std::int64_t L : {32, 128, 512, 1024}) {
     const std::int64_t capacity = kv_capacity(L), n_blocks = (L + block_positions - 1) / block_positions;
     const std::int64_t layer_floats = kv_layer_floats(n_head, head_dim, block_positions);
@@ -111,6 +155,19 @@ int main(int argc, char** argv) {
       paged_attention(out.data(), scratch.data(), q.data(), 3 * C, cache, 1, L - 1, n_head, head_dim);
     });
     std::printf("%8lld %12.1f %12.1f %8.2f\n", static_cast<long long>(L), contiguous, paged, paged / contiguous);
+    if (active_kernels().attend_head == nullptr) continue;
+    const double by_head = cold_us([&] { attend_by_head(out.data(), q.data(), cache, n_blocks, L, n_head, head_dim); });
+    const double across = cold_us([&] {
+      paged_attention(out.data(), scratch.data(), q.data(), 3 * C, cache, 1, L - 1, n_head, head_dim);
+    });
+    cold.push_back({L, by_head, across});
+  }
+  if (!cold.empty()) {
+    std::printf("\ndecode attention with the cache evicted before each call: us of thread CPU per call\n");
+    std::printf("%8s %12s %14s %8s %20s\n", "context", "by head", "across heads", "ratio", "GB/s across heads");
+    for (const auto& [L, by_head, across] : cold)
+      std::printf("%8lld %12.1f %14.1f %8.2f %20.1f\n", static_cast<long long>(L), by_head, across, across / by_head,
+                  2.0 * static_cast<double>(L * C) * 4 / across / 1e3);
   }
   prefill_attention(n_head, head_dim, block_positions, rng);
   return 0;

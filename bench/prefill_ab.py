@@ -8,7 +8,7 @@ runs in which both threads ran side by side (wall time within 1.1x the busier th
 time), and per pair of the first configuration with each other one the median ratio and how many
 pairs were faster. The CPU model and the load average are printed beside them.
 
-Usage: bench/prefill_ab.py --model DIR [--rounds 10] [--threads 2] [--prompt-tokens 512] [--decode N]
+Usage: bench/prefill_ab.py --model DIR [--rounds 10] [--threads 2] [--prompt-tokens 512] [--decode N] [--dtype f32]
            LABEL=BINARY[,VAR=VALUE...] LABEL=BINARY[,VAR=VALUE...] ...
 e.g.   bench/prefill_ab.py --model /tmp/kael_compare/gpt2-small-seeded \\
            amx=build/kael avx512=build/kael,KAEL_ISA=avx512
@@ -55,12 +55,13 @@ def parse_config(text: str) -> tuple:
 def run_once(binary: str, env: dict, args) -> dict:
     part = "decode" if args.decode else "prefill"
     cmd = [binary, "bench", "--model", args.model, "--prompt-tokens", str(args.prompt_tokens), "--max-tokens",
-           str(args.decode or 1), "--threads", str(args.threads), "--json", "--thread-busy"]
+           str(args.decode or 1), "--threads", str(args.threads), "--dtype", args.dtype, "--json", "--thread-busy"]
     load = load_average()
     out = json.loads(subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout)
     # A binary from before kael bench counted decode has no decode_thread_busy: nan there.
     busy = out.get(f"{part}_thread_busy", {"total": {"task_cpu_ms": [math.nan]}})["total"]
-    return {"wall": out[f"{part}_ms"], "cpu": out[f"{part}_cpu_ms"], "busiest": max(busy["task_cpu_ms"]),
+    # With one thread no call goes to the pool, so no thread's time is counted in one: nan.
+    return {"wall": out[f"{part}_ms"], "cpu": out[f"{part}_cpu_ms"], "busiest": max(busy["task_cpu_ms"] or [math.nan]),
             "threads_cpu": busy["task_cpu_ms"], "isa": out["isa"], "load": load}
 
 
@@ -70,6 +71,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--prompt-tokens", type=int, default=512)
+    parser.add_argument("--dtype", default="f32", help="weight type kael bench converts to at load")
     parser.add_argument("--decode", type=int, default=0, metavar="N",
                         help="time N batch-1 decode steps after the prompt instead of the prefill")
     parser.add_argument("configs", nargs="+")
@@ -83,7 +85,7 @@ def main() -> int:
             runs[label].append(run_once(binary, env, args))
     timed = f"{args.decode} decode steps after a {args.prompt_tokens}-token prompt" if args.decode else \
         f"{args.prompt_tokens}-token prefill"
-    print(f"CPU: {cpu_model()}, {os.cpu_count()} logical CPUs; {args.rounds} rounds, {args.threads} threads, {timed}")
+    print(f"CPU: {cpu_model()}, {os.cpu_count()} logical CPUs; {args.rounds} rounds, {args.threads} threads, {timed}, {args.dtype} weights")
     print("| config | isa | wall ms median / best | CPU ms median / best | busier thread CPU ms median / best "
           "| side by side | load average |")
     print("| --- | --- | ---: | ---: | ---: | ---: | --- |")

@@ -100,6 +100,7 @@ void for_each_entry(const KernelTable& t, F visit) {
 #define KAEL_ENTRY(name) visit(#name, reinterpret_cast<const void*>(t.name))
   KAEL_ENTRY(gemm_panels); KAEL_ENTRY(gemm_panels_at); KAEL_ENTRY(gemm_nt); KAEL_ENTRY(dequantize_f16_panel);
   KAEL_ENTRY(f16_gemm); KAEL_ENTRY(quantize_rows); KAEL_ENTRY(int8_gemm); KAEL_ENTRY(attend_head);
+  KAEL_ENTRY(attend_row);
   KAEL_ENTRY(softmax); KAEL_ENTRY(gelu_new); KAEL_ENTRY(exp); KAEL_ENTRY(sigmoid); KAEL_ENTRY(tanh);
   KAEL_ENTRY(sum); KAEL_ENTRY(layernorm_row); KAEL_ENTRY(gelu_backward); KAEL_ENTRY(adamw_update);
   KAEL_ENTRY(sum_of_squares); KAEL_ENTRY(bf16_pack_rows); KAEL_ENTRY(bf16_pack_panels);
@@ -175,6 +176,7 @@ TEST(CpuFeatures, EveryTableIsComplete) {
     EXPECT_NE(t.tanh, nullptr);
     EXPECT_NE(t.sum, nullptr);
     EXPECT_NE(t.int8_dot, nullptr);
+    EXPECT_EQ(t.attend_row == nullptr, t.attend_head == nullptr) << isa_name(isa);  // decode rows take it
   }
 }
 
@@ -503,6 +505,38 @@ TEST_P(IsaKernels, PagedAttentionEqualsContiguousAcrossBlocks) {
           ASSERT_EQ(batched, contiguous) << "paged_attention_rows, block " << block_positions
                                          << " head_dim=" << head_dim << " pos0=" << pos0 << " T=" << T;
         }
+}
+
+// Decode rows long enough that each thread takes one head (min_heads), so threads split a row's
+// heads, and in a batch a thread's run of (row, head) pairs ends inside a row: every row still
+// equals the contiguous cache's, bit for bit.
+TEST_P(IsaKernels, DecodeRowsSplitOverThreadsEqualTheContiguousCache) {
+  const std::int64_t n_head = 5, head_dim = 64, C = n_head * head_dim, positions = 600, block_positions = 32;
+  auto q = random_vector(2 * C, 39), k = random_vector(positions * C, 40, 2.0f), v = random_vector(positions * C, 41);
+  const std::int64_t capacity = kv_capacity(positions), layer_floats = kv_layer_floats(n_head, head_dim, block_positions);
+  std::vector<float> k_layer(kv_layer_floats(n_head, head_dim, positions), NAN), v_layer = k_layer;
+  const std::int64_t n_blocks = (positions + block_positions - 1) / block_positions;
+  std::vector<float> memory(static_cast<std::size_t>(n_blocks * 2 * layer_floats), NAN);
+  std::vector<float*> blocks;
+  for (std::int64_t b = 0; b < n_blocks; ++b) blocks.push_back(memory.data() + b * 2 * layer_floats);
+  const KvBlocks cache{blocks.data(), 0, layer_floats, block_positions};
+  for (std::int64_t s = 0; s < positions; ++s) {
+    kv_store(k_layer.data(), v_layer.data(), k.data() + s * C, v.data() + s * C, s, n_head, head_dim, capacity);
+    kv_store_paged(cache, k.data() + s * C, v.data() + s * C, s, n_head, head_dim);
+  }
+  const std::int64_t pos[2] = {positions - 1, 544};  // the second row ends inside a block
+  std::vector<float> scratch(attention_scratch_size(1, positions - 1, n_head)), expected(2 * C), paged(2 * C);
+  for (int r = 0; r < 2; ++r) {
+    cached_attention(expected.data() + r * C, scratch.data(), q.data() + r * C, C, k_layer.data(), v_layer.data(), 1,
+                     pos[r], n_head, head_dim, capacity);
+    paged_attention(paged.data() + r * C, scratch.data(), q.data() + r * C, C, cache, 1, pos[r], n_head, head_dim);
+  }
+  ASSERT_EQ(paged, expected);
+  const PagedRow rows[2] = {{paged.data(), q.data(), cache, pos[0]}, {paged.data() + C, q.data() + C, cache, pos[1]}};
+  std::fill(paged.begin(), paged.end(), NAN);
+  std::vector<float> rows_scratch(2 * n_head * positions);
+  paged_attention_rows(rows, 2, rows_scratch.data(), positions, n_head, head_dim);
+  ASSERT_EQ(paged, expected);
 }
 
 TEST_P(IsaKernels, SoftmaxAndGeluMatchReference) {

@@ -137,12 +137,15 @@ std::int64_t min_heads(std::int64_t T, std::int64_t L, std::int64_t head_dim) {
 // the two products above run instead.
 AttendHeadFn* fused_kernel() { return active_kernels().attend_head; }
 
-// The fused kernel on head h of a block table: its blocks' key and value panels as the
-// kernel's two pointer tables (the calling thread's, grown as needed).
-void attend_fused(AttendHeadFn* kernel, float* out, std::int64_t out_stride, const float* q, std::int64_t q_stride,
-                  const KvBlocks& cache, std::int64_t h, std::int64_t T, std::int64_t pos0, std::int64_t head_dim) {
+// Head h's key and value panels in the blocks holding positions 0 .. L - 1 of a block table,
+// as the fused kernels' two pointer tables (the calling thread's, grown as needed).
+struct BlockTables {
+  const float* const* keys;
+  const float* const* values;
+};
+BlockTables block_tables(const KvBlocks& cache, std::int64_t h, std::int64_t L, std::int64_t head_dim) {
   thread_local std::vector<const float*> keys, values;
-  const std::int64_t BP = cache.block_positions, n_blocks = (pos0 + T + BP - 1) / BP;
+  const std::int64_t BP = cache.block_positions, n_blocks = (L + BP - 1) / BP;
   const std::int64_t head_offset = h * kv_head_floats(head_dim, BP);
   keys.resize(static_cast<std::size_t>(n_blocks));
   values.resize(static_cast<std::size_t>(n_blocks));
@@ -150,7 +153,25 @@ void attend_fused(AttendHeadFn* kernel, float* out, std::int64_t out_stride, con
     keys[b] = cache.blocks[b] + cache.key_offset + head_offset;
     values[b] = cache.blocks[b] + cache.value_offset + head_offset;
   }
-  kernel(out, out_stride, q, q_stride, keys.data(), values.data(), BP, T, pos0, head_dim);
+  return {keys.data(), values.data()};
+}
+
+// The fused kernel on head h of a block table.
+void attend_fused(AttendHeadFn* kernel, float* out, std::int64_t out_stride, const float* q, std::int64_t q_stride,
+                  const KvBlocks& cache, std::int64_t h, std::int64_t T, std::int64_t pos0, std::int64_t head_dim) {
+  const BlockTables tables = block_tables(cache, h, pos0 + T, head_dim);
+  kernel(out, out_stride, q, q_stride, tables.keys, tables.values, cache.block_positions, T, pos0, head_dim);
+}
+
+// One decode row at position pos on heads h .. h + heads - 1 (out and q at those heads' first).
+// The row kernel reads each block's keys and values across the heads in memory order, which
+// streams: one head at a time reads 8 KiB runs per block, each started cold
+// (docs/performance.md, "Decode attention across the heads").
+void attend_row_fused(float* out, const float* q, const KvBlocks& cache, std::int64_t h, std::int64_t heads,
+                      std::int64_t pos, std::int64_t head_dim) {
+  const BlockTables tables = block_tables(cache, h, pos + 1, head_dim);
+  active_kernels().attend_row(out, q, tables.keys, tables.values, kv_head_floats(head_dim, cache.block_positions), heads,
+                              cache.block_positions, pos, head_dim);
 }
 
 // kv_store for head h of n consecutive positions pos.. within one 16-position panel (row t's
@@ -264,6 +285,8 @@ void paged_attention(float* out, float* scratch, const float* q, std::int64_t q_
   AttendHeadFn* const kernel = fused_kernel();
   parallel_for(n_head, min_heads(T, L, head_dim), [&](std::int64_t first, std::int64_t last) {
     thread_local std::vector<float> gathered;
+    if (kernel && T == 1)
+      return attend_row_fused(out + first * head_dim, q + first * head_dim, cache, first, last - first, pos0, head_dim);
     for (std::int64_t h = first; h < last; ++h)
       if (kernel)
         attend_fused(kernel, out + h * head_dim, C, q + h * head_dim, q_stride, cache, h, T, pos0, head_dim);
@@ -283,14 +306,16 @@ void paged_attention_rows(const PagedRow* rows, std::int64_t count, float* scrat
   AttendHeadFn* const kernel = fused_kernel();
   parallel_for(count * n_head, min_heads(1, mean_positions, head_dim), [&](std::int64_t first, std::int64_t last) {
     thread_local std::vector<float> gathered;
-    for (std::int64_t pair = first; pair < last; ++pair) {
+    for (std::int64_t pair = first; pair < last;) {
       const PagedRow& r = rows[pair / n_head];
-      const std::int64_t h = pair % n_head;
+      const std::int64_t h = pair % n_head, heads = std::min(last - pair, n_head - h);  // this row's
       if (kernel)
-        attend_fused(kernel, r.out + h * head_dim, C, r.q + h * head_dim, C, r.cache, h, 1, r.pos, head_dim);
+        attend_row_fused(r.out + h * head_dim, r.q + h * head_dim, r.cache, h, heads, r.pos, head_dim);
       else
-        attend_paged(r.out + h * head_dim, C, scratch + pair * scratch_stride, r.q + h * head_dim, C, r.cache, h, 1,
-                     r.pos, head_dim, gathered);
+        for (std::int64_t i = 0; i < heads; ++i)
+          attend_paged(r.out + (h + i) * head_dim, C, scratch + (pair + i) * scratch_stride, r.q + (h + i) * head_dim,
+                       C, r.cache, h + i, 1, r.pos, head_dim, gathered);
+      pair += heads;
     }
   });
 }

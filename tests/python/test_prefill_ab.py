@@ -20,9 +20,17 @@ def test_two_configurations_in_turns(gpt2_f16_dir):
     assert out.returncode == 0, out.stderr
     rows = [line for line in out.stdout.splitlines() if line.startswith("| best |") or line.startswith("| plain |")]
     assert len(rows) == 2 and "| scalar |" in rows[1]
-    assert "2 rounds, 2 threads, 16-token prefill" in out.stdout
+    assert "2 rounds, 2 threads, 16-token prefill, f32 weights" in out.stdout
     for key in ("wall", "cpu", "busiest"):
         assert f"plain / best {key}: median ratio" in out.stdout
+
+
+def test_decode_steps_with_the_weight_type_asked_for(gpt2_f16_dir):
+    binary = kael_binary()
+    out = run("--model", gpt2_f16_dir, "--rounds", 1, "--prompt-tokens", 4, "--decode", 3, "--dtype", "int8",
+              f"a={binary}", f"b={binary}")
+    assert out.returncode == 0, out.stderr
+    assert "1 rounds, 2 threads, 3 decode steps after a 4-token prompt, int8 weights" in out.stdout
 
 
 def test_bad_configurations_are_refused(gpt2_f16_dir):

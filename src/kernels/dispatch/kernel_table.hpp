@@ -60,6 +60,12 @@ using Int8GemmFn = void(float* c, std::int64_t ldc, const std::int8_t* xq, const
 using AttendHeadFn = void(float* out, std::int64_t out_stride, const float* q, std::int64_t q_stride,
                           const float* const* key_blocks, const float* const* value_blocks,
                           std::int64_t block_positions, std::int64_t T, std::int64_t pos0, std::int64_t head_dim);
+// One query row q (heads, head_dim) at position pos over `heads` consecutive heads of a block
+// table: head i's keys at key_blocks[b] + i * head_floats, its values likewise. out (heads,
+// head_dim), each head equal, bit for bit, to AttendHeadFn with T = 1. Single-threaded.
+using AttendRowFn = void(float* out, const float* q, const float* const* key_blocks, const float* const* value_blocks,
+                         std::int64_t head_floats, std::int64_t heads, std::int64_t block_positions, std::int64_t pos,
+                         std::int64_t head_dim);
 // Rows (norm.hpp, elementwise.hpp): out (n) = f(inp); out may equal inp.
 using RowFn = void(float* out, const float* inp, std::int64_t n);
 // sum.hpp: the sum of x (n) in double, lanes as described there.
@@ -126,6 +132,7 @@ struct KernelTable {
   QuantizeRowsFn* quantize_rows = nullptr;
   Int8GemmFn* int8_gemm = nullptr;
   AttendHeadFn* attend_head = nullptr;  // null: attention.cpp's two products per head
+  AttendRowFn* attend_row = nullptr;    // set wherever attend_head is
   RowFn* softmax = nullptr;
   RowFn* gelu_new = nullptr;
   RowFn* exp = nullptr;  // exp.hpp: the C library's e^x, NaN and infinities included

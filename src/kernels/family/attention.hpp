@@ -20,6 +20,7 @@
 #pragma once
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -46,15 +47,19 @@ constexpr int scaled(int avx512_count) {
 // One head's cache as block tables: block b's K^T panels at keys[b] (panel j of the block,
 // positions 16 j.., at + 16 j head_dim, row d at + 16 d) and its value panels at values[b]
 // (panel p at + 16 p block_positions, position s of the block at + 16 s).
+// (A table may serve several heads side by side in each block: this head's data are
+// `offset` floats past each block's pointer.)
 struct Head {
   const float* const* keys;
   const float* const* values;
   long block_positions;
   long head_dim;
+  long offset = 0;
   const float* key_panel(long g) const {  // positions 16 g .. 16 g + 15
     const long per_block = block_positions / kGroup;
-    return keys[g / per_block] + (g % per_block) * kGroup * head_dim;
+    return keys[g / per_block] + offset + (g % per_block) * kGroup * head_dim;
   }
+  const float* value_block(long b) const { return values[b] + offset; }
 };
 
 // Step 1 for NP groups of 16 positions from group g: s (groups of MR rows x 16, group p at
@@ -135,9 +140,13 @@ float softmax_row(float* s, int r, long n, long groups) {
 // Step 3 for NP value panels from panel p0: out rows (MR, out_stride), columns 16 p0 .. =
 // inv[r] * sum over positions s < seen of e[r][s] V[s]. With MASKED (the last panel when the
 // head's width is not a multiple of 16; NP is 1 then), only its head_dim - 16 p0 columns.
+// The sums may be taken in parts, blocks [b0, b1) a call: a call after the first carries on
+// from the sums the one before left in `partial` (MR x NP x 16 floats), and every call but
+// the last leaves them there instead of writing out, so each sum stays one chain over the
+// positions in order.
 template <class V, int MR, int NP, bool MASKED>
 void weigh_values(float* out, long out_stride, const float* e, const float* inv, const Head& head, long p0,
-                  long seen) {
+                  long seen, long b0 = 0, long b1 = LONG_MAX, float* partial = nullptr) {
   using F = typename V::F;
   constexpr int W = kVecs<V>;
   typename V::Tail tail[W];
@@ -150,17 +159,17 @@ void weigh_values(float* out, long out_stride, const float* e, const float* inv,
   };
   F acc[MR * NP * W];
 #pragma GCC unroll 32
-  for (int i = 0; i < MR * NP * W; ++i) acc[i] = V::zero();
+  for (int i = 0; i < MR * NP * W; ++i) acc[i] = b0 > 0 ? V::load(partial + i * V::kLanes) : V::zero();
   const long BP = head.block_positions;
-  for (long b = 0; b * BP < seen; ++b) {
+  for (long b = b0; b < b1 && b * BP < seen; ++b) {
     // This block's panels, and the next block's (or this one's again) for the prefetches:
     // kAhead positions ahead, into the next block near the end of this one.
     const float* panel[NP];
     const float* next[NP];
-    const long next_block = (b + 1) * BP < seen ? b + 1 : b;
+    const long next_block = b + 1 < b1 && (b + 1) * BP < seen ? b + 1 : b;
     for (int p = 0; p < NP; ++p) {
-      panel[p] = head.values[b] + (p0 + p) * kGroup * BP;
-      next[p] = head.values[next_block] + (p0 + p) * kGroup * BP;
+      panel[p] = head.value_block(b) + (p0 + p) * kGroup * BP;
+      next[p] = head.value_block(next_block) + (p0 + p) * kGroup * BP;
     }
     const long end = std::min(BP, seen - b * BP);
     for (long j0 = 0; j0 < end; j0 += kGroup) {
@@ -182,6 +191,11 @@ void weigh_values(float* out, long out_stride, const float* e, const float* inv,
         }
       }
     }
+  }
+  if (b1 < (seen + BP - 1) / BP) {  // blocks past b1 hold positions still to come
+#pragma GCC unroll 32
+    for (int i = 0; i < MR * NP * W; ++i) V::store(partial + i * V::kLanes, acc[i]);
+    return;
   }
 #pragma GCC unroll 32
   for (int i = 0; i < MR * NP * W; ++i) {
@@ -237,9 +251,71 @@ void attend_rows(int rows, float* out, long out_stride, const float* q, long q_s
   attend_tile<V, MR>(out, out_stride, q, q_stride, head, pos, buffers);
 }
 
+// One query row at position pos over `heads` heads side by side in each block (head i at
+// offset i * head_floats), out and q (heads x head_dim). The same three steps on the same
+// functions as a one-row tile, so each head's output equals attend_tile's bit for bit (the value
+// sums carried from block to block in `partial`); but block by block across the heads, and one
+// key group or value panel at a time, so the reads run through memory in address order: a
+// block's keys of consecutive heads are one run, its values another. One head at a time reads
+// runs of 8 KiB per block at 32 positions, each started cold, and two groups or panels side by
+// side make two runs (docs/performance.md, "Decode attention across the heads").
+struct RowBuffers {
+  std::vector<float> scores, partial, inv;
+};
+
+template <class V>
+void attend_row_heads(float* out, const float* q, const Head& first, long head_floats, long heads, long pos,
+                      RowBuffers& buffers) {
+  const long D = first.head_dim, BP = first.block_positions, seen = pos + 1;
+  const long groups = (seen + kGroup - 1) / kGroup, blocks = (seen + BP - 1) / BP;
+  const long panels = (D + kGroup - 1) / kGroup, stride = groups * kGroup;  // stride: a head's scores
+  const auto grow = [](std::vector<float>& v, long n) {
+    if (v.size() < static_cast<std::size_t>(n)) v.resize(static_cast<std::size_t>(n));
+  };
+  grow(buffers.scores, heads * stride);
+  grow(buffers.partial, heads * panels * kGroup);
+  grow(buffers.inv, heads);
+  const auto head = [&](long h) {
+    Head at = first;
+    at.offset += h * head_floats;
+    return at;
+  };
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  for (long b = 0; b < blocks; ++b) {
+    // Prefetches stop at the block's end (g1): what comes next in memory is the next head's.
+    const long g0 = b * BP / kGroup, g1 = std::min(groups, (b + 1) * BP / kGroup);
+    for (long h = 0; h < heads; ++h)
+      for (long g = g0; g < g1; ++g)
+        score_groups<V, 1, 1>(buffers.scores.data() + h * stride + g * kGroup, q + h * D, head(h), g, g1, scale);
+  }
+  for (long h = 0; h < heads; ++h)
+    buffers.inv[static_cast<std::size_t>(h)] = softmax_row<V, 1>(buffers.scores.data() + h * stride, 0, seen, groups);
+  for (long b = 0; b < blocks; ++b)
+    for (long h = 0; h < heads; ++h) {
+      const Head at = head(h);
+      const float* e = buffers.scores.data() + h * stride;
+      const float* inv = buffers.inv.data() + h;
+      float* partial = buffers.partial.data() + h * panels * kGroup;
+      long p = 0;
+      for (; p < D / kGroup; ++p)
+        weigh_values<V, 1, 1, false>(out + h * D, 0, e, inv, at, p, seen, b, b + 1, partial + p * kGroup);
+      if (D % kGroup != 0)
+        weigh_values<V, 1, 1, true>(out + h * D, 0, e, inv, at, p, seen, b, b + 1, partial + p * kGroup);
+    }
+}
+
 }  // namespace kael::kernels::family::attention
 
 namespace kael::kernels::family {
+
+template <class V>
+void attend_row(float* out, const float* q, const float* const* key_blocks, const float* const* value_blocks,
+                std::int64_t head_floats, std::int64_t heads, std::int64_t block_positions, std::int64_t pos,
+                std::int64_t head_dim) {
+  thread_local attention::RowBuffers buffers;
+  const attention::Head first{key_blocks, value_blocks, block_positions, head_dim};
+  attention::attend_row_heads<V>(out, q, first, head_floats, heads, pos, buffers);
+}
 
 template <class V>
 void attend_head(float* out, std::int64_t out_stride, const float* q, std::int64_t q_stride,

@@ -28,6 +28,7 @@ void fill_families(KernelTable& table) {
   table.sum = sum_row<V>;
   table.layernorm_row = layernorm_row<V>;
   table.attend_head = attend_head<V>;
+  table.attend_row = attend_row<V>;
 }
 
 }  // namespace kael::kernels::family
