@@ -1,5 +1,6 @@
 // Attention, on the set's fused kernel for one head where it has one (kernel_table.hpp's
-// attend_head: every vector set, family/attention.hpp), otherwise (the scalar set) as two
+// attend_head: every vector set, family/attention.hpp; a decode row through its attend_row, a
+// thread's heads at once), otherwise (the scalar set) as two
 // matrix products per head, on the
 // run-time-dispatched kernels of gemm.hpp:
 //   S = scale * Q K^T   (T, L) with L = pos0 + T cached positions    (gemm_view)
@@ -284,9 +285,11 @@ void paged_attention(float* out, float* scratch, const float* q, std::int64_t q_
   const std::int64_t L = pos0 + T, C = n_head * head_dim;
   AttendHeadFn* const kernel = fused_kernel();
   parallel_for(n_head, min_heads(T, L, head_dim), [&](std::int64_t first, std::int64_t last) {
+    if (kernel && T == 1) {  // a decode row: the thread's heads together
+      attend_row_fused(out + first * head_dim, q + first * head_dim, cache, first, last - first, pos0, head_dim);
+      return;
+    }
     thread_local std::vector<float> gathered;
-    if (kernel && T == 1)
-      return attend_row_fused(out + first * head_dim, q + first * head_dim, cache, first, last - first, pos0, head_dim);
     for (std::int64_t h = first; h < last; ++h)
       if (kernel)
         attend_fused(kernel, out + h * head_dim, C, q + h * head_dim, q_stride, cache, h, T, pos0, head_dim);

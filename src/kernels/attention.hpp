@@ -66,7 +66,8 @@ void kv_store_paged_rows(const KvBlocks& cache, const float* k, const float* v, 
 // cached_attention over a block table (which already holds the T new positions): the same
 // results, bit for bit, as over the contiguous layout. Where the set has a fused kernel
 // (KernelTable::attend_head: every vector set) it reads keys and values in place and uses none of
-// `scratch`; otherwise keys are read in place, block by block (each score is its own dot
+// `scratch`, and one row (T = 1, decode) goes across a thread's heads at once (attend_row);
+// otherwise keys are read in place, block by block (each score is its own dot
 // product), and values gathered per head into a per-thread buffer when there are several
 // blocks, because P V sums over positions in one ordered chain.
 void paged_attention(float* out, float* scratch, const float* q, std::int64_t q_stride, const KvBlocks& cache,
