@@ -96,8 +96,10 @@ def test_ctrl_c_saves_then_raises_keyboard_interrupt(tiny_model, text_file, tmp_
     out = tmp_path / "out"
     # A process started in the background by a non-interactive shell inherits SIGINT ignored, and
     # Python then installs no handler for it: set Python's own, as an interactive run has it.
-    script = (f"import kael, signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\ntry:\n    kael.finetune({str(tiny_model)!r}, {str(text_file)!r}, {str(out)!r}, steps=100000, "
-              f"batch=2, seq=16, threads=2, callback=lambda r: print(r['step'], flush=True))\n"
+    # The callback writes its line in one call: print writes the number and the newline apart,
+    # and an interrupt between the two ran the number into the next line ("24interrupted").
+    script = (f"import kael, signal, sys\nsignal.signal(signal.SIGINT, signal.default_int_handler)\ntry:\n    kael.finetune({str(tiny_model)!r}, {str(text_file)!r}, {str(out)!r}, steps=100000, "
+              f"batch=2, seq=16, threads=2, callback=lambda r: sys.stdout.write(str(r['step']) + '\\n') and sys.stdout.flush())\n"
               f"except KeyboardInterrupt:\n    print('interrupted', flush=True)\n")
     process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=os.environ.copy())
     assert process.stdout.readline().strip() == "1"
