@@ -71,7 +71,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--prompt-tokens", type=int, default=512)
-    parser.add_argument("--dtype", default="f32", help="weight type kael bench converts to at load")
+    parser.add_argument("--dtype", default="f32", choices=["f32", "f16", "int8", "bf16"],
+                        help="weight type kael bench converts to at load")
     parser.add_argument("--decode", type=int, default=0, metavar="N",
                         help="time N batch-1 decode steps after the prompt instead of the prefill")
     parser.add_argument("configs", nargs="+")

@@ -38,3 +38,5 @@ def test_bad_configurations_are_refused(gpt2_f16_dir):
     assert one.returncode != 0 and "at least two configurations" in one.stderr
     bad = run("--model", gpt2_f16_dir, "a=x,NOVALUE", "b=y")
     assert bad.returncode != 0 and "is not VAR=VALUE" in bad.stderr
+    dtype = run("--model", gpt2_f16_dir, "--dtype", "int4", "a=x", "b=y")
+    assert dtype.returncode != 0 and "invalid choice: 'int4'" in dtype.stderr
