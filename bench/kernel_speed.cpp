@@ -7,13 +7,17 @@
 // With `rows` only the per-shape and attention lines run, at that many rows (the model's prefill
 // runs its prompt in chunks of 256 rows, attending to up to 512 positions in the second).
 // (int8 uses VNNI where the CPU has it; KAEL_VNNI=0 times the pmaddubsw kernel instead.)
+// The weights lie one after another on huge pages, as kael's loader holds them;
+// KAEL_BANDWIDTH_SMALL_PAGES=1 (as for bench/bandwidth) puts them on 4 KiB pages instead.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/huge_pages.hpp"
 #include "kael/core/cpu_clock.hpp"
 #include "kernels/attention.hpp"
 #include "kernels/dispatch/cpu_features.hpp"
@@ -57,9 +61,23 @@ int main(int argc, char** argv) {
   // One GPT-2 small layer's four matrices, 12 times over: 340 MB in F32, far beyond the caches.
   const std::int64_t C = 768, layers = 12;
   const std::int64_t shapes[4][2] = {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}};
-  std::vector<std::vector<float>> weights;
-  std::vector<std::vector<std::int8_t>> q;         // int8 weights
-  std::vector<std::vector<std::uint16_t>> narrow;  // F16 weights or int8 scales
+  // Every matrix in one buffer, in the order a decode step streams them.
+  const auto matrix_bytes = [&](std::int64_t K, std::int64_t N) -> std::int64_t {
+    if (dtype == "int8") return int8_weight_bytes(K, N) + 2 * int8_scale_count(K, N);
+    return (dtype == "f16" ? 2 : 4) * K * N;
+  };
+  std::int64_t arena_bytes = 0;
+  for (std::int64_t l = 0; l < layers; ++l)
+    for (auto& s : shapes) arena_bytes += (matrix_bytes(s[0], s[1]) + 63) / 64 * 64;
+  const bool small_pages = std::getenv("KAEL_BANDWIDTH_SMALL_PAGES") != nullptr;
+  std::shared_ptr<void> arena = small_pages ? nullptr : kael::allocate_huge_aligned(static_cast<std::size_t>(arena_bytes));
+  if (!arena) arena = std::shared_ptr<void>(std::aligned_alloc(64, static_cast<std::size_t>(arena_bytes)), std::free);
+  auto* next = static_cast<std::uint8_t*>(arena.get());
+  const auto take = [&](std::int64_t bytes) {
+    void* p = next;
+    next += (bytes + 63) / 64 * 64;
+    return p;
+  };
   std::vector<PackedMatrix> matrices;
   double bytes = 0, flops_per_row = 0;
   for (std::int64_t l = 0; l < layers; ++l)
@@ -68,22 +86,20 @@ int main(int argc, char** argv) {
       std::vector<float> w(static_cast<std::size_t>(K * N));
       for (std::size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(static_cast<int>(i % 17) - 8);
       flops_per_row += 2.0 * static_cast<double>(K * N);
+      bytes += static_cast<double>(matrix_bytes(K, N));
       if (dtype == "int8") {
-        q.emplace_back(static_cast<std::size_t>(int8_weight_bytes(K, N)));
-        narrow.emplace_back(static_cast<std::size_t>(int8_scale_count(K, N)));
-        quantize_int8_panels(q.back().data(), narrow.back().data(), w.data(), K, N, false);
-        matrices.push_back({kael::WeightDType::int8, q.back().data(), narrow.back().data()});
-        bytes += static_cast<double>(q.back().size()) + 2.0 * static_cast<double>(narrow.back().size());
+        auto* q = static_cast<std::int8_t*>(take(int8_weight_bytes(K, N)));
+        auto* scales = static_cast<std::uint16_t*>(take(2 * int8_scale_count(K, N)));
+        quantize_int8_panels(q, scales, w.data(), K, N, false);
+        matrices.push_back({kael::WeightDType::int8, q, scales});
       } else if (dtype == "f16") {
-        narrow.emplace_back(static_cast<std::size_t>(K * N));
-        convert_f16_panels(narrow.back().data(), w.data(), K, N, false);
-        matrices.push_back({kael::WeightDType::f16, narrow.back().data(), nullptr});
-        bytes += 2.0 * static_cast<double>(K * N);
+        auto* h = static_cast<std::uint16_t*>(take(2 * K * N));
+        convert_f16_panels(h, w.data(), K, N, false);
+        matrices.push_back({kael::WeightDType::f16, h, nullptr});
       } else {
-        weights.emplace_back(static_cast<std::size_t>(K * N));
-        pack_panels(weights.back().data(), w.data(), K, N);
-        matrices.push_back({kael::WeightDType::f32, weights.back().data(), nullptr});
-        bytes += 4.0 * static_cast<double>(K * N);
+        auto* f = static_cast<float*>(take(4 * K * N));
+        pack_panels(f, w.data(), K, N);
+        matrices.push_back({kael::WeightDType::f32, f, nullptr});
       }
     }
   std::vector<float> bias(4 * C, 0.0f), inp(512 * 4 * C, 0.5f), out(512 * 4 * C);

@@ -82,14 +82,58 @@ void check_parameters(const std::vector<ParameterSpec>& specs, const std::vector
   }
 }
 
-// An F32 tensor the kernels can read in place: contiguous and float-aligned. F32 tensors from
-// io already are; anything else is converted or copied here.
+// Whether as_kernel_f32 makes new memory of `tensor`: anything but a contiguous, float-aligned
+// F32 tensor (as io gives them) is converted or copied.
+bool needs_copy(const Tensor& tensor) {
+  const bool aligned = reinterpret_cast<std::uintptr_t>(tensor.raw_data()) % alignof(float) == 0;
+  return tensor.dtype() != DType::F32 || !tensor.is_contiguous() || !aligned;
+}
+
+// An F32 tensor the kernels can read in place.
 Tensor as_kernel_f32(Tensor tensor) {
   if (tensor.dtype() != DType::F32) return tensor.to_f32();
-  const bool aligned = reinterpret_cast<std::uintptr_t>(tensor.raw_data()) % alignof(float) == 0;
-  if (!tensor.is_contiguous() || !aligned) return tensor.packed_copy();
+  if (needs_copy(tensor)) return tensor.packed_copy();
   return tensor;
 }
+
+// Whether the loader may rewrite (pack in place) the F32 tensor made of a checkpoint `tensor`:
+// a converted or copied tensor is new memory, and an `owned` load's own tensors are ours; a
+// tensor borrowed from a file mapping, or handed in by a caller, is not.
+bool rewritable(const Tensor& tensor, bool owned) { return needs_copy(tensor) || (owned && !tensor.is_borrowed()); }
+
+// The matrices the loader writes, one after another in the order a forward pass reads them, in
+// one zeroed buffer (Tensor::zeros: on huge pages). Apart, every matrix under 2 MiB (int8 QKV and
+// projection, F16 projection) and every tail past a whole 2 MiB stayed in 4 KiB pages, which one
+// thread's decode product read at 18 GB/s against 29-31 on huge pages (docs/performance.md,
+// "Weights in one arena on huge pages"). Its pages are touched as the matrices are written, so
+// the peak of a load is what it was with a tensor per matrix.
+class WeightArena {
+ public:
+  static constexpr std::int64_t kAlign = 64;  // each part on its own cache lines
+  static std::int64_t footprint(std::int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+  explicit WeightArena(std::int64_t bytes)
+      : memory_(std::make_shared<Tensor>(Tensor::zeros(DType::U8, {bytes}))) {}
+
+  // The next `bytes`, zeroed, aligned for any element type.
+  std::byte* take(std::int64_t bytes) {
+    if (used_ + footprint(bytes) > memory_->numel())  // sized by the caller's own count
+      throw Error(str("internal: weight arena of ", memory_->numel(), " bytes overrun"));
+    std::byte* part = memory_->raw_data() + used_;
+    used_ += footprint(bytes);
+    return part;
+  }
+  // The next tensor's worth, as a tensor that keeps the arena alive.
+  Tensor take(DType dtype, const Shape& shape) {
+    return Tensor::borrow(dtype, shape, take(shape_numel(shape) * static_cast<std::int64_t>(dtype_size(dtype))),
+                          memory_);
+  }
+  const Tensor& memory() const { return *memory_; }
+
+ private:
+  std::shared_ptr<Tensor> memory_;
+  std::int64_t used_ = 0;
+};
 
 // The four matrices of a block, which the kernels read packed (kernels/gemm.hpp).
 bool is_block_matrix(const ParameterSpec& spec) {
@@ -100,22 +144,22 @@ bool is_block_matrix(const ParameterSpec& spec) {
 }
 
 // The output head (wte or lm_head.weight, (V, C)) packed as its transpose (C, V), in place
-// when `writable`.
-Tensor pack_head(Tensor tensor, bool writable) {
+// when `writable`, into `arena` otherwise.
+Tensor pack_head(Tensor tensor, bool writable, WeightArena& arena) {
   const std::int64_t V = tensor.shape()[0], C = tensor.shape()[1];
   if (writable) {
     kernels::pack_panels_transposed(tensor.data<float>(), tensor.data<float>(), C, V);
     return tensor;
   }
-  Tensor packed = Tensor::zeros(DType::F32, tensor.shape());
+  Tensor packed = arena.take(DType::F32, tensor.shape());
   kernels::pack_panels_transposed(packed.data<float>(), tensor.data<float>(), C, V);
   return packed;
 }
 
 // A (K, N) F32 matrix in the panel layout. In place when `writable` (scratch holds a copy of
 // the source meanwhile; on a file mapping, this turns the mapped pages into private ones, the
-// file is never written), into a new tensor otherwise.
-Tensor pack_matrix(Tensor tensor, bool writable, std::vector<float>& scratch) {
+// file is never written), into `arena` otherwise.
+Tensor pack_matrix(Tensor tensor, bool writable, std::vector<float>& scratch, WeightArena& arena) {
   const std::int64_t K = tensor.shape()[0], N = tensor.shape()[1];
   if (writable) {
     float* data = tensor.data<float>();
@@ -123,50 +167,52 @@ Tensor pack_matrix(Tensor tensor, bool writable, std::vector<float>& scratch) {
     kernels::pack_panels(data, scratch.data(), K, N);
     return tensor;
   }
-  Tensor packed = Tensor::zeros(DType::F32, tensor.shape());
+  Tensor packed = arena.take(DType::F32, tensor.shape());
   kernels::pack_panels(packed.data<float>(), tensor.data<float>(), K, N);
   return packed;
 }
 
-// A (K, N) F32 matrix, or with `transposed` the (N, K) head, as int8 (+ scales) or F16
-// panels in new tensors kept in `storage`. `where` (source and tensor name) prefixes errors.
-kernels::PackedMatrix narrow_matrix(const Tensor& tensor, bool transposed, WeightDType dtype,
-                                    std::vector<Tensor>& storage, std::string_view where) {
+// The bytes narrow_matrix writes for a (K, N) matrix of a narrow dtype: its panels (or tiles),
+// and its int8 group scales (0 where the type has none).
+struct NarrowParts {
+  std::int64_t panels = 0;
+  std::int64_t scales = 0;
+};
+NarrowParts narrow_parts(std::int64_t K, std::int64_t N, WeightDType dtype) {
+  if (dtype == WeightDType::bf16) return {2 * kernels::bf16_matrix_elements(K, N), 0};
+  if (dtype == WeightDType::int8 && kernels::int8_per_column()) return {kernels::int8c_matrix_bytes(K, N), 0};
+  if (dtype == WeightDType::int8) return {kernels::int8_weight_bytes(K, N), 2 * kernels::int8_scale_count(K, N)};
+  return {2 * K * N, 0};
+}
+
+// A (K, N) F32 matrix, or with `transposed` the (N, K) head, as int8 (+ scales), F16 or BF16
+// panels taken from `arena` (narrow_parts sizes them). `where` (source and tensor name) prefixes errors.
+kernels::PackedMatrix narrow_matrix(const Tensor& tensor, bool transposed, WeightDType dtype, WeightArena& arena,
+                                    std::string_view where) {
   const std::int64_t K = tensor.shape()[transposed ? 1 : 0], N = tensor.shape()[transposed ? 0 : 1];
-  kernels::PackedMatrix m;
-  if (dtype == WeightDType::bf16) {
-    Tensor b = Tensor::zeros(DType::U16, {kernels::bf16_matrix_elements(K, N)});
-    kernels::convert_bf16_tiles(b.data<std::uint16_t>(), tensor.data<float>(), K, N, transposed);
-    m = {WeightDType::bf16, b.raw_data(), nullptr, true};
-    storage.push_back(std::move(b));
-  } else if (dtype == WeightDType::int8 && kernels::int8_per_column()) {
-    Tensor q = Tensor::zeros(DType::U32, {kernels::int8c_matrix_bytes(K, N) / 4});  // int8, F32 and int32 parts
-    try {
-      kernels::quantize_int8c(reinterpret_cast<std::uint8_t*>(q.raw_data()), tensor.data<float>(), K, N, transposed);
-    } catch (const ValueError& e) {
-      throw ValueError(str(where, ": ", e.what()));
+  const NarrowParts parts = narrow_parts(K, N, dtype);
+  std::byte* panels = arena.take(parts.panels);
+  const auto as_u16 = [](std::byte* p) { return reinterpret_cast<std::uint16_t*>(p); };
+  try {
+    if (dtype == WeightDType::bf16) {
+      kernels::convert_bf16_tiles(as_u16(panels), tensor.data<float>(), K, N, transposed);
+      return {WeightDType::bf16, panels, nullptr, true};
     }
-    m = {WeightDType::int8, q.raw_data(), nullptr, true};
-    storage.push_back(std::move(q));
-  } else if (dtype == WeightDType::int8) {
-    Tensor q = Tensor::zeros(DType::I8, {kernels::int8_weight_bytes(K, N)});
-    Tensor scales = Tensor::zeros(DType::U16, {kernels::int8_scale_count(K, N)});  // BF16 bits
-    try {
-      kernels::quantize_int8_panels(q.data<std::int8_t>(), scales.data<std::uint16_t>(), tensor.data<float>(), K, N,
+    if (dtype == WeightDType::int8 && kernels::int8_per_column()) {  // int8, F32 and int32 parts
+      kernels::quantize_int8c(reinterpret_cast<std::uint8_t*>(panels), tensor.data<float>(), K, N, transposed);
+      return {WeightDType::int8, panels, nullptr, true};
+    }
+    if (dtype == WeightDType::int8) {
+      std::uint16_t* scales = as_u16(arena.take(parts.scales));  // BF16 bits
+      kernels::quantize_int8_panels(reinterpret_cast<std::int8_t*>(panels), scales, tensor.data<float>(), K, N,
                                     transposed);
-    } catch (const ValueError& e) {  // a non-finite weight, named by its (k, n)
-      throw ValueError(str(where, ": ", e.what()));
+      return {WeightDType::int8, panels, scales};
     }
-    m = {WeightDType::int8, q.raw_data(), scales.data<std::uint16_t>()};
-    storage.push_back(std::move(q));
-    storage.push_back(std::move(scales));
-  } else {
-    Tensor h = Tensor::zeros(DType::U16, {K, N});
-    kernels::convert_f16_panels(h.data<std::uint16_t>(), tensor.data<float>(), K, N, transposed);
-    m = {WeightDType::f16, h.raw_data(), nullptr};
-    storage.push_back(std::move(h));
+    kernels::convert_f16_panels(as_u16(panels), tensor.data<float>(), K, N, transposed);
+    return {WeightDType::f16, panels, nullptr};
+  } catch (const ValueError& e) {  // a non-finite weight, named by its (k, n)
+    throw ValueError(str(where, ": ", e.what()));
   }
-  return m;
 }
 
 kernels::PackedMatrix LayerWeights::*matrix_slot(const ParameterSpec& spec) {
@@ -200,27 +246,44 @@ Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors
   weights.layers.resize(static_cast<std::size_t>(config.n_layer));
   weights.storage.reserve(specs.size());
   std::vector<float> scratch;  // one matrix, for packing in place
+  const auto is_head = [&](const ParameterSpec& spec) {
+    return spec.global_slot == &Weights::lm_head || (spec.global_slot == &Weights::wte && config.tie_word_embeddings);
+  };
+  // What the matrices below take from the arena: every narrow one, and every F32 one that
+  // cannot be packed in place.
+  std::int64_t arena_bytes = 0;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const ParameterSpec& spec = specs[i];
+    if (!is_block_matrix(spec) && !is_head(spec)) continue;
+    const bool transposed = !is_block_matrix(spec);  // the head, stored as (V, C)
+    const std::int64_t K = spec.shape[transposed ? 1 : 0], N = spec.shape[transposed ? 0 : 1];
+    if (narrow) {
+      const NarrowParts parts = narrow_parts(K, N, dtype);
+      arena_bytes += WeightArena::footprint(parts.panels) + WeightArena::footprint(parts.scales);
+    } else if (!rewritable(found[i].tensor, owned)) {
+      arena_bytes += WeightArena::footprint(4 * K * N);
+    }
+  }
+  WeightArena arena(arena_bytes);
+  if (arena_bytes > 0) weights.storage.push_back(arena.memory());
   for (std::size_t i = 0; i < specs.size(); ++i) {
     // Converting one tensor at a time, and dropping its source right away, keeps the peak
     // close to the final size even for F16 checkpoints.
     const ParameterSpec& spec = specs[i];
-    const void* source_data = found[i].tensor.raw_data();
     const std::string where = str(source, ": tensor '", found[i].file_name, "'");
+    // A matrix still in the file's mapping is packed into the arena, not in place: decode
+    // streams every weight, and on the mapping's 4 KiB pages it read them 10-15% slower
+    // (docs/performance.md, "Decode against the bandwidth on a Zen 4").
+    const bool writable = rewritable(found[i].tensor, owned);
     Tensor tensor = as_kernel_f32(std::move(found[i].tensor));
     found[i] = {};
-    // A converted or copied tensor is new memory, ours to rewrite whoever gave the source. A
-    // matrix still in the file's mapping is packed into new memory instead, on huge pages
-    // (Tensor::zeros): decode streams every weight, and on the mapping's 4 KiB pages it read
-    // them 10-15% slower (docs/performance.md, "Decode against the bandwidth on a Zen 4").
-    const bool writable = !tensor.is_borrowed() && (owned || tensor.raw_data() != source_data);
-    const bool head = spec.global_slot == &Weights::lm_head ||
-                      (spec.global_slot == &Weights::wte && config.tie_word_embeddings);
+    const bool head = is_head(spec);
     weights.parameter_count += tensor.numel();
     if (narrow && is_block_matrix(spec)) {
       // Only the narrow panels are kept; the F32 source is dropped here (and its mapped pages
       // released, or the whole file would stay resident beside the narrow copy).
       weights.layers[static_cast<std::size_t>(spec.layer)].*matrix_slot(spec) =
-          narrow_matrix(tensor, false, dtype, weights.storage, where);
+          narrow_matrix(tensor, false, dtype, arena, where);
       if (owned) io::release_mapped_pages(tensor);
       continue;
     }
@@ -228,13 +291,14 @@ Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors
       // The head is a third of GPT-2 small's weights, so a narrow head cuts the logits time
       // (docs/performance.md, "The measurements behind the code's constants"). Tied, the
       // embedding lookup reads its columns too (embed()), so no F32 copy of wte is kept.
-      weights.head = narrow_matrix(tensor, true, dtype, weights.storage, where);
+      weights.head = narrow_matrix(tensor, true, dtype, arena, where);
       if (owned) io::release_mapped_pages(tensor);
       continue;
     }
     if (is_block_matrix(spec) || head) {
       const Tensor source_tensor = tensor;
-      tensor = head ? pack_head(std::move(tensor), writable) : pack_matrix(std::move(tensor), writable, scratch);
+      tensor = head ? pack_head(std::move(tensor), writable, arena)
+                    : pack_matrix(std::move(tensor), writable, scratch, arena);
       if (owned) io::release_mapped_pages(source_tensor);  // a mapping's: or the file stays resident beside the copy
     }
     const float* data = tensor.data<float>();
