@@ -70,7 +70,8 @@ int main(int argc, char** argv) {
   for (std::int64_t l = 0; l < layers; ++l)
     for (auto& s : shapes) arena_bytes += (matrix_bytes(s[0], s[1]) + 63) / 64 * 64;
   const bool small_pages = std::getenv("KAEL_BANDWIDTH_SMALL_PAGES") != nullptr;
-  std::shared_ptr<void> arena = small_pages ? nullptr : kael::allocate_huge_aligned(static_cast<std::size_t>(arena_bytes));
+  std::shared_ptr<void> arena =
+      small_pages ? nullptr : kael::allocate_huge_aligned(static_cast<std::size_t>(arena_bytes));
   if (!arena) arena = std::shared_ptr<void>(std::aligned_alloc(64, static_cast<std::size_t>(arena_bytes)), std::free);
   auto* next = static_cast<std::uint8_t*>(arena.get());
   const auto take = [&](std::int64_t bytes) {

@@ -287,13 +287,13 @@ TEST(X86Kernels, Avx512F32GemmEqualsAvx2BitForBit) {
   const KernelTable &a = kernels_for(Isa::avx2), &b = kernels_for(Isa::avx512);
   // AVX-512 runs K above 256 in k-blocks (and rows in blocks sized by K and the L2): K = 300
   // and 3000 cross block edges, M = 250 at K = 3000 spans two or more row blocks (1.5 MiB each
-  // with a 2 MiB L2); N = 200 (12 full panels) copies them into 12-row tiles with a shorter last
-  // one, the narrower N read them in place.
+  // with a 2 MiB L2); N = 200 (12 full panels) copies them into row tiles of even heights (13
+  // rows: 7 + 6; 16: 8 + 8), the narrower N read them in place.
   struct Shape {
     std::int64_t M, K;
   };
   std::vector<Shape> shapes;
-  for (std::int64_t M : {1, 2, 3, 12, 13, 25, 40})
+  for (std::int64_t M : {1, 2, 3, 12, 13, 16, 25, 40})
     for (std::int64_t K : {1, 17, 300}) shapes.push_back({M, K});
   shapes.push_back({250, 3000});
   for (const auto [M, K] : shapes)

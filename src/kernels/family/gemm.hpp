@@ -77,8 +77,9 @@ struct Chain {
 // Which k a tile prefetches `next` at: k % (mask + 1) == phase, so that tiles sharing a panel
 // group each pull a share of it.
 struct Spread {
-  long mask = 0;   // tiles sharing the prefetch, less one (a power of two less one)
-  long phase = 0;  // this tile's share
+  long mask = 0;     // tiles sharing the prefetch, less one (a power of two less one)
+  long phase = 0;    // this tile's share
+  bool l2 = false;   // pull `next` into L2 only
 };
 
 // The panel row vector at p: F32 weights, or F16 ones converted exactly (V::load_f16).
@@ -132,8 +133,10 @@ void tile(float* c, long ldc, const float* a, long lda, const W* b, long ldb, lo
         else
           row[p * 16 / L + j] = load_weights<V>(bk + L * j);
       }
-      if (next != nullptr && (k & spread.mask) == spread.phase)
-        V::prefetch(reinterpret_cast<const float*>(next + p * panel_stride + k * ldb));
+      if (next != nullptr && (k & spread.mask) == spread.phase) {
+        const float* line = reinterpret_cast<const float*>(next + p * panel_stride + k * ldb);
+        spread.l2 ? V::prefetch_l2(line) : V::prefetch(line);
+      }
     }
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
@@ -155,6 +158,21 @@ void tile(float* c, long ldc, const float* a, long lda, const W* b, long ldb, lo
   }
 }
 
+// The row tiles of M rows: as few as V::kTileRows allows, their heights differing by at most
+// one, the taller first. A block of 16 rows on AVX-512 is two tiles of 8, where a 12-row tile
+// and a 4-row one ran at 0.8 of the rate of 12 or 24 rows (docs/performance.md, "Batch-16
+// decode: even row tiles").
+template <class V>
+struct RowTiles {
+  long count, base, taller;  // tiles, rows of the shorter ones, tiles with one row more
+
+  explicit RowTiles(long M)
+      : count((M + V::kTileRows - 1) / V::kTileRows), base(count > 0 ? M / count : 0),
+        taller(count > 0 ? M % count : 0) {}
+  long rows(long i) const { return base + (i < taller ? 1 : 0); }
+  long start(long i) const { return i * base + std::min(i, taller); }
+};
+
 // A tile of h < V::kTileRows rows (h known only at run time): the tile of that height.
 template <class V, int NP, bool MASKED, bool PACKED, int H = V::kTileRows - 1, class... Args>
 void short_tile(long h, Args... args) {
@@ -164,53 +182,54 @@ void short_tile(long h, Args... args) {
   }
 }
 
-// Rows [0, M) against one panel group over k [k0, k0 + K), in tiles of up to kTileRows rows; the
-// first (up to) 8 full tiles also prefetch `next`, each a share of its rows (without
-// V::kBlockForCaches the first tile all of them), or with no full tile the one short tile. chain.partial, if any, holds M rows. PACKED: `a` holds the M
-// rows as pack_tiles lays them out, lda = their full K. (Shares, not one tile prefetching all
-// of `next`: docs/performance.md, "The F32 prefill: changes and what bounds it".)
+// Rows [0, M) against one panel group over k [k0, k0 + K), in the tiles of RowTiles; the first
+// (up to) 8 tiles also prefetch `next`, each a share of its rows (without V::kBlockForCaches the
+// first tile all of them), into L2 where fewer than 8 tiles read each k-block (into L1 the next
+// block would evict the current one before the last tile reads it). chain.partial, if any, holds
+// M rows. PACKED: `a` holds the M rows as pack_tiles lays them out, lda = their full K. (Shares,
+// not one tile prefetching all of `next`: docs/performance.md, "The F32 prefill: changes and what
+// bounds it".)
 template <class V, int NP, bool MASKED, bool PACKED = false, class W = float>
 void rows_of(float* c, long ldc, const float* a, long lda, long k0, const W* b, long ldb, long panel_stride,
              long M, long K, const float* bias, Epilogue epilogue, long w, const W* next, Chain chain = {}) {
   constexpr long kRows = V::kTileRows;
-  const auto at_row = [&](long r) {
+  const RowTiles<V> tiles(M);
+  const long sharing = !V::kBlockForCaches ? 1 : tiles.count >= 8 ? 8 : tiles.count >= 4 ? 4 : tiles.count >= 2 ? 2 : 1;
+  for (long j = 0; j < tiles.count; ++j) {
+    const long r = tiles.start(j), h = tiles.rows(j);
+    // The tile's rows: its (K, h) block in the packed form, rows lda apart otherwise.
+    const float* input = PACKED ? a + r * lda + k0 * h : a + r * lda + k0;
+    const W* pull = j < sharing ? next : nullptr;
     Chain part = chain;
     if (part.partial != nullptr) part.partial += r * kPartialLd;
-    return part;
-  };
-  // A tile of h rows from row r: its (K, h) block in the packed form, rows lda apart otherwise.
-  const auto input = [&](long r, long h) { return PACKED ? a + r * lda + k0 * h : a + r * lda + k0; };
-  const long full_tiles = M / kRows;
-  const long sharing = !V::kBlockForCaches ? 1 : full_tiles >= 8 ? 8 : full_tiles >= 4 ? 4 : full_tiles >= 2 ? 2 : 1;
-  long r = 0;
-  for (long j = 0; j < full_tiles; ++j, r += kRows)
-    tile<V, kRows, NP, MASKED, PACKED>(c + r * ldc, ldc, input(r, kRows), lda, b, ldb, panel_stride, K, bias,
-                                       epilogue, w, j < sharing ? next : nullptr, at_row(r), Spread{sharing - 1, j});
-  if (full_tiles > 0) next = nullptr;
-  const long h = M - r;
-  short_tile<V, NP, MASKED, PACKED>(h, c + r * ldc, ldc, input(r, h), lda, b, ldb, panel_stride, K, bias, epilogue,
-                                    w, next, at_row(r), Spread{});
+    const Spread spread{sharing - 1, j, tiles.count < 8};
+    if (h == kRows)
+      tile<V, kRows, NP, MASKED, PACKED>(c + r * ldc, ldc, input, lda, b, ldb, panel_stride, K, bias, epilogue, w,
+                                         pull, part, spread);
+    else
+      short_tile<V, NP, MASKED, PACKED>(h, c + r * ldc, ldc, input, lda, b, ldb, panel_stride, K, bias, epilogue,
+                                        w, pull, part, spread);
+  }
 }
 
-// dst = rows [0, M) of a (K columns, rows lda apart) in tiles of kTileRows rows (the last one has
-// h = the rest), tile i being (K, h) from dst + i * kTileRows * K: what a PACKED tile reads.
-// Full tiles go 4 rows x 4 k at a time through V's 4x4 transposition (a scalar copy took about
-// 2% of a one-thread prefill, and each thread packs the whole block).
+// dst = rows [0, M) of a (K columns, rows lda apart) in the tiles of RowTiles, the tile of h
+// rows from row r being (K, h) at dst + r * K: what a PACKED tile reads. Rows go 4 rows x 4 k at
+// a time through V's 4x4 transposition (a scalar copy took about 2% of a one-thread prefill, and
+// each thread packs the whole block).
 template <class V>
 void pack_tiles(float* dst, const float* a, long lda, long M, long K) {
-  constexpr long kRows = V::kTileRows;
-  for (long r0 = 0; r0 < M; r0 += kRows) {
-    const long h = std::min<long>(kRows, M - r0);
+  const RowTiles<V> tiles(M);
+  for (long i = 0; i < tiles.count; ++i) {
+    const long r0 = tiles.start(i), h = tiles.rows(i);
     float* t = dst + r0 * K;
     const float* ar = a + r0 * lda;
     long k = 0;
-    if (h == kRows)
-      for (; k + 4 <= K; k += 4) {
-        long g = 0;
-        for (; g + 4 <= kRows; g += 4) V::transpose4(t + k * kRows + g, kRows, ar + g * lda + k, lda);
-        for (; g < kRows; ++g)
-          for (long i = 0; i < 4; ++i) t[(k + i) * kRows + g] = ar[g * lda + k + i];
-      }
+    for (; k + 4 <= K; k += 4) {
+      long g = 0;
+      for (; g + 4 <= h; g += 4) V::transpose4(t + k * h + g, h, ar + g * lda + k, lda);
+      for (; g < h; ++g)
+        for (long j = 0; j < 4; ++j) t[(k + j) * h + g] = ar[g * lda + k + j];
+    }
     for (; k < K; ++k)
       for (long r = 0; r < h; ++r) t[k * h + r] = ar[r * lda + k];
   }
@@ -221,9 +240,9 @@ void pack_tiles(float* dst, const float* a, long lda, long M, long K) {
 // of X^T and pack_tiles' transpose back took about a fifth of a dW product).
 template <class V>
 void pack_tiles_transposed(float* dst, const float* a, long lda, long M, long K) {
-  constexpr long kRows = V::kTileRows;
-  for (long r0 = 0; r0 < M; r0 += kRows) {
-    const long h = std::min<long>(kRows, M - r0);
+  const RowTiles<V> tiles(M);
+  for (long i = 0; i < tiles.count; ++i) {
+    const long r0 = tiles.start(i), h = tiles.rows(i);
     float* t = dst + r0 * K;
     for (long k = 0; k < K; ++k) std::copy_n(a + k * lda + r0, h, t + k * h);
   }

@@ -98,6 +98,7 @@ struct Vec {
   static void store_d(double* p, D v) { _mm256_storeu_pd(p, v); }
 
   static void prefetch(const float* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
+  static void prefetch_l2(const float* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T1); }
   static void transpose4(float* dst, long ld_dst, const float* src, long ld_src) {
     x86::transpose4(dst, ld_dst, src, ld_src);
   }

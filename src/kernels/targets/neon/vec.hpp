@@ -98,6 +98,7 @@ struct Vec {
   static void store_d(double* p, D v) { vst1q_f64(p, v); }
 
   static void prefetch(const float* p) { __builtin_prefetch(p); }
+  static void prefetch_l2(const float* p) { __builtin_prefetch(p, 0, 2); }
   static void transpose4(float* dst, long ld_dst, const float* src, long ld_src) {
     const float32x4x2_t ab = vtrnq_f32(vld1q_f32(src), vld1q_f32(src + ld_src));  // a0 b0 a2 b2 | a1 b1 a3 b3
     const float32x4x2_t cd = vtrnq_f32(vld1q_f32(src + 2 * ld_src), vld1q_f32(src + 3 * ld_src));
