@@ -9,7 +9,9 @@
 // (C, V) matrix the logits multiply by, in place, so the head is one more streamed GEMV/GEMM and a
 // token's embedding is gathered from its column (embed()). A load from a file owns its tensors and
 // packs each matrix in place (through one matrix of scratch), so the peak memory stays at the
-// weights' size; tensors handed in by a caller are left untouched and copied. With
+// weights' size; tensors handed in by a caller, or mapped from the file, are left untouched and
+// copied. The copies, and the narrow matrices below, lie one after another in one buffer on huge
+// pages (WeightArena in weights.cpp). With
 // LoadOptions::dtype f16 or int8, the four block matrices and the head are stored in that type
 // instead (kernels/quant.hpp, kernels/int8.hpp), and a tied model's embedding lookup reads
 // (dequantizes) the narrow head's columns, so no F32 copy of wte is kept; an untied model's wte
