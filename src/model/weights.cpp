@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <unordered_map>
+#include <utility>
 
 #include "kael/core/error.hpp"
 #include "kael/io/safetensors.hpp"
@@ -103,9 +104,9 @@ bool rewritable(const Tensor& tensor, bool owned) { return needs_copy(tensor) ||
 
 // The matrices the loader writes, one after another in the order a forward pass reads them, in
 // one zeroed buffer (Tensor::zeros: on huge pages). Apart, every matrix under 2 MiB (int8 QKV and
-// projection, F16 projection) and every tail past a whole 2 MiB stayed in 4 KiB pages, which one
-// thread's decode product read at 18 GB/s against 29-31 on huge pages (docs/performance.md,
-// "Weights in one arena on huge pages"). Its pages are touched as the matrices are written, so
+// projection, F16 projection) and every tail past a whole 2 MiB stayed in 4 KiB pages, from which
+// one thread's int8 decode products read 18-27 GB/s against 30-36 on huge pages
+// (docs/performance.md, "Weights in one arena on huge pages"). Its pages are touched as the matrices are written, so
 // the peak of a load is what it was with a tensor per matrix.
 class WeightArena {
  public:
@@ -172,6 +173,11 @@ Tensor pack_matrix(Tensor tensor, bool writable, std::vector<float>& scratch, We
   return packed;
 }
 
+// (K, N) of a matrix of `shape`: (K, N) as stored, or with `transposed` the head stored as (N, K).
+std::pair<std::int64_t, std::int64_t> matrix_dims(const Shape& shape, bool transposed) {
+  return {shape[transposed ? 1 : 0], shape[transposed ? 0 : 1]};
+}
+
 // The bytes narrow_matrix writes for a (K, N) matrix of a narrow dtype: its panels (or tiles),
 // and its int8 group scales (0 where the type has none).
 struct NarrowParts {
@@ -189,7 +195,7 @@ NarrowParts narrow_parts(std::int64_t K, std::int64_t N, WeightDType dtype) {
 // panels taken from `arena` (narrow_parts sizes them). `where` (source and tensor name) prefixes errors.
 kernels::PackedMatrix narrow_matrix(const Tensor& tensor, bool transposed, WeightDType dtype, WeightArena& arena,
                                     std::string_view where) {
-  const std::int64_t K = tensor.shape()[transposed ? 1 : 0], N = tensor.shape()[transposed ? 0 : 1];
+  const auto [K, N] = matrix_dims(tensor.shape(), transposed);
   const NarrowParts parts = narrow_parts(K, N, dtype);
   std::byte* panels = arena.take(parts.panels);
   const auto as_u16 = [](std::byte* p) { return reinterpret_cast<std::uint16_t*>(p); };
@@ -256,7 +262,7 @@ Weights load_weights(const Config& config, std::map<std::string, Tensor> tensors
     const ParameterSpec& spec = specs[i];
     if (!is_block_matrix(spec) && !is_head(spec)) continue;
     const bool transposed = !is_block_matrix(spec);  // the head, stored as (V, C)
-    const std::int64_t K = spec.shape[transposed ? 1 : 0], N = spec.shape[transposed ? 0 : 1];
+    const auto [K, N] = matrix_dims(spec.shape, transposed);
     if (narrow) {
       const NarrowParts parts = narrow_parts(K, N, dtype);
       arena_bytes += WeightArena::footprint(parts.panels) + WeightArena::footprint(parts.scales);

@@ -194,7 +194,11 @@ void rows_of(float* c, long ldc, const float* a, long lda, long k0, const W* b, 
              long M, long K, const float* bias, Epilogue epilogue, long w, const W* next, Chain chain = {}) {
   constexpr long kRows = V::kTileRows;
   const RowTiles<V> tiles(M);
-  const long sharing = !V::kBlockForCaches ? 1 : tiles.count >= 8 ? 8 : tiles.count >= 4 ? 4 : tiles.count >= 2 ? 2 : 1;
+  const long sharing = !V::kBlockForCaches ? 1
+                      : tiles.count >= 8   ? 8
+                      : tiles.count >= 4   ? 4
+                      : tiles.count >= 2   ? 2
+                                           : 1;
   for (long j = 0; j < tiles.count; ++j) {
     const long r = tiles.start(j), h = tiles.rows(j);
     // The tile's rows: its (K, h) block in the packed form, rows lda apart otherwise.
