@@ -91,17 +91,23 @@ TEST_P(QuantKernels, LinearMatchesReferenceOnRaggedSizes) {
 }
 
 TEST_P(QuantKernels, RowResultDoesNotDependOnRowCount) {
-  // Decode (1 row) and prefill (several) give the same row bit for bit, as for F32.
+  // Decode (1 row) and prefill (several) give the same row bit for bit, as for F32: row counts
+  // of one tile, of tiles of unequal heights and of more than one tile (AVX-512's F16 tiles
+  // hold 16 rows), K within one k-block and over several (300: blocks of 256 and 44).
   const WeightDType type = std::get<2>(GetParam());
-  const std::int64_t K = 64, N = 50, T = 9;
-  const auto w = random_vector(K * N, 6), inp = random_vector(T * K, 7);
-  const Narrow n = narrow(w, K, N, type);
-  std::vector<float> all(T * N), one(N);
-  linear_matrix(all.data(), inp.data(), n.view, nullptr, T, K, N);
-  for (std::int64_t t = 0; t < T; ++t) {
-    linear_matrix(one.data(), inp.data() + t * K, n.view, nullptr, 1, K, N);
-    for (std::int64_t c = 0; c < N; ++c) ASSERT_EQ(one[c], all[t * N + c]) << t << "," << c;
-  }
+  const std::int64_t N = 50;
+  for (std::int64_t K : {64, 300})
+    for (std::int64_t T : {9, 16, 17, 33}) {
+      const auto w = random_vector(K * N, 6), inp = random_vector(T * K, 7);
+      const Narrow n = narrow(w, K, N, type);
+      std::vector<float> all(T * N), one(N);
+      linear_matrix(all.data(), inp.data(), n.view, nullptr, T, K, N);
+      for (std::int64_t t = 0; t < T; ++t) {
+        linear_matrix(one.data(), inp.data() + t * K, n.view, nullptr, 1, K, N);
+        for (std::int64_t c = 0; c < N; ++c)
+          ASSERT_EQ(one[c], all[t * N + c]) << "K=" << K << " T=" << T << " row " << t << ", column " << c;
+      }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(IsaThreadsType, QuantKernels,

@@ -1,12 +1,14 @@
 // The F32 GEMM over the 16-column panels of gemm.hpp (the KernelTable entries gemm_panels,
 // gemm_panels_at and gemm_nt) and the F16 product and panel conversion of quant.hpp (f16_gemm,
-// dequantize_f16_panel: the same tiles, loading F16 panel rows), written once against a target's vector traits V and compiled in
-// that target's units. One panel row is 16 / V::kLanes vectors (1 zmm, 2 ymm, 4 q registers).
+// dequantize_f16_panel: the same tiles, loading F16 panel rows), written once against a target's
+// vector traits V and compiled in that target's units. One panel row is 16 / V::kLanes vectors
+// (1 zmm, 2 ymm, 4 q registers).
 // The micro-kernel (tile) keeps an MR x (16 NP) block of outputs in registers while it walks
 // k: per k it loads NP panel rows and broadcasts one input per row, MR * NP * 16 / kLanes FMAs.
 // Shapes:
 //   MR <= V::kTileRows, NP = V::kTilePanels: the prefill tile, FMA-bound (12 x 2 panels on
 //     AVX-512's 32 zmm, 6 x 1 on AVX2's 16 ymm and on NEON, whose q registers hold 4 floats);
+//     for F16 weights V::kF16TileRows x V::kF16TilePanels (16 x 1 on AVX-512: TileShape);
 //   MR = 1 or 2 with up to 4 panels (decode_panels): as many FMA chains and panel streams as
 //     half the registers hold (decode, bound by reading the weights).
 // Where the target's traits ask for it (kBlockForCaches), prefill is blocked for the caches
@@ -63,6 +65,18 @@ constexpr int decode_panels(int rows) {
     if (rows * np * per_row <= V::kRegisters / 2) return np;
   return 1;
 }
+
+// The prefill tile of W weights: V::kTileRows x V::kTilePanels for F32 panels,
+// V::kF16TileRows x V::kF16TilePanels for F16 ones, whose conversion costs a vector op per panel
+// row a tile reads: a taller tile of fewer panels converts each panel row for more rows.
+template <class V, class W>
+struct TileShape {
+  static constexpr int kRows = V::kTileRows, kPanels = V::kTilePanels;
+};
+template <class V>
+struct TileShape<V, std::uint16_t> {
+  static constexpr int kRows = V::kF16TileRows, kPanels = V::kF16TilePanels;
+};
 
 // Where a tile's k range sits in its chain over k. A product with K above kKc runs in k-blocks:
 // the sums of a block wait in `partial` (a tile's rows kPartialLd floats apart) and the next
@@ -158,23 +172,21 @@ void tile(float* c, long ldc, const float* a, long lda, const W* b, long ldb, lo
   }
 }
 
-// The row tiles of M rows: as few as V::kTileRows allows, their heights differing by at most
-// one, the taller first. A block of 16 rows on AVX-512 is two tiles of 8, where a 12-row tile
-// and a 4-row one ran at 0.8 of the rate of 12 or 24 rows (docs/performance.md, "Batch-16
-// decode: even row tiles").
-template <class V>
+// The row tiles of M rows in tiles of at most `most` rows: as few as that allows, their heights
+// differing by at most one, the taller first. A block of 16 rows in F32 on AVX-512 is two tiles
+// of 8, where a 12-row tile and a 4-row one ran at 0.8 of the rate of 12 or 24 rows
+// (docs/performance.md, "Batch-16 decode: even row tiles").
 struct RowTiles {
   long count, base, taller;  // tiles, rows of the shorter ones, tiles with one row more
 
-  explicit RowTiles(long M)
-      : count((M + V::kTileRows - 1) / V::kTileRows), base(count > 0 ? M / count : 0),
-        taller(count > 0 ? M % count : 0) {}
+  RowTiles(long M, long most)
+      : count((M + most - 1) / most), base(count > 0 ? M / count : 0), taller(count > 0 ? M % count : 0) {}
   long rows(long i) const { return base + (i < taller ? 1 : 0); }
   long start(long i) const { return i * base + std::min(i, taller); }
 };
 
-// A tile of h < V::kTileRows rows (h known only at run time): the tile of that height.
-template <class V, int NP, bool MASKED, bool PACKED, int H = V::kTileRows - 1, class... Args>
+// A tile of h < H + 1 rows (h known only at run time): the tile of that height.
+template <class V, int NP, bool MASKED, bool PACKED, int H, class... Args>
 void short_tile(long h, Args... args) {
   if constexpr (H > 0) {
     if (h == H) return tile<V, H, NP, MASKED, PACKED>(args...);
@@ -182,18 +194,18 @@ void short_tile(long h, Args... args) {
   }
 }
 
-// Rows [0, M) against one panel group over k [k0, k0 + K), in the tiles of RowTiles; the first
-// (up to) 8 tiles also prefetch `next`, each a share of its rows (without V::kBlockForCaches the
-// first tile all of them), into L2 where fewer than 8 tiles read each k-block (into L1 the next
-// block would evict the current one before the last tile reads it). chain.partial, if any, holds
-// M rows. PACKED: `a` holds the M rows as pack_tiles lays them out, lda = their full K. (Shares,
-// not one tile prefetching all of `next`: docs/performance.md, "The F32 prefill: changes and what
-// bounds it".)
+// Rows [0, M) against one panel group over k [k0, k0 + K), in the tiles of RowTiles (of at most
+// TileShape's rows); the first (up to) 8 tiles also prefetch `next`, each a share of its rows
+// (without V::kBlockForCaches the first tile all of them), into L2 where fewer than 8 tiles read
+// each k-block (into L1 the next block would evict the current one before the last tile reads
+// it). chain.partial, if any, holds M rows. PACKED: `a` holds the M rows as pack_tiles lays them
+// out, lda = their full K. (Shares, not one tile prefetching all of `next`: docs/performance.md,
+// "The F32 prefill: changes and what bounds it".)
 template <class V, int NP, bool MASKED, bool PACKED = false, class W = float>
 void rows_of(float* c, long ldc, const float* a, long lda, long k0, const W* b, long ldb, long panel_stride,
              long M, long K, const float* bias, Epilogue epilogue, long w, const W* next, Chain chain = {}) {
-  constexpr long kRows = V::kTileRows;
-  const RowTiles<V> tiles(M);
+  constexpr int kRows = TileShape<V, W>::kRows;
+  const RowTiles tiles(M, kRows);
   const long sharing = !V::kBlockForCaches ? 1
                       : tiles.count >= 8   ? 8
                       : tiles.count >= 4   ? 4
@@ -211,18 +223,18 @@ void rows_of(float* c, long ldc, const float* a, long lda, long k0, const W* b, 
       tile<V, kRows, NP, MASKED, PACKED>(c + r * ldc, ldc, input, lda, b, ldb, panel_stride, K, bias, epilogue, w,
                                          pull, part, spread);
     else
-      short_tile<V, NP, MASKED, PACKED>(h, c + r * ldc, ldc, input, lda, b, ldb, panel_stride, K, bias, epilogue,
-                                        w, pull, part, spread);
+      short_tile<V, NP, MASKED, PACKED, kRows - 1>(h, c + r * ldc, ldc, input, lda, b, ldb, panel_stride, K, bias,
+                                                   epilogue, w, pull, part, spread);
   }
 }
 
-// dst = rows [0, M) of a (K columns, rows lda apart) in the tiles of RowTiles, the tile of h
-// rows from row r being (K, h) at dst + r * K: what a PACKED tile reads. Rows go 4 rows x 4 k at
-// a time through V's 4x4 transposition (a scalar copy took about 2% of a one-thread prefill, and
+// dst = rows [0, M) of a (K columns, rows lda apart) in the tiles of RowTiles(M, most), the tile
+// of h rows from row r being (K, h) at dst + r * K: what a PACKED tile reads. Rows go 4 rows x 4
+// k at a time through V's 4x4 transposition (a scalar copy took about 2% of a one-thread prefill, and
 // each thread packs the whole block).
 template <class V>
-void pack_tiles(float* dst, const float* a, long lda, long M, long K) {
-  const RowTiles<V> tiles(M);
+void pack_tiles(float* dst, const float* a, long lda, long M, long K, long most) {
+  const RowTiles tiles(M, most);
   for (long i = 0; i < tiles.count; ++i) {
     const long r0 = tiles.start(i), h = tiles.rows(i);
     float* t = dst + r0 * K;
@@ -243,8 +255,8 @@ void pack_tiles(float* dst, const float* a, long lda, long M, long K) {
 // is then h contiguous floats, so the tiles need no transposing (where kernels::gemm's rows copy
 // of X^T and pack_tiles' transpose back took about a fifth of a dW product).
 template <class V>
-void pack_tiles_transposed(float* dst, const float* a, long lda, long M, long K) {
-  const RowTiles<V> tiles(M);
+void pack_tiles_transposed(float* dst, const float* a, long lda, long M, long K, long most) {
+  const RowTiles tiles(M, most);
   for (long i = 0; i < tiles.count; ++i) {
     const long r0 = tiles.start(i), h = tiles.rows(i);
     float* t = dst + r0 * K;
@@ -287,7 +299,7 @@ void skinny(float* c, long ldc, const float* a, long lda, const W* b, long ldb, 
 template <class V, class W = float>
 void blocked(float* c, long ldc, const float* a, long lda, const W* b, long ldb, long panel_stride, long M,
              long K, const float* bias, Epilogue epilogue, long full_panels, bool a_transposed) {
-  constexpr long kRows = V::kTileRows, kGroup = V::kTilePanels;
+  constexpr long kRows = TileShape<V, W>::kRows, kGroup = TileShape<V, W>::kPanels;
   // As few row blocks as fit (each one streams all the thread's weights again), of equal size in
   // whole tiles: 256 rows at K = 3072 with 2 MiB of L2 are 96 + 96 + 64, not 120 + 120 + 16.
   const long most = std::max<long>(kRows, row_block_bytes<V>() / (4 * std::max<long>(1, K)) / kRows * kRows);
@@ -308,9 +320,9 @@ void blocked(float* c, long ldc, const float* a, long lda, const W* b, long ldb,
     float* cb = c + r0 * ldc;
     const float* ab = a + r0 * lda;  // (unused when a_transposed: pack is set)
     if (a_transposed)
-      pack_tiles_transposed<V>(tiles.data(), a + r0, lda, rows, K);
+      pack_tiles_transposed<V>(tiles.data(), a + r0, lda, rows, K, kRows);
     else if (pack)
-      pack_tiles<V>(tiles.data(), ab, lda, rows, K);
+      pack_tiles<V>(tiles.data(), ab, lda, rows, K, kRows);
     for (long p = 0; p < full_panels; p += kGroup) {
       const bool whole = p + kGroup <= full_panels;
       for (long k0 = 0; k0 == 0 || k0 < K; k0 += k_block) {  // K = 0 too: the outputs are the bias

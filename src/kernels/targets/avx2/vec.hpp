@@ -24,6 +24,9 @@ struct Vec {
   // The F32 GEMM's prefill tile: 6 rows x 1 panel, 12 accumulators + 2 panel halves + 1 input.
   static constexpr int kTileRows = 6;
   static constexpr int kTilePanels = 1;
+  // The F16 tile: F32's.
+  static constexpr int kF16TileRows = kTileRows;
+  static constexpr int kF16TilePanels = kTilePanels;
   // gemm_nt's rows per pass: 3 x 4 accumulators + 4 b rows + 1 a row.
   // Cache blocking of the F32 GEMM (family/gemm.hpp): off, measured slower with this
   // 6-row tile at 16 rows (docs/performance.md, "Kernel families").

@@ -23,6 +23,10 @@ struct Vec {
   // The F32 GEMM's prefill tile: 12 rows x 2 panels, 24 accumulators + 2 panel rows.
   static constexpr int kTileRows = 12;
   static constexpr int kTilePanels = 2;
+  // The F16 prefill tile: 16 rows x 1 panel, each converted panel row serving 16 rows (8 in
+  // the 8 x 2 tiles of 16 rows: 0.9 of F32's rate).
+  static constexpr int kF16TileRows = 16;
+  static constexpr int kF16TilePanels = 1;
   // Cache blocking of the F32 GEMM's prefill (family/gemm.hpp): k-blocks, packed tiles and
   // prefetched panel groups (docs/performance.md, "The F32 prefill: changes and what bounds it").
   static constexpr bool kBlockForCaches = true;

@@ -23,6 +23,9 @@ struct Vec {
   // The F32 GEMM's prefill tile: 6 rows x 1 panel, 24 accumulators + 4 panel quarters.
   static constexpr int kTileRows = 6;
   static constexpr int kTilePanels = 1;
+  // The F16 tile: F32's.
+  static constexpr int kF16TileRows = kTileRows;
+  static constexpr int kF16TilePanels = kTilePanels;
   // gemm_nt's rows per pass: 4 x 4 accumulators + 4 b rows + 1 a row.
   // Cache blocking of the F32 GEMM (family/gemm.hpp): off, as before the families (no
   // ARM64 machine to measure it on; qemu gives correctness, not speed).
