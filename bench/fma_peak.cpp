@@ -1,15 +1,15 @@
 // Measures the per-core peaks of the arithmetic the kernels lean on: the single-precision FMA
 // with the widest FMA this CPU has (512-bit zmm where the CPU and OS support AVX-512, else
 // 256-bit ymm), and the int8 byte dot product of the int8 kernels (AVX512-VNNI or AVX-VNNI
-// vpdpbusd, else pmaddubsw + pmaddwd + paddd). Each thread runs 24 (zmm) or 12 (ymm)
-// independent chains (more than latency x units, so the units never wait), one thread per
+// vpdpbusd, else pmaddubsw + pmaddwd + paddd). Each thread runs 24 (zmm) or 12 (ymm) FMA
+// chains, 12 (zmm) or 8 (ymm) dot chains (more than latency x units, so the units never wait), one thread per
 // physical core by default, all at once; FMA flops count 2 per lane, int8 multiply-adds 1 per
 // byte pair.
 // Prints one JSON object:
 //   {"isa", "vector_bits", "threads", "gflops", "gflops_per_core", "peak_gflops", "fma_units",
 //    "flops_per_cycle", "ghz_estimate", "ghz_from_latency", "peak_per_core_from_latency",
 //    "ymm_fmas_per_cycle", "zmm_fmas_per_cycle", "int8_dot", "int8_gmacs_per_core",
-//    "int8_peak_gmacs"}
+//    "int8_peak_gmacs", "int8_dots_per_cycle"}
 // gflops is wall-clock (all threads together); gflops_per_core divides each thread's flops by
 // its own CPU time (best thread of the best of 3 runs), so it holds on a machine shared with
 // other work; peak_gflops = threads x gflops_per_core. The clock comes from a second method:
@@ -21,7 +21,10 @@
 // flops / flops_per_cycle, and peak_per_core_from_latency = ghz_from_latency x flops_per_cycle:
 // a peak the core can reach, which agrees with gflops_per_core when the chains keep the units
 // busy. int8_gmacs_per_core is the int8 dot product's multiply-adds per second of CPU time
-// (best thread of the best of 3), int8_peak_gmacs that times the threads.
+// (best thread of the best of 3), int8_peak_gmacs that times the threads, int8_dots_per_cycle
+// the dot instructions (or pmaddubsw steps) a core starts a cycle at ghz_from_latency: 1.00 on
+// a Zen 4 (two 256-bit units behind each zmm vpdpbusd), a check on the dot loop as
+// zmm_fmas_per_cycle is on the FMA one.
 // Usage: fma_peak [threads] [seconds] [ymm|zmm]
 #include <immintrin.h>
 
@@ -47,6 +50,13 @@ namespace {
 // Independent chains per thread: more than FMA latency (4) x units (2), and as many as the
 // registers hold beside the two operands (16 ymm, 32 zmm).
 constexpr int kYmmChains = 12, kZmmChains = 24;
+// The int8 dot product's chains: more than its latency (4-5) x units (up to 2), and few enough
+// that GCC keeps them in registers. With 24 zmm chains GCC 12 copied each vpdpbusd's accumulator
+// through other registers and the stack (the instruction overwrites its first operand), and the
+// loop ran at half a Zen 4's rate: 116 against 232 G multiply-adds a second with 8 to 16 chains,
+// below what kael's own int8 GEMM reached (docs/performance.md, "The int8 dot peak").
+// pmaddubsw's chain is only its paddd; the other two steps need registers of their own.
+constexpr int kZmmDotChains = 12, kYmmDotChains = 8, kPmaddubswChains = 8;
 
 // `chains` accumulators, each c = c * a + b, `iterations` times. Without -ffast-math the
 // compiler may not shorten a chain, and distinct starting values keep it from merging two;
@@ -100,11 +110,11 @@ int first_lane(const T& v) {  // by reference: a zmm passed by value to a baseli
 }
 
 __attribute__((target("avx512f,avx512vnni"), noinline)) int zmm_vnni_loop(long iterations) {
-  KAEL_DOT_CHAINS(__m512i, kZmmChains, _mm512_set1_epi32, _mm512_dpbusd_epi32, _mm512_add_epi32, first_lane)
+  KAEL_DOT_CHAINS(__m512i, kZmmDotChains, _mm512_set1_epi32, _mm512_dpbusd_epi32, _mm512_add_epi32, first_lane)
 }
 
 __attribute__((target("avx2,avxvnni"), noinline)) int ymm_vnni_loop(long iterations) {
-  KAEL_DOT_CHAINS(__m256i, kYmmChains, _mm256_set1_epi32, _mm256_dpbusd_avx_epi32, _mm256_add_epi32,
+  KAEL_DOT_CHAINS(__m256i, kYmmDotChains, _mm256_set1_epi32, _mm256_dpbusd_avx_epi32, _mm256_add_epi32,
                   first_lane)
 }
 
@@ -113,7 +123,7 @@ __attribute__((target("avx2"))) inline __m256i pmaddubsw_step(__m256i acc, __m25
 }
 
 __attribute__((target("avx2"), noinline)) int pmaddubsw_loop(long iterations) {
-  KAEL_DOT_CHAINS(__m256i, kYmmChains, _mm256_set1_epi32, pmaddubsw_step, _mm256_add_epi32, first_lane)
+  KAEL_DOT_CHAINS(__m256i, kPmaddubswChains, _mm256_set1_epi32, pmaddubsw_step, _mm256_add_epi32, first_lane)
 }
 
 // Results land here, so no call can be dropped as unused.
@@ -206,15 +216,17 @@ int main(int argc, char** argv) {
     g_int_sink = zmm_dot ? zmm_vnni_loop(n) : ymm_dot ? ymm_vnni_loop(n) : pmaddubsw_loop(n);
   };
   const long dot_iterations = calibrate(dot_loop, seconds);
-  const double macs = static_cast<double>(dot_iterations) * (zmm_dot ? kZmmChains * 64 : kYmmChains * 32);
+  const double macs = static_cast<double>(dot_iterations) *
+                      (zmm_dot ? kZmmDotChains * 64 : ymm_dot ? kYmmDotChains * 32 : kPmaddubswChains * 32);
   const double int8_core = run_threads(dot_loop, threads, dot_iterations, macs).second / 1e9;
+  const double dots_per_cycle = int8_core / (ghz_latency * (zmm_dot ? 64 : 32));
   std::printf("{\"isa\": \"%s\", \"vector_bits\": %d, \"threads\": %d, \"gflops\": %.1f, \"gflops_per_core\": %.1f, "
               "\"peak_gflops\": %.1f, \"fma_units\": %d, \"flops_per_cycle\": %d, \"ghz_estimate\": %.2f, "
               "\"ghz_from_latency\": %.2f, \"peak_per_core_from_latency\": %.1f, \"ymm_fmas_per_cycle\": %.2f, "
               "\"zmm_fmas_per_cycle\": %.2f, \"int8_dot\": \"%s\", \"int8_gmacs_per_core\": %.1f, "
-              "\"int8_peak_gmacs\": %.1f}\n",
+              "\"int8_peak_gmacs\": %.1f, \"int8_dots_per_cycle\": %.2f}\n",
               zmm ? "avx512" : "avx2", 32 * lanes, threads, gflops, core, core * threads, units, flops_per_cycle,
               core / flops_per_cycle, ghz_latency, ghz_latency * flops_per_cycle, ymm_per_cycle, zmm_per_cycle, dot,
-              int8_core, int8_core * threads);
+              int8_core, int8_core * threads, dots_per_cycle);
   return 0;
 }
