@@ -7,8 +7,9 @@
 // xor per byte, once per row block), and the offset is taken back once per group and column:
 //   sum x w = sum u w - 128 sum w,
 // with sum w over the group from one more vpdpbusd against bytes of 1: once per panel for all
-// its row tiles where several read it (panel_terms), else inside the one tile. All exact in int32, so the group sums equal AVX2's; the float steps (one FMA per
-// group with the two scales, the epilogue of family/math.hpp) are AVX2's too: equal bits.
+// its row tiles where several read it (panel_terms), else inside the one tile. All exact in
+// int32, so the group sums equal AVX2's; the float steps (one FMA per group with the two
+// scales, the epilogue of family/math.hpp) are AVX2's too: equal bits.
 // (The offsets make this dot step ISA-shaped; family/int8.hpp is the signed-activation one.)
 #include <immintrin.h>
 
