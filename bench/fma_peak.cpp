@@ -23,7 +23,7 @@
 // busy. int8_gmacs_per_core is the int8 dot product's multiply-adds per second of CPU time
 // (best thread of the best of 3), int8_peak_gmacs that times the threads, int8_dots_per_cycle
 // the dot instructions (or pmaddubsw steps) a core starts a cycle at ghz_from_latency: 1.00 on
-// a Zen 4 (two 256-bit units behind each zmm vpdpbusd), a check on the dot loop as
+// a Zen 4 (one zmm vpdpbusd a cycle), a check on the dot loop as
 // zmm_fmas_per_cycle is on the FMA one.
 // Usage: fma_peak [threads] [seconds] [ymm|zmm]
 #include <immintrin.h>
