@@ -2,9 +2,9 @@
 // with the widest FMA this CPU has (512-bit zmm where the CPU and OS support AVX-512, else
 // 256-bit ymm), and the int8 byte dot product of the int8 kernels (AVX512-VNNI or AVX-VNNI
 // vpdpbusd, else pmaddubsw + pmaddwd + paddd). Each thread runs 24 (zmm) or 12 (ymm) FMA
-// chains, 12 (zmm) or 8 (ymm) dot chains (more than latency x units, so the units never wait), one thread per
-// physical core by default, all at once; FMA flops count 2 per lane, int8 multiply-adds 1 per
-// byte pair.
+// chains and 12 (zmm) or 8 (ymm) dot chains (more than latency x units, so the units never
+// wait), one thread per physical core by default, all at once; FMA flops count 2 per lane,
+// int8 multiply-adds 1 per byte pair.
 // Prints one JSON object:
 //   {"isa", "vector_bits", "threads", "gflops", "gflops_per_core", "peak_gflops", "fma_units",
 //    "flops_per_cycle", "ghz_estimate", "ghz_from_latency", "peak_per_core_from_latency",

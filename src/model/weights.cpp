@@ -106,8 +106,8 @@ bool rewritable(const Tensor& tensor, bool owned) { return needs_copy(tensor) ||
 // one zeroed buffer (Tensor::zeros: on huge pages). Apart, every matrix under 2 MiB (int8 QKV and
 // projection, F16 projection) and every tail past a whole 2 MiB stayed in 4 KiB pages, from which
 // one thread's int8 decode products read 18-27 GB/s against 30-36 on huge pages
-// (docs/performance.md, "Weights in one arena on huge pages"). Its pages are touched as the matrices are written, so
-// the peak of a load is what it was with a tensor per matrix.
+// (docs/performance.md, "Weights in one arena on huge pages"). Its pages are touched as the
+// matrices are written, so the peak of a load is what it was with a tensor per matrix.
 class WeightArena {
  public:
   static constexpr std::int64_t kAlign = 64;  // each part on its own cache lines

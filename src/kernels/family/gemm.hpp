@@ -230,8 +230,8 @@ void rows_of(float* c, long ldc, const float* a, long lda, long k0, const W* b, 
 
 // dst = rows [0, M) of a (K columns, rows lda apart) in the tiles of RowTiles(M, most), the tile
 // of h rows from row r being (K, h) at dst + r * K: what a PACKED tile reads. Rows go 4 rows x 4
-// k at a time through V's 4x4 transposition (a scalar copy took about 2% of a one-thread prefill, and
-// each thread packs the whole block).
+// k at a time through V's 4x4 transposition (a scalar copy took about 2% of a one-thread
+// prefill, and each thread packs the whole block).
 template <class V>
 void pack_tiles(float* dst, const float* a, long lda, long M, long K, long most) {
   const RowTiles tiles(M, most);
