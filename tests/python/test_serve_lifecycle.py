@@ -13,7 +13,11 @@ import pytest
 from conftest import kael_binary
 from test_serve_support import HOST, Server, dechunk, free_port, joined_text, parse_sse, wait_until
 
-LONG = 200  # tokens: a stream that runs for a second or two on the small checkpoint
+# Tokens: a stream still running well after the drain timeout (0.1 s) below. The small checkpoint
+# (512 positions) decodes 200 tokens in 0.25-0.29 s on a Zen 4 (`kael bench --prompt-tokens 5
+# --max-tokens 200`), so with 200 and a 0.3 s timeout the stream sometimes ended before the
+# timeout did; 480 take over twice as long.
+LONG = 480
 
 
 class OpenStream:
@@ -117,7 +121,7 @@ def test_sigterm_drains_running_streams_then_exits_0(serve_model_dir, tmp_path):
 @pytest.mark.parametrize("ended_by", ["the drain timeout", "a second signal"])
 def test_what_still_runs_when_the_drain_ends_ends_cleanly(serve_model_dir, tmp_path, ended_by):
     by_timeout = ended_by == "the drain timeout"
-    server = Server(serve_model_dir, "--drain-timeout", 0.3 if by_timeout else 600, log_dir=tmp_path)
+    server = Server(serve_model_dir, "--drain-timeout", 0.1 if by_timeout else 600, log_dir=tmp_path)
     with server:
         stream = OpenStream(server.port, LONG)
         server.process.send_signal(signal.SIGINT if by_timeout else signal.SIGTERM)
