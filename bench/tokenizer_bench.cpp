@@ -28,7 +28,7 @@ std::string read_file(const std::string& path) {
 }
 
 int run(int argc, char** argv) {
-  std::string model = "../shared/gpt2";
+  std::string model = "models/kael-tiny-kjv";  // GPT-2's vocab.json and merges.txt, from the root
   int rounds = 5;
   std::vector<std::string> texts;
   for (int i = 1; i < argc; ++i) {

@@ -12,7 +12,6 @@ that both produced the same number of tokens.
 """
 import argparse
 import json
-import os
 import pathlib
 import statistics
 import subprocess
@@ -20,8 +19,8 @@ import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SHARED = pathlib.Path(os.environ.get("KAEL_SHARED_DIR", ROOT.parent / "shared"))
-PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
+sys.path.insert(0, str(ROOT / "scripts"))
+from gpt2_reference import CORPUS_DIR, GPT2_PATTERN, GPT2_TOKENIZER_DIR  # noqa: E402
 
 
 def tiktoken_gpt2(model_dir):
@@ -30,18 +29,18 @@ def tiktoken_gpt2(model_dir):
 
     ranks = tiktoken.load.data_gym_to_mergeable_bpe_ranks(
         vocab_bpe_file=str(model_dir / "merges.txt"), encoder_json_file=str(model_dir / "vocab.json"))
-    return tiktoken.Encoding(name="gpt2-offline", pat_str=PATTERN, mergeable_ranks=ranks,
+    return tiktoken.Encoding(name="gpt2-offline", pat_str=GPT2_PATTERN, mergeable_ranks=ranks,
                              special_tokens={"<|endoftext|>": 50256})
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("files", nargs="*", type=pathlib.Path, help="default: every ../shared/corpus/*.txt")
+    parser.add_argument("files", nargs="*", type=pathlib.Path, help="default: every *.txt of the test corpus")
     parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--model", type=pathlib.Path, default=SHARED / "gpt2")
+    parser.add_argument("--model", type=pathlib.Path, default=GPT2_TOKENIZER_DIR)
     parser.add_argument("--binary", type=pathlib.Path, default=ROOT / "build" / "bench" / "tokenizer_bench")
     args = parser.parse_args()
-    files = args.files or sorted((SHARED / "corpus").glob("*.txt"))
+    files = args.files or sorted(CORPUS_DIR.glob("*.txt"))
     if not files:
         sys.exit("no input files")
     if not args.binary.exists():

@@ -36,7 +36,8 @@ Usage: bench/train_speed.py [--kael build/kael] [--threads 2] [--steps 4] [--sha
 (--steps 2 is the least: the first step is a warm-up. With --steps 2 both shapes take about 7
 minutes on 2 cores.)
 Without --model a seeded GPT-2-small-shape F32 checkpoint is built (scripts/gpt2_reference.py)
-in --workdir and reused by later runs. The text is the shared corpus (../shared/corpus).
+in --workdir and reused by later runs. The text is the test corpus
+(gpt2_reference.CORPUS_DIR).
 """
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ def corpus_file(workdir: pathlib.Path) -> pathlib.Path:
 
     path = workdir / "corpus.txt"
     if not path.exists():
-        path.write_bytes(b"".join(p.read_bytes() for p in sorted((gpt2_reference.SHARED / "corpus").glob("*.txt"))))
+        path.write_bytes(b"".join(p.read_bytes() for p in sorted(gpt2_reference.CORPUS_DIR.glob("*.txt"))))
     return path
 
 

@@ -4,7 +4,8 @@
 No GPT-2 weights can be downloaded here, so the reference is a seeded random GPT2LMHeadModel
 saved with `save_pretrained`: the same names, layout and dtypes as the published files. For
 figures that need a model which has learned something (quantization accuracy), train_checkpoint
-trains a small one for a few minutes on ../shared/corpus, holding out the last 5% of each file.
+trains a small one for a few minutes on the real-text corpus (CORPUS_DIR), holding out the last
+5% of each file.
 
 Importable (tests/python and other tools use these names):
   make_checkpoint(out_dir, n_layer=..., dtype="float32", seed=0, ...) -> Path   a kael --model dir
@@ -16,7 +17,8 @@ Importable (tests/python and other tools use these names):
   train_checkpoint(out_dir, n_layer=..., steps=..., ...) -> Path  trained on the corpus, + training.json
   corpus_split()                   ((train, heldout) token ids, ...) per corpus file
   heldout_windows(count, length, seed)  seeded windows of held-out token ids
-  gpt2_encoding()                  tiktoken's gpt2 encoding, built offline from ../shared/gpt2
+  gpt2_encoding()                  tiktoken's gpt2 encoding, built offline from GPT2_TOKENIZER_DIR
+  GPT2_TOKENIZER_DIR, CORPUS_DIR   GPT-2's vocab.json and merges.txt; the real-text corpus (*.txt)
   PARITY_CHECKPOINTS, TRAINED_CHECKPOINTS  the named checkpoints: their builders' kwargs
 
 Command line:
@@ -53,7 +55,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-SHARED = pathlib.Path(os.environ.get("KAEL_SHARED_DIR", ROOT.parent / "shared"))
+# GPT-2's own vocab.json and merges.txt (the bytes of OpenAI's encoder.json and vocab.bpe), as the
+# bundled model ships them.
+GPT2_TOKENIZER_DIR = ROOT / "models" / "kael-tiny-kjv"
+# Multilingual text for the tokenizer tests and the trained checkpoints: beside the checkout, as in
+# CI, or where KAEL_CORPUS_DIR says.
+CORPUS_DIR = pathlib.Path(os.environ.get("KAEL_CORPUS_DIR", ROOT.parent / "shared" / "corpus"))
 TOKENIZER_FILES = ("vocab.json", "merges.txt")
 DEFAULT_INIT_STD = 0.1
 PREFIX = "transformer."
@@ -75,7 +82,7 @@ def _quiet_transformers():
 
 
 def _copy(src, dst):
-    """Copies the bytes only: the shared files are read-only, and their copies must not be."""
+    """Copies the bytes only: the sources may be read-only, and their copies must not be."""
     dst = pathlib.Path(dst)
     dst.unlink(missing_ok=True)
     shutil.copyfile(src, dst)
@@ -145,7 +152,7 @@ def make_checkpoint(out_dir, *, n_layer: int = 12, n_head: int = 12, n_embd: int
                     init_std: float = DEFAULT_INIT_STD, prefix: bool = False, lm_head: bool = False,
                     mask_buffers: bool = False, tied: bool = True) -> pathlib.Path:
     """Builds a seeded GPT2LMHeadModel and saves it with save_pretrained into out_dir
-    (model.safetensors + config.json), with vocab.json and merges.txt from ../shared/gpt2, so
+    (model.safetensors + config.json), with GPT-2's vocab.json and merges.txt, so
     the directory is a complete kael --model dir. dtype: "float32", "float16" or "bfloat16".
     The names are then rewritten by relayout(prefix, lm_head, mask_buffers); the defaults give
     the published layout without its mask buffers. tied=False gives an untied head: its own
@@ -173,10 +180,10 @@ def make_checkpoint(out_dir, *, n_layer: int = 12, n_head: int = 12, n_embd: int
 
 
 def _save(model, out_dir: pathlib.Path) -> None:
-    """save_pretrained (model.safetensors + config.json) plus the tokenizer files of ../shared/gpt2."""
+    """save_pretrained (model.safetensors + config.json) plus GPT-2's tokenizer files."""
     model.save_pretrained(str(out_dir), safe_serialization=True)
     for name in TOKENIZER_FILES:
-        _copy(SHARED / "gpt2" / name, out_dir / name)
+        _copy(GPT2_TOKENIZER_DIR / name, out_dir / name)
 
 
 def load_hf(model_dir):
@@ -258,7 +265,7 @@ PARITY_CHECKPOINTS = {
 # ---------------------------------------------------------------------------------------------
 # A trained checkpoint. The seeded random ones above are chaotic (even F16 weights flip 1.6% of
 # their next-token argmaxes), so accuracy figures for narrow weights also need a model that has
-# learned something: a small GPT-2 trained for a few minutes on ../shared/corpus and judged on
+# learned something: a small GPT-2 trained for a few minutes on CORPUS_DIR's text and judged on
 # text it never saw.
 
 HELDOUT_FRACTION = 0.05  # the last 5% of each corpus file's tokens: never trained on
@@ -267,28 +274,30 @@ GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+
 
 
 def gpt2_encoding():
-    """tiktoken's gpt2 encoding built from ../shared/gpt2 (tiktoken.get_encoding would download it)."""
+    """tiktoken's gpt2 encoding built from GPT2_TOKENIZER_DIR (tiktoken.get_encoding would download it)."""
     import tiktoken
     import tiktoken.load
 
     ranks = tiktoken.load.data_gym_to_mergeable_bpe_ranks(
-        vocab_bpe_file=str(SHARED / "gpt2" / "merges.txt"), encoder_json_file=str(SHARED / "gpt2" / "vocab.json"))
+        vocab_bpe_file=str(GPT2_TOKENIZER_DIR / "merges.txt"), encoder_json_file=str(GPT2_TOKENIZER_DIR / "vocab.json"))
     return tiktoken.Encoding(name="gpt2-offline", pat_str=GPT2_PATTERN, mergeable_ranks=ranks,
                              special_tokens={"<|endoftext|>": 50256})
 
 
 @functools.lru_cache(maxsize=1)
 def corpus_split():
-    """((train, heldout), ...): int64 numpy token ids of each ../shared/corpus/*.txt in name order.
+    """((train, heldout), ...): int64 numpy token ids of each CORPUS_DIR/*.txt in name order.
     Each file's tail is held out, so held-out windows are unseen text, not just unseen offsets."""
     import numpy as np
 
     encoding = gpt2_encoding()
     splits = []
-    for path in sorted((SHARED / "corpus").glob("*.txt")):
+    for path in sorted(CORPUS_DIR.glob("*.txt")):
         ids = np.array(encoding.encode_ordinary(path.read_text(encoding="utf-8")), dtype=np.int64)
         cut = len(ids) - int(len(ids) * HELDOUT_FRACTION)
         splits.append((ids[:cut], ids[cut:]))
+    if not splits:
+        raise FileNotFoundError(f"no *.txt in {CORPUS_DIR}: point KAEL_CORPUS_DIR at a folder of text")
     return tuple(splits)
 
 
@@ -382,7 +391,7 @@ def train_checkpoint(out_dir, *, n_layer: int, n_head: int, n_embd: int, n_posit
                      seq_len: int, batch: int, lr: float, seed: int, warmup: int | None = None,
                      eval_windows: int = 64) -> pathlib.Path:
     """Trains a GPT2LMHeadModel from transformers' default init (GPT-2's vocabulary) on the training
-    slices of ../shared/corpus: AdamW, `steps` batches of `batch` seeded random windows of seq_len
+    slices of CORPUS_DIR: AdamW, `steps` batches of `batch` seeded random windows of seq_len
     tokens, warmup (default steps / 10) then cosine decay, 2 threads, deterministic kernels. Saves it
     as make_checkpoint does (F32, published layout) plus training.json: the arguments, the mean loss
     on eval_windows held-out windows before and after training, a unigram model's loss on them (no

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How much accuracy kael's narrow weight storage (--dtype f16|int8|bf16) costs, measured against
 transformers computing in F32 on the checkpoints of gpt2_reference.py: the seeded random
-PARITY_CHECKPOINTS and the TRAINED_CHECKPOINTS (a small GPT-2 trained on ../shared/corpus by
+PARITY_CHECKPOINTS and the TRAINED_CHECKPOINTS (a small GPT-2 trained on the test corpus by
 train_checkpoint, a few minutes on 2 cores; training.json in its directory holds its held-out loss).
 
 BUNDLED_CHECKPOINTS are the models that ship in the repository (models/), trained already:

@@ -31,7 +31,7 @@ class Api : public ::testing::Test {
                                         << ", \"n_embd\": " << c.n_embd << ", \"n_positions\": " << c.n_positions
                                         << ", \"vocab_size\": " << c.vocab_size << "}";
     for (const char* name : {"vocab.json", "merges.txt"})
-      fs::copy_file(fs::path(KAEL_SHARED_DIR) / "gpt2" / name, dir_ / name);
+      fs::copy_file(fs::path(KAEL_GPT2_TOKENIZER_DIR) / name, dir_ / name);
     model_ = new Model(Model::load(dir_, {.threads = 1}));
   }
   static void TearDownTestSuite() {

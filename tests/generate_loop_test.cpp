@@ -18,7 +18,7 @@ namespace testing_model = kael::model::testing;
 namespace {
 
 const text::Tokenizer& tokenizer() {
-  static const text::Tokenizer tok = text::Tokenizer::from_directory(std::string(KAEL_SHARED_DIR) + "/gpt2");
+  static const text::Tokenizer tok = text::Tokenizer::from_directory(KAEL_GPT2_TOKENIZER_DIR);
   return tok;
 }
 

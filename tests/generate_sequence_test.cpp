@@ -18,7 +18,7 @@ namespace {
 constexpr int kVocab = 50257;
 
 const text::Tokenizer& tokenizer() {
-  static const text::Tokenizer tok = text::Tokenizer::from_directory(std::string(KAEL_SHARED_DIR) + "/gpt2");
+  static const text::Tokenizer tok = text::Tokenizer::from_directory(KAEL_GPT2_TOKENIZER_DIR);
   return tok;
 }
 

@@ -23,7 +23,7 @@ namespace {
 using Words = std::vector<std::string_view>;  // key words a message must hold
 
 const text::Tokenizer& tokenizer() {
-  static const text::Tokenizer tok = text::Tokenizer::from_directory(std::string(KAEL_SHARED_DIR) + "/gpt2");
+  static const text::Tokenizer tok = text::Tokenizer::from_directory(KAEL_GPT2_TOKENIZER_DIR);
   return tok;
 }
 

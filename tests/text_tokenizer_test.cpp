@@ -20,7 +20,7 @@ namespace {
 using Ids = std::vector<std::int32_t>;
 
 const Tokenizer& gpt2() {
-  static const Tokenizer tokenizer = Tokenizer::from_directory(KAEL_SHARED_DIR "/gpt2");
+  static const Tokenizer tokenizer = Tokenizer::from_directory(KAEL_GPT2_TOKENIZER_DIR);
   return tokenizer;
 }
 
@@ -126,12 +126,12 @@ TEST(Tokenizer, MissingFilesAreErrorsNotValueErrors) {
     FAIL() << "a missing directory is not a malformed file";
   } catch (const Error&) {
   }
-  EXPECT_THROW(Tokenizer::from_files(KAEL_SHARED_DIR "/gpt2/vocab.json", "/nonexistent/merges.txt"), Error);
+  EXPECT_THROW(Tokenizer::from_files(KAEL_GPT2_TOKENIZER_DIR "/vocab.json", "/nonexistent/merges.txt"), Error);
 }
 
 // The book's name and signatures: int64 ids, the same as the engine tokenizer's.
 TEST(BpeTokenizer, TheBooksRoundTripInInt64Ids) {
-  const BpeTokenizer tokenizer(KAEL_SHARED_DIR "/gpt2/vocab.json", KAEL_SHARED_DIR "/gpt2/merges.txt");
+  const BpeTokenizer tokenizer(KAEL_GPT2_TOKENIZER_DIR "/vocab.json", KAEL_GPT2_TOKENIZER_DIR "/merges.txt");
   const std::vector<std::int64_t> ids = tokenizer.encode("Hello, my name is");
   EXPECT_EQ(ids, (std::vector<std::int64_t>{15496, 11, 616, 1438, 318}));
   EXPECT_EQ(tokenizer.decode(ids), "Hello, my name is");
@@ -143,7 +143,7 @@ TEST(BpeTokenizer, TheBooksRoundTripInInt64Ids) {
   // Past int32 an id must not wrap into a valid one.
   for (const std::int64_t bad : {std::int64_t{50257}, std::int64_t{-1}, (std::int64_t{1} << 32) + 11})
     EXPECT_THROW((void)tokenizer.decode(std::vector<std::int64_t>{bad}), IndexError) << bad;
-  EXPECT_THROW(BpeTokenizer("/nonexistent/vocab.json", KAEL_SHARED_DIR "/gpt2/merges.txt"), Error);
+  EXPECT_THROW(BpeTokenizer("/nonexistent/vocab.json", KAEL_GPT2_TOKENIZER_DIR "/merges.txt"), Error);
 }
 
 TEST(BpeTokenizer, ByteSymbolsAreGpt2sPrintableSpelling) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <numeric>
 #include <set>
+#include <stdexcept>
 
 #include "kael/core/error.hpp"
 #include "kael/train/data.hpp"
@@ -23,12 +24,12 @@ using kael::train_testing::write_file;
 namespace {
 
 const text::Tokenizer& gpt2_tokenizer() {
-  static const text::Tokenizer tokenizer = text::Tokenizer::from_directory(KAEL_SHARED_DIR "/gpt2");
+  static const text::Tokenizer tokenizer = text::Tokenizer::from_directory(KAEL_GPT2_TOKENIZER_DIR);
   return tokenizer;
 }
 
 std::vector<fs::path> tokenizer_files() {
-  return {KAEL_SHARED_DIR "/gpt2/vocab.json", KAEL_SHARED_DIR "/gpt2/merges.txt"};
+  return {KAEL_GPT2_TOKENIZER_DIR "/vocab.json", KAEL_GPT2_TOKENIZER_DIR "/merges.txt"};
 }
 
 // A scratch directory with a helper that writes a file into it.
@@ -37,7 +38,12 @@ class DataDir : public train_testing::TempDir {
   fs::path write(const std::string& name, const std::string& bytes) const { return write_file(path() / name, bytes); }
 };
 
-std::string read_corpus(const char* name) { return train_testing::read_file(fs::path(KAEL_SHARED_DIR "/corpus") / name); }
+std::string read_corpus(const char* name) {
+  const fs::path file = fs::path(KAEL_CORPUS_DIR) / name;
+  if (!fs::is_regular_file(file))
+    throw std::runtime_error("corpus file not found: " + file.string() + " (configure with -DKAEL_CORPUS_DIR=DIR)");
+  return train_testing::read_file(file);
+}
 
 }  // namespace
 

@@ -1,5 +1,5 @@
-"""Shared pytest fixtures: where the kael binary, the shared tokenizer files and corpus are,
-and tiktoken's gpt2 encoding built offline from ../shared/gpt2."""
+"""Shared pytest fixtures: where the kael binary, GPT-2's tokenizer files and the corpus are,
+and tiktoken's gpt2 encoding built offline from those files."""
 import os
 import pathlib
 import subprocess
@@ -8,11 +8,9 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SHARED = pathlib.Path(os.environ.get("KAEL_SHARED_DIR", ROOT.parent / "shared"))
-GPT2_DIR = SHARED / "gpt2"
-CORPUS_DIR = SHARED / "corpus"
 # scripts/ holds the reference tools (e.g. gpt2_reference.py) that tests import.
 sys.path.insert(0, str(ROOT / "scripts"))
+from gpt2_reference import CORPUS_DIR, GPT2_TOKENIZER_DIR as GPT2_DIR  # noqa: E402
 
 
 def kael_binary() -> pathlib.Path:
@@ -38,7 +36,7 @@ def kael():
 
 @pytest.fixture(scope="session")
 def tiktoken_gpt2():
-    """tiktoken's gpt2 encoding, built from the shared files (no network)."""
+    """tiktoken's gpt2 encoding, built from GPT2_DIR's files (no network)."""
     import gpt2_reference
 
     return gpt2_reference.gpt2_encoding()

@@ -1,4 +1,4 @@
-"""Every file of the shared corpus gives tiktoken's ids, whole and line by line, and decodes
+"""Every file of the corpus gives tiktoken's ids, whole and line by line, and decodes
 back to itself."""
 import json
 
@@ -11,7 +11,7 @@ FILES = sorted(CORPUS_DIR.glob("*.txt"))
 
 
 def test_corpus_is_there():
-    assert len(FILES) >= 7
+    assert len(FILES) >= 7, f"the corpus is missing from {CORPUS_DIR} (set KAEL_CORPUS_DIR)"
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])

@@ -1,4 +1,4 @@
-"""gpt2_reference.train_checkpoint: a tiny GPT-2 trained for a few steps on ../shared/corpus
+"""gpt2_reference.train_checkpoint: a tiny GPT-2 trained for a few steps on the test corpus
 learns (its held-out loss drops) and saves a directory kael loads. The full-size run
 (TRAINED_CHECKPOINTS) is the script's, not the tests'; quant_accuracy's test on a trained model uses
 the bundled one (test_bundled_model.py), which needs no training."""

@@ -1,5 +1,5 @@
 """Shared pieces of the training tests (test_train_*.py): a tiny seeded GPT-2 checkpoint, a slice
-of the shared corpus as training text, and readers for what a run leaves behind."""
+of the test corpus as training text, and readers for what a run leaves behind."""
 from __future__ import annotations
 
 import json
