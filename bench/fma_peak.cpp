@@ -9,7 +9,7 @@
 //   {"isa", "vector_bits", "threads", "gflops", "gflops_per_core", "peak_gflops", "fma_units",
 //    "flops_per_cycle", "ghz_estimate", "ghz_from_latency", "peak_per_core_from_latency",
 //    "ymm_fmas_per_cycle", "zmm_fmas_per_cycle", "int8_dot", "int8_gmacs_per_core",
-//    "int8_peak_gmacs", "int8_dots_per_cycle"}
+//    "int8_peak_gmacs", "int8_dots_per_cycle", "int8_group_dots_per_cycle"}
 // gflops is wall-clock (all threads together); gflops_per_core divides each thread's flops by
 // its own CPU time (best thread of the best of 3 runs), so it holds on a machine shared with
 // other work; peak_gflops = threads x gflops_per_core. The clock comes from a second method:
@@ -24,13 +24,17 @@
 // (best thread of the best of 3), int8_peak_gmacs that times the threads, int8_dots_per_cycle
 // the dot instructions (or pmaddubsw steps) a core starts a cycle at ghz_from_latency: 1.00 on
 // a Zen 4 (one zmm vpdpbusd a cycle), a check on the dot loop as
-// zmm_fmas_per_cycle is on the FMA one.
+// zmm_fmas_per_cycle is on the FMA one. int8_group_dots_per_cycle (AVX512-VNNI only, else null)
+// is the same count for the avx512 int8 GEMM's inner step, where each row's 8 vpdpbusd of a group
+// of 32 k come with that group's three float steps (convert, multiply of the two scales, FMA):
+// the most of the dot peak that step leaves the GEMM.
 // Usage: fma_peak [threads] [seconds] [ymm|zmm]
 #include <immintrin.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -112,6 +116,45 @@ int first_lane(const T& v) {  // by reference: a zmm passed by value to a baseli
 __attribute__((target("avx512f,avx512vnni"), noinline)) int zmm_vnni_loop(long iterations) {
   KAEL_DOT_CHAINS(__m512i, kZmmDotChains, _mm512_set1_epi32, _mm512_dpbusd_epi32, _mm512_add_epi32, first_lane)
 }
+
+// The avx512 int8 GEMM's step (targets/avx512/int8.cpp, tile) on data that stays in L1: per
+// group, 8 rows' sums from zero over 8 k4 blocks (a weight load each, an activation broadcast per
+// row), then per row acc += float(sum) * (row scale x column scales). Loads indexed by the
+// iteration keep the compiler from hoisting anything out of the loop.
+constexpr int kGroupRows = 8, kGroupBlocks = 8;
+alignas(64) std::int8_t g_weights[kGroupBlocks * 64];
+std::int32_t g_activations[80];
+float g_row_scales[32];
+alignas(64) float g_column_scales[16];
+
+// (GCC 12 takes _mm512_cvtepi32_ps's deliberately undefined pass-through operand for an
+// uninitialized variable inside a target("avx512f") function.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+__attribute__((target("avx512f,avx512vnni"), noinline)) float zmm_group_loop(long iterations) {
+  __m512 acc[kGroupRows];
+  _Pragma("GCC unroll 8") for (int r = 0; r < kGroupRows; ++r) acc[r] = _mm512_setzero_ps();
+  const __m512 column_scales = _mm512_load_ps(g_column_scales);
+  for (long n = 0; n < iterations; ++n) {
+    const long at = n & 15;
+    __m512i sum[kGroupRows];
+    _Pragma("GCC unroll 8") for (int r = 0; r < kGroupRows; ++r) sum[r] = _mm512_setzero_si512();
+    _Pragma("GCC unroll 8") for (int b = 0; b < kGroupBlocks; ++b) {
+      const __m512i w = _mm512_load_si512(g_weights + ((at + b) & (kGroupBlocks - 1)) * 64);
+      _Pragma("GCC unroll 8") for (int r = 0; r < kGroupRows; ++r)
+        sum[r] = _mm512_dpbusd_epi32(sum[r], _mm512_set1_epi32(g_activations[at + 8 * b + r]), w);
+    }
+    _Pragma("GCC unroll 8") for (int r = 0; r < kGroupRows; ++r) {
+      const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(g_row_scales[at + r]), column_scales);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum[r]), scale, acc[r]);
+    }
+  }
+  _Pragma("GCC unroll 8") for (int r = 1; r < kGroupRows; ++r) acc[0] = _mm512_add_ps(acc[0], acc[r]);
+  float first;
+  std::memcpy(&first, &acc[0], sizeof first);
+  return first;
+}
+#pragma GCC diagnostic pop
 
 __attribute__((target("avx2,avxvnni"), noinline)) int ymm_vnni_loop(long iterations) {
   KAEL_DOT_CHAINS(__m256i, kYmmDotChains, _mm256_set1_epi32, _mm256_dpbusd_avx_epi32, _mm256_add_epi32,
@@ -220,13 +263,25 @@ int main(int argc, char** argv) {
                       (zmm_dot ? kZmmDotChains * 64 : ymm_dot ? kYmmDotChains * 32 : kPmaddubswChains * 32);
   const double int8_core = run_threads(dot_loop, threads, dot_iterations, macs).second / 1e9;
   const double dots_per_cycle = int8_core / (ghz_latency * (zmm_dot ? 64 : 32));
+  char group_dots[32] = "null";
+  if (zmm_dot) {
+    for (int i = 0; i < kGroupBlocks * 64; ++i) g_weights[i] = static_cast<std::int8_t>(i % 7 - 3);
+    for (int i = 0; i < 80; ++i) g_activations[i] = 0x01020304 + i;
+    for (int i = 0; i < 16; ++i) g_column_scales[i] = 0.5f + 0.01f * static_cast<float>(i);
+    for (int i = 0; i < 32; ++i) g_row_scales[i] = 1e-6f * static_cast<float>(i + 1);
+    const auto group_loop = [](long n) { g_sink = zmm_group_loop(n); };
+    const long group_iterations = calibrate(group_loop, seconds);
+    const double dots = static_cast<double>(group_iterations) * kGroupRows * kGroupBlocks;
+    const double per_second = run_threads(group_loop, threads, group_iterations, dots).second;
+    std::snprintf(group_dots, sizeof group_dots, "%.2f", per_second / (ghz_latency * 1e9));
+  }
   std::printf("{\"isa\": \"%s\", \"vector_bits\": %d, \"threads\": %d, \"gflops\": %.1f, \"gflops_per_core\": %.1f, "
               "\"peak_gflops\": %.1f, \"fma_units\": %d, \"flops_per_cycle\": %d, \"ghz_estimate\": %.2f, "
               "\"ghz_from_latency\": %.2f, \"peak_per_core_from_latency\": %.1f, \"ymm_fmas_per_cycle\": %.2f, "
               "\"zmm_fmas_per_cycle\": %.2f, \"int8_dot\": \"%s\", \"int8_gmacs_per_core\": %.1f, "
-              "\"int8_peak_gmacs\": %.1f, \"int8_dots_per_cycle\": %.2f}\n",
+              "\"int8_peak_gmacs\": %.1f, \"int8_dots_per_cycle\": %.2f, \"int8_group_dots_per_cycle\": %s}\n",
               zmm ? "avx512" : "avx2", 32 * lanes, threads, gflops, core, core * threads, units, flops_per_cycle,
               core / flops_per_cycle, ghz_latency, ghz_latency * flops_per_cycle, ymm_per_cycle, zmm_per_cycle, dot,
-              int8_core, int8_core * threads, dots_per_cycle);
+              int8_core, int8_core * threads, dots_per_cycle, group_dots);
   return 0;
 }
