@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "kernels/dispatch/cpu_features.hpp"
@@ -93,11 +94,15 @@ TEST_P(QuantKernels, LinearMatchesReferenceOnRaggedSizes) {
 TEST_P(QuantKernels, RowResultDoesNotDependOnRowCount) {
   // Decode (1 row) and prefill (several) give the same row bit for bit, as for F32: row counts
   // of one tile, of tiles of unequal heights and of more than one tile (AVX-512's F16 tiles
-  // hold 16 rows), K within one k-block and over several (300: blocks of 256 and 44).
+  // hold 16 rows), K within one k-block and over several (300: blocks of 256 and 44). And 64
+  // rows at K = 3000, which 3 threads quantize (int8) in three ranges of at least
+  // min_items_per_thread(4 K) = 21 rows.
   const WeightDType type = std::get<2>(GetParam());
   const std::int64_t N = 50;
+  std::vector<std::pair<std::int64_t, std::int64_t>> shapes{{3000, 64}};  // (K, T)
   for (std::int64_t K : {64, 300})
-    for (std::int64_t T : {9, 16, 17, 33}) {
+    for (std::int64_t T : {9, 16, 17, 33}) shapes.emplace_back(K, T);
+  for (const auto& [K, T] : shapes) {
       const auto w = random_vector(K * N, 6), inp = random_vector(T * K, 7);
       const Narrow n = narrow(w, K, N, type);
       std::vector<float> all(T * N), one(N);

@@ -140,10 +140,14 @@ void int8_linear(float* out, const float* x, const std::int8_t* q, const std::ui
   thread_local std::vector<float> xs_buffer;
   xq_buffer.resize(static_cast<std::size_t>(T * Kp));
   xs_buffer.resize(static_cast<std::size_t>(T * groups));
-  const std::int8_t* xq = xq_buffer.data();
-  const float* xs = xs_buffer.data();
+  std::int8_t* const xq = xq_buffer.data();
+  float* const xs = xs_buffer.data();
   const KernelTable& kt = active_kernels();
-  kt.quantize_rows(xq_buffer.data(), xs_buffer.data(), x, T, K);
+  // Each row is quantized on its own, so a prefill's rows split over the threads like any
+  // conversion of K floats a row (one row, a decode step's, stays on this thread).
+  parallel_for(T, min_items_per_thread(K * 4), [&](std::int64_t t0, std::int64_t t1) {
+    kt.quantize_rows(xq + t0 * Kp, xs + t0 * groups, x + t0 * K, t1 - t0, K);
+  });
   const std::int64_t min_panels = min_product_items_per_thread(T * Kp * kPanel, Kp * kPanel);
   parallel_for(panels, min_panels, [&](std::int64_t first, std::int64_t last) {
     const std::int64_t col = first * kPanel;
