@@ -103,16 +103,16 @@ TEST_P(QuantKernels, RowResultDoesNotDependOnRowCount) {
   for (std::int64_t K : {64, 300})
     for (std::int64_t T : {9, 16, 17, 33}) shapes.emplace_back(K, T);
   for (const auto& [K, T] : shapes) {
-      const auto w = random_vector(K * N, 6), inp = random_vector(T * K, 7);
-      const Narrow n = narrow(w, K, N, type);
-      std::vector<float> all(T * N), one(N);
-      linear_matrix(all.data(), inp.data(), n.view, nullptr, T, K, N);
-      for (std::int64_t t = 0; t < T; ++t) {
-        linear_matrix(one.data(), inp.data() + t * K, n.view, nullptr, 1, K, N);
-        for (std::int64_t c = 0; c < N; ++c)
-          ASSERT_EQ(one[c], all[t * N + c]) << "K=" << K << " T=" << T << " row " << t << ", column " << c;
-      }
+    const auto w = random_vector(K * N, 6), inp = random_vector(T * K, 7);
+    const Narrow n = narrow(w, K, N, type);
+    std::vector<float> all(T * N), one(N);
+    linear_matrix(all.data(), inp.data(), n.view, nullptr, T, K, N);
+    for (std::int64_t t = 0; t < T; ++t) {
+      linear_matrix(one.data(), inp.data() + t * K, n.view, nullptr, 1, K, N);
+      for (std::int64_t c = 0; c < N; ++c)
+        ASSERT_EQ(one[c], all[t * N + c]) << "K=" << K << " T=" << T << " row " << t << ", column " << c;
     }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(IsaThreadsType, QuantKernels,
