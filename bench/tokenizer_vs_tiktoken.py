@@ -20,17 +20,7 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-from gpt2_reference import CORPUS_DIR, GPT2_PATTERN, GPT2_TOKENIZER_DIR  # noqa: E402
-
-
-def tiktoken_gpt2(model_dir):
-    import tiktoken
-    import tiktoken.load
-
-    ranks = tiktoken.load.data_gym_to_mergeable_bpe_ranks(
-        vocab_bpe_file=str(model_dir / "merges.txt"), encoder_json_file=str(model_dir / "vocab.json"))
-    return tiktoken.Encoding(name="gpt2-offline", pat_str=GPT2_PATTERN, mergeable_ranks=ranks,
-                             special_tokens={"<|endoftext|>": 50256})
+from gpt2_reference import CORPUS_DIR, GPT2_TOKENIZER_DIR, gpt2_encoding  # noqa: E402
 
 
 def main():
@@ -49,7 +39,7 @@ def main():
     texts = [path.read_bytes().decode("utf-8") for path in files]
     total_bytes = sum(path.stat().st_size for path in files)
 
-    encoding = tiktoken_gpt2(args.model)
+    encoding = gpt2_encoding(args.model)
     tiktoken_mb_s, kael_mb_s = [], []
     for _ in range(args.rounds):
         start = time.perf_counter()

@@ -17,7 +17,7 @@ Importable (tests/python and other tools use these names):
   train_checkpoint(out_dir, n_layer=..., steps=..., ...) -> Path  trained on the corpus, + training.json
   corpus_split()                   ((train, heldout) token ids, ...) per corpus file
   heldout_windows(count, length, seed)  seeded windows of held-out token ids
-  gpt2_encoding()                  tiktoken's gpt2 encoding, built offline from GPT2_TOKENIZER_DIR
+  gpt2_encoding(directory=...)     tiktoken's gpt2 encoding, built offline (default GPT2_TOKENIZER_DIR)
   GPT2_TOKENIZER_DIR, CORPUS_DIR   GPT-2's vocab.json and merges.txt; the real-text corpus (*.txt)
   PARITY_CHECKPOINTS, TRAINED_CHECKPOINTS  the named checkpoints: their builders' kwargs
 
@@ -273,13 +273,15 @@ EVAL_SEED = 0  # picks the held-out windows scored before and after training
 GPT2_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
 
-def gpt2_encoding():
-    """tiktoken's gpt2 encoding built from GPT2_TOKENIZER_DIR (tiktoken.get_encoding would download it)."""
+def gpt2_encoding(directory=GPT2_TOKENIZER_DIR):
+    """tiktoken's gpt2 encoding built from the vocab.json and merges.txt in `directory`
+    (tiktoken.get_encoding would download it)."""
     import tiktoken
     import tiktoken.load
 
+    directory = pathlib.Path(directory)
     ranks = tiktoken.load.data_gym_to_mergeable_bpe_ranks(
-        vocab_bpe_file=str(GPT2_TOKENIZER_DIR / "merges.txt"), encoder_json_file=str(GPT2_TOKENIZER_DIR / "vocab.json"))
+        vocab_bpe_file=str(directory / "merges.txt"), encoder_json_file=str(directory / "vocab.json"))
     return tiktoken.Encoding(name="gpt2-offline", pat_str=GPT2_PATTERN, mergeable_ranks=ranks,
                              special_tokens={"<|endoftext|>": 50256})
 
