@@ -58,9 +58,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 # GPT-2's own vocab.json and merges.txt (the bytes of OpenAI's encoder.json and vocab.bpe), as the
 # bundled model ships them.
 GPT2_TOKENIZER_DIR = ROOT / "models" / "kael-tiny-kjv"
-# Multilingual text for the tokenizer tests and the trained checkpoints: beside the checkout, as in
-# CI, or where KAEL_CORPUS_DIR says.
-CORPUS_DIR = pathlib.Path(os.environ.get("KAEL_CORPUS_DIR", ROOT.parent / "shared" / "corpus"))
+# Multilingual text for the tokenizer tests and the trained checkpoints (tests/data/corpus/README.md
+# says where it comes from), or another folder of *.txt where KAEL_CORPUS_DIR says.
+CORPUS_DIR = pathlib.Path(os.environ.get("KAEL_CORPUS_DIR", ROOT / "tests" / "data" / "corpus"))
 TOKENIZER_FILES = ("vocab.json", "merges.txt")
 DEFAULT_INIT_STD = 0.1
 PREFIX = "transformer."

@@ -4,30 +4,35 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=$(nproc)
+# Each step's heading carries the seconds since the start, so a log shows what each step took.
+step() { echo "== [${SECONDS} s] $*"; }
 
+step "install dependencies"
 scripts/install_deps.sh --test
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
-echo "== release build and tests"
+step "release build and tests"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DKAEL_BUILD_EXAMPLES=ON >/dev/null
 cmake --build build -j "$JOBS"
 ctest --test-dir build --output-on-failure -j "$JOBS"
 
+step "ARM64 cross build and tests under qemu"
 scripts/test_aarch64.sh
 
-echo "== sanitizer build (ASan + UBSan) and tests"
+step "sanitizer build (ASan + UBSan) and tests"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKAEL_SANITIZE=ON >/dev/null
 cmake --build build-asan -j "$JOBS"
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$JOBS" -LE slow
 
-echo "== fuzz (libFuzzer, clang, seeded corpus)"
+step "fuzz (libFuzzer, clang, seeded corpus)"
 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
       -DKAEL_FUZZ=ON -DKAEL_BUILD_TESTS=OFF >/dev/null
 cmake --build build-fuzz -j "$JOBS" --target fuzz_safetensors
 fuzz/run.sh build-fuzz/fuzz/fuzz_safetensors "${KAEL_FUZZ_SECONDS:-60}"
 
-echo "== python package (pip install .)"
+step "python package (pip install .)"
 PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check --config-settings=build-dir=build-python .
 
-echo "== python tests"
+step "python tests"
 KAEL_BINARY="$PWD/build/kael" python3 -m pytest -q tests/python
+step "all passed"
