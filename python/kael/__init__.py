@@ -53,13 +53,13 @@ from ._kael import (  # noqa: F401  (re-exported)
 )
 # The tensor library (python/src/tensor*.cpp), with PyTorch's names.
 from ._kael import (  # noqa: F401  (re-exported)
-    abs, add, allclose, arange, argmax, argmin, as_tensor, broadcast_shapes, cat, device, div, dtype, empty,
-    empty_like, eq, exp, eye, flatten, from_numpy, full, full_like, ge, gelu, get_num_threads, gt, index_select,
-    is_tensor, le,
-    linspace, log, log_softmax, lt, manual_seed, masked_fill, matmul, max, maximum, mean, min, minimum, mul, ne,
-    neg, numel, ones, ones_like, permute, pow, promote_types, rand, rand_like, randint, randn, randn_like, relu,
-    reshape, rsqrt, set_num_threads, sigmoid, softmax, sqrt, squeeze, stack, sub, sum, tanh, transpose, unsqueeze, var, where,
-    zeros, zeros_like,
+    abs, add, allclose, arange, argmax, argmin, as_strided_scatter, as_tensor, bmm, broadcast_shapes, cat, chunk, clamp,
+    clip, cos, device, div, dtype, einsum, empty, empty_like, eq, exp, eye, flatten, floor_divide, from_numpy, full,
+    full_like, gather, ge, gelu, get_default_dtype, get_num_threads, gt, index_select, is_tensor, le, linspace, log,
+    log_softmax, lt, manual_seed, masked_fill, matmul, max, maximum, mean, min, minimum, mul, multinomial, ne, neg,
+    numel, ones, ones_like, permute, pow, promote_types, rand, rand_like, randint, randn, randn_like, randperm, relu,
+    remainder, reshape, roll, rsqrt, set_default_dtype, set_num_threads, sigmoid, sin, softmax, split, sqrt, squeeze,
+    stack, std, sub, sum, tanh, topk, transpose, tril, triu, unbind, unsqueeze, var, where, zeros, zeros_like,
 )
 from ._kael import (  # noqa: F401  (dtypes, as torch.float32 ...)
     bfloat16, bool, double, float, float16, float32, float64, half, int, int8, int16, int32, int64, long, short,
@@ -67,7 +67,12 @@ from ._kael import (  # noqa: F401  (dtypes, as torch.float32 ...)
 )
 from . import nn  # noqa: F401,E402
 from . import optim  # noqa: F401,E402
-from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401,E402
+from . import autograd  # noqa: F401,E402
+from . import cuda  # noqa: F401,E402
+from . import utils  # noqa: F401,E402
+from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401,E402
+from .serialization import load, save  # noqa: F401,E402
+from .size import Size  # noqa: F401,E402
 
 from ._kael import __version__  # noqa: F401  (the CMake project version)
 from .nn.gpt import GPT, cuda_synchronize, generate  # noqa: F401,E402  (the book's GPT)

@@ -9,6 +9,7 @@ void init_errors(pybind11::module_& m);
 void init_dtype(pybind11::module_& m);
 void init_tensor(pybind11::module_& m);  // the class; the files below add its methods
 void init_tensor_math(pybind11::module_& m);
+void init_tensor_ops(pybind11::module_& m);  // further ops, losses (tensor_ops.cpp)
 void init_tensor_creation(pybind11::module_& m);
 void init_tensor_index(pybind11::module_& m);
 void init_autograd(pybind11::module_& m);

@@ -26,6 +26,10 @@ pybind11::object dtype_object(DType dtype);
 // A dtype argument: None (nullopt), a kael.dtype, a name ("F32" or "float32") or a numpy dtype.
 std::optional<DType> optional_dtype_arg(const pybind11::handle& object);
 DType dtype_arg(const pybind11::handle& object, DType default_dtype);
+// The floating dtype of Python floats and of creation functions given no dtype
+// (kael.set_default_dtype: F32 unless set to F64). Process-wide, as torch's.
+DType default_float_dtype();
+void set_default_float_dtype(DType dtype);
 // A device argument: a kael.device or a name ("cpu").
 Device device_arg(const pybind11::handle& object);
 

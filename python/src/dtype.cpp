@@ -2,6 +2,7 @@
 // kael.int64, ...) and devices. A dtype also equals its safetensors name ("F32"), which
 // Tensor.dtype returned before it was an object. Arguments named dtype take a kael.dtype, either
 // name, or anything numpy.dtype() accepts (np.float32, float, bool).
+#include <atomic>
 #include <pybind11/operators.h>
 
 #include <array>
@@ -101,6 +102,13 @@ std::optional<DType> optional_dtype_arg(const py::handle& object) {
 DType dtype_arg(const py::handle& object, DType default_dtype) {
   return optional_dtype_arg(object).value_or(default_dtype);
 }
+
+namespace {
+std::atomic<DType> default_float{DType::F32};
+}  // namespace
+
+DType default_float_dtype() { return default_float.load(); }
+void set_default_float_dtype(DType dtype) { default_float.store(dtype); }
 
 Device device_arg(const py::handle& object) {
   if (py::isinstance<Device>(object)) return object.cast<Device>();

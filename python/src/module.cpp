@@ -8,6 +8,7 @@ PYBIND11_MODULE(_kael, m) {
   kael::python::init_dtype(m);
   kael::python::init_tensor(m);
   kael::python::init_tensor_math(m);
+  kael::python::init_tensor_ops(m);
   kael::python::init_tensor_creation(m);
   kael::python::init_tensor_index(m);
   kael::python::init_autograd(m);

@@ -1,7 +1,7 @@
-// kael.optim.SGD / Adam / AdamW and kael.nn.utils.clip_grad_norm_ (python/kael/optim.py and
-// nn/utils.py re-export them), with torch's constructor signatures. The native classes are
-// registered as _optim_SGD, ... so that they never collide with kael._kael.AdamW, the training
-// layer's optimizer (train.cpp), and are renamed kael.optim.SGD, ... for reprs and errors.
+// The native half of kael.optim.SGD / Adam / AdamW (python/kael/optim.py holds the classes
+// with torch's signatures and param_groups) and kael.nn.utils.clip_grad_norm_. Registered as
+// _optim_SGD, ... so that they never collide with kael._kael.AdamW, the training layer's
+// optimizer (train.cpp).
 #include <pybind11/stl.h>
 
 #include "bindings.hpp"
@@ -32,51 +32,44 @@ std::vector<Tensor> params_arg(const py::handle& params, const char* op) {
   return out;
 }
 
-// Turns grad mode on for the closure of step(), as torch's step does, and back after.
-class EnableGrad {
- public:
-  EnableGrad() : previous_(autograd::grad_mode_enabled()) { autograd::set_grad_enabled(true); }
-  ~EnableGrad() { autograd::set_grad_enabled(previous_); }
-  EnableGrad(const EnableGrad&) = delete;
-  EnableGrad& operator=(const EnableGrad&) = delete;
-
- private:
-  bool previous_;
-};
-
-// The class `cls` shows as kael.optim.<name> (its attribute in _kael is another name).
-void present_as(py::object cls, const char* module, const char* name) {
-  cls.attr("__name__") = name;
-  cls.attr("__qualname__") = name;
-  cls.attr("__module__") = module;
+// The parameter groups python/kael/optim.py passes: (params, options) pairs, each dict holding
+// every option of the optimizer (the defaults filled in there).
+template <class Options, class Fill>
+std::vector<optim::ParamGroup<Options>> groups_arg(const py::list& groups, const char* op, Fill fill) {
+  std::vector<optim::ParamGroup<Options>> out;
+  for (const py::handle item : groups) {
+    const auto pair = item.cast<py::tuple>();
+    optim::ParamGroup<Options> group{params_arg(pair[0], op), {}};
+    const auto options = pair[1].cast<py::dict>();
+    fill(group.options, options);
+    out.push_back(std::move(group));
+  }
+  return out;
 }
+
+double option(const py::dict& options, const char* name) { return options[name].cast<double>(); }
 
 }  // namespace
 
 void init_optim(py::module_& m) {
   py::class_<Optimizer> base(m, "_optim_Optimizer",
-                             "The base of kael.optim's optimizers: one parameter group, torch.optim's semantics.");
+                             "The native half of kael.optim's optimizers: parameter groups, torch.optim's updates.");
   base.def(
           "step",
-          [](Optimizer& self, const py::object& closure) -> py::object {
-            py::object loss = py::none();
-            if (!closure.is_none()) {
-              EnableGrad enable;
-              loss = closure();
-            }
+          [](Optimizer& self) {
             py::gil_scoped_release release;
             self.step();
-            return loss;
           },
-          "closure"_a = py::none(),
-          "One update of every parameter that has a gradient (in place). A closure, when given, is "
-          "called first with grad mode on and its result returned.")
+          "One update of every parameter that has a gradient (in place).")
       .def("zero_grad", &Optimizer::zero_grad, "set_to_none"_a = true,
            "Drops every parameter's gradient (set_to_none), or zeroes it in place.")
-      .def_property("lr", &Optimizer::lr, &Optimizer::set_lr, "The learning rate (settable, for schedules).")
+      .def_property("lr", &Optimizer::lr, &Optimizer::set_lr, "The first group's learning rate; setting sets every group's.")
+      .def_property_readonly("num_groups", &Optimizer::num_groups)
+      .def("group_lr", &Optimizer::group_lr, "group"_a)
+      .def("set_group_lr", &Optimizer::set_group_lr, "group"_a, "lr"_a)
       .def_property_readonly(
           "params", [](const Optimizer& self) { return std::vector<Tensor>(self.params()); },
-          "The parameters, in the order given (handles sharing their storage and gradient).")
+          "The parameters, group after group (handles sharing their storage and gradient).")
       .def("state_dict", &Optimizer::state_dict,
            "The state as a flat dict of tensors (docs/optim.md), ready for kael.save_safetensors.")
       .def(
@@ -88,33 +81,42 @@ void init_optim(py::module_& m) {
           },
           "state_dict"_a, "Replaces the hyperparameters and state by copies of a state_dict()'s.");
 
-  py::class_<optim::SGD, Optimizer> sgd(m, "_optim_SGD", "torch.optim.SGD (docs/optim.md).");
-  sgd.def(py::init([](const py::object& params, double lr, double momentum, double dampening, double weight_decay,
-                      bool nesterov) {
-            return std::make_unique<optim::SGD>(params_arg(params, "SGD"),
-                                                optim::SGDOptions{lr, momentum, dampening, weight_decay, nesterov});
-          }),
-          "params"_a, "lr"_a = 1e-3, "momentum"_a = 0.0, "dampening"_a = 0.0, "weight_decay"_a = 0.0,
-          "nesterov"_a = false);
-  present_as(sgd, "kael.optim", "SGD");
-
   using Betas = std::pair<double, double>;
-  py::class_<optim::Adam, Optimizer> adam(m, "_optim_Adam", "torch.optim.Adam (docs/optim.md).");
-  adam.def(py::init([](const py::object& params, double lr, Betas betas, double eps, double weight_decay) {
-             return std::make_unique<optim::Adam>(params_arg(params, "Adam"),
-                                                  optim::AdamOptions{lr, betas, eps, weight_decay});
+  py::class_<optim::SGD, Optimizer> sgd(m, "_optim_SGD", "torch.optim.SGD's update (docs/optim.md).");
+  sgd.def(py::init([](const py::list& groups) {
+            return std::make_unique<optim::SGD>(groups_arg<optim::SGDOptions>(groups, "SGD", [](optim::SGDOptions& o, const py::dict& d) {
+              o = {option(d, "lr"), option(d, "momentum"), option(d, "dampening"), option(d, "weight_decay"),
+                   d["nesterov"].cast<bool>()};
+            }));
+          }),
+          "groups"_a)
+      .def("options", [](const optim::SGD& self, std::size_t g) {
+        const auto o = self.options(g);
+        return py::dict("lr"_a = o.lr, "momentum"_a = o.momentum, "dampening"_a = o.dampening,
+                        "weight_decay"_a = o.weight_decay, "nesterov"_a = o.nesterov);
+      }, "group"_a);
+  const auto adam_fill = [](optim::AdamOptions& o, const py::dict& d) {
+    o = {option(d, "lr"), d["betas"].cast<Betas>(), option(d, "eps"), option(d, "weight_decay")};
+  };
+  const auto adam_options = [](const optim::AdamOptions& o) {
+    return py::dict("lr"_a = o.lr, "betas"_a = py::make_tuple(o.betas.first, o.betas.second), "eps"_a = o.eps,
+                    "weight_decay"_a = o.weight_decay);
+  };
+  py::class_<optim::Adam, Optimizer> adam(m, "_optim_Adam", "torch.optim.Adam's update (docs/optim.md).");
+  adam.def(py::init([adam_fill](const py::list& groups) {
+             return std::make_unique<optim::Adam>(groups_arg<optim::AdamOptions>(groups, "Adam", adam_fill));
            }),
-           "params"_a, "lr"_a = 1e-3, "betas"_a = Betas{0.9, 0.999}, "eps"_a = 1e-8, "weight_decay"_a = 0.0);
-  present_as(adam, "kael.optim", "Adam");
-
-  py::class_<optim::AdamW, optim::Adam> adamw(m, "_optim_AdamW", "torch.optim.AdamW (docs/optim.md).");
-  adamw.def(py::init([](const py::object& params, double lr, Betas betas, double eps, double weight_decay) {
-              return std::make_unique<optim::AdamW>(params_arg(params, "AdamW"),
-                                                    optim::AdamWOptions{lr, betas, eps, weight_decay});
+           "groups"_a)
+      .def("options", [adam_options](const optim::Adam& self, std::size_t g) { return adam_options(self.options(g)); }, "group"_a);
+  py::class_<optim::AdamW, optim::Adam> adamw(m, "_optim_AdamW", "torch.optim.AdamW's update (docs/optim.md).");
+  adamw.def(py::init([adam_fill](const py::list& groups) {
+              auto adam_groups = groups_arg<optim::AdamOptions>(groups, "AdamW", adam_fill);
+              std::vector<optim::ParamGroup<optim::AdamWOptions>> out;
+              for (auto& g : adam_groups)
+                out.push_back({std::move(g.params), {g.options.lr, g.options.betas, g.options.eps, g.options.weight_decay}});
+              return std::make_unique<optim::AdamW>(std::move(out));
             }),
-            "params"_a, "lr"_a = 1e-3, "betas"_a = Betas{0.9, 0.999}, "eps"_a = 1e-8, "weight_decay"_a = 1e-2);
-  present_as(adamw, "kael.optim", "AdamW");
-  present_as(base, "kael.optim", "Optimizer");
+            "groups"_a);
 
   m.def(
       "clip_grad_norm_",

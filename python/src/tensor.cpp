@@ -62,7 +62,7 @@ Tensor new_tensor(const py::handle& data, const py::handle& dtype, bool requires
     const bool from_python = !py::isinstance<py::array>(data) && !py::hasattr(data, "__array_interface__");
     auto [array, kind] = numpy_copy_source(data);
     tensor = copy_of_array(array, kind);
-    if (from_python && kind == DType::F64) tensor = tensor.to(DType::F32);
+    if (from_python && kind == DType::F64) tensor = tensor.to(default_float_dtype());
   }
   if (auto wanted = optional_dtype_arg(dtype)) tensor = tensor.to(*wanted);
   if (requires_grad) tensor.requires_grad_(true);
@@ -133,7 +133,14 @@ std::string repr(const Tensor& t) {
 
 Tensor converted(const Tensor& t, DType dtype) { return t.to(dtype); }
 
-bool is_device_name(const std::string& name) { return name == "cpu" || name.rfind("cuda", 0) == 0; }
+bool is_dtype_name(const py::handle& name) {
+  try {
+    optional_dtype_arg(name);
+    return true;
+  } catch (const TypeError&) {
+    return false;
+  }
+}
 
 // kael.as_tensor: shares the memory of a tensor or a numpy array where it can, else copies.
 Tensor as_tensor(const py::object& data, const py::object& dtype) {
@@ -216,18 +223,29 @@ memory of a numpy array or a memory-mapped safetensors file. numpy.asarray(t) sh
            "dtype"_a = py::none(), "copy"_a = py::none())
       .def(
           "to",
-          [](const Tensor& t, const py::object& target, const py::object& dtype) {
+          [](const Tensor& t, const py::object& target, const py::object& dtype, const py::object& device,
+             bool /*non_blocking*/, bool copy) {
+            // torch's forms: to(dtype), to(device), to(device, dtype), to(other), to(device=, dtype=).
             Tensor out = t;
             if (!target.is_none()) {
-              const bool is_device = py::isinstance<Device>(target) ||
-                                     (py::isinstance<py::str>(target) && is_device_name(target.cast<std::string>()));
-              out = is_device ? out.to(device_arg(target)) : out.to(dtype_arg(target, t.dtype()));
+              if (py::isinstance<Tensor>(target)) {
+                out = out.to(target.cast<Tensor>().dtype());
+              } else if (py::isinstance<Device>(target) ||
+                         (py::isinstance<py::str>(target) && !is_dtype_name(target))) {
+                out = out.to(device_arg(target));  // an unknown name is a ValueError naming the device
+              } else {
+                out = out.to(dtype_arg(target, t.dtype()));
+              }
             }
+            if (!device.is_none()) out = out.to(device_arg(device));
             if (!dtype.is_none()) out = out.to(dtype_arg(dtype, t.dtype()));
+            if (copy && out.raw_data() == t.raw_data()) out = out.clone();
             return out;
           },
-          "device_or_dtype"_a = py::none(), "dtype"_a = py::none(),
-          "t.to(kael.float64), t.to('cpu'), t.to(dtype=...); the tensor itself when nothing changes.")
+          "device_or_dtype"_a = py::none(), "dtype"_a = py::none(), py::kw_only(), "device"_a = py::none(),
+          "non_blocking"_a = false, "copy"_a = false,
+          "t.to(kael.float64), t.to('cpu'), t.to('cpu', kael.float64), t.to(device=..., dtype=...); the tensor itself "
+          "when nothing changes.")
       .def("cpu", &Tensor::cpu)
       .def("float", [](const Tensor& t) { return converted(t, DType::F32); })
       .def("double", [](const Tensor& t) { return converted(t, DType::F64); })

@@ -40,14 +40,14 @@ template <Tensor (*make)(Shape, DType)>
 auto sized(const char* op) {
   return [op](const py::args& size, const py::kwargs& kwargs) {
     const auto options = creation_options(kwargs, op);
-    return finish(make(shape_from_args(size, op), options.dtype.value_or(DType::F32)), options);
+    return finish(make(shape_from_args(size, op), options.dtype.value_or(default_float_dtype())), options);
   };
 }
 
 // The dtype PyTorch infers for a fill value: bool, int64 for ints, float32 for floats.
 DType inferred_dtype(const Scalar& value, const py::handle& object) {
   if (PyBool_Check(object.ptr())) return DType::BOOL;
-  return value.integral ? DType::I64 : DType::F32;
+  return value.integral ? DType::I64 : default_float_dtype();
 }
 
 Scalar number(const py::handle& object, const char* op) {
@@ -108,7 +108,7 @@ void init_tensor_creation(py::module_& m) {
         Scalar from = number(start, "arange"), by = number(step, "arange");
         Scalar to = end.is_none() ? from : number(end, "arange");
         if (end.is_none()) from = Scalar(0);
-        const DType inferred = from.integral && to.integral && by.integral ? DType::I64 : DType::F32;
+        const DType inferred = from.integral && to.integral && by.integral ? DType::I64 : default_float_dtype();
         return finish(arange(from.value, to.value, by.value, options.dtype.value_or(inferred)), options);
       },
       "start"_a, "end"_a = py::none(), "step"_a = 1,
@@ -117,14 +117,14 @@ void init_tensor_creation(py::module_& m) {
       "linspace",
       [](double start, double end, std::int64_t steps, const py::kwargs& kwargs) {
         const auto options = creation_options(kwargs, "linspace");
-        return finish(linspace(start, end, steps, options.dtype.value_or(DType::F32)), options);
+        return finish(linspace(start, end, steps, options.dtype.value_or(default_float_dtype())), options);
       },
       "start"_a, "end"_a, "steps"_a);
   m.def(
       "eye",
       [](std::int64_t n, const py::kwargs& kwargs) {
         const auto options = creation_options(kwargs, "eye");
-        return finish(eye(n, options.dtype.value_or(DType::F32)), options);
+        return finish(eye(n, options.dtype.value_or(default_float_dtype())), options);
       },
       "n"_a);
   m.def(
@@ -140,6 +140,17 @@ void init_tensor_creation(py::module_& m) {
                       options);
       },
       "Integers uniform in [low, high) from the generator kael.manual_seed seeds.");
+  m.def("get_default_dtype", [] { return dtype_object(default_float_dtype()); },
+        "The dtype Python floats and the float creation functions give (kael.float32 unless set).");
+  m.def(
+      "set_default_dtype",
+      [](const py::object& dtype) {
+        const DType d = dtype_arg(dtype, DType::F32);
+        if (d != DType::F32 && d != DType::F64)
+          throw TypeError(str("set_default_dtype: only float32 and float64 can be the default, not ", dtype_name(d)));
+        set_default_float_dtype(d);
+      },
+      "d"_a, "Sets the dtype of Python floats in kael.tensor and of zeros/ones/rand/randn/... without a dtype.");
   m.def("manual_seed", &manual_seed, "seed"_a,
         "Reseeds the one process-wide generator that rand, randn, randint and dropout draw from.");
   m.def("set_num_threads", &set_num_threads, "n"_a,
@@ -188,28 +199,6 @@ void init_tensor_creation(py::module_& m) {
       "input"_a, "normalized_shape"_a, "weight"_a = py::none(), "bias"_a = py::none(), "eps"_a = 1e-5);
   m.def("embedding", [](const Tensor& input, const Tensor& weight) { return embedding(input, weight); }, "input"_a,
         "weight"_a, "Rows of weight (num, dim) picked by the integer ids in input: (ids..., dim).");
-  m.def(
-      "cross_entropy",
-      [](const Tensor& input, const Tensor& target, std::int64_t ignore_index, const std::string& reduction) {
-        if (reduction != "mean")
-          throw ValueError(str("cross_entropy: reduction '", reduction, "' is not supported (only 'mean')"));
-        return cross_entropy(input, target, ignore_index);
-      },
-      "input"_a, "target"_a, "ignore_index"_a = -100, "reduction"_a = "mean",
-      "Mean negative log-likelihood of the class ids target (N) under the logits input (N, C).");
-  m.def(
-      "scaled_dot_product_attention",
-      [](const Tensor& query, const Tensor& key, const Tensor& value, const std::optional<Tensor>& attn_mask,
-         double dropout_p, bool is_causal, std::optional<double> scale) {
-        if (dropout_p != 0.0)
-          throw ValueError("scaled_dot_product_attention: dropout_p must be 0 (apply kael.nn.functional.dropout "
-                           "to the output instead)");
-        py::gil_scoped_release release;
-        return scaled_dot_product_attention(query, key, value, is_causal, attn_mask.value_or(Tensor()), scale);
-      },
-      "query"_a, "key"_a, "value"_a, "attn_mask"_a = py::none(), "dropout_p"_a = 0.0, "is_causal"_a = false,
-      "scale"_a = py::none(),
-      "softmax(scale q k^T + mask) v for q (..., L, E), k (..., S, E), v (..., S, Ev); is_causal keeps s <= t.");
   m.def("dropout", [](const Tensor& input, double p, bool training) { return dropout(input, p, training); }, "input"_a,
         "p"_a = 0.5, "training"_a = true, "Zeroes elements with probability p, scales the rest by 1/(1-p).");
 }

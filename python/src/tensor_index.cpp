@@ -5,6 +5,7 @@
 
 #include "bindings.hpp"
 #include "convert.hpp"
+#include "kael/tensor/autograd.hpp"
 
 namespace py = pybind11;
 
@@ -129,6 +130,18 @@ void assign(Tensor& t, const py::handle& key, const py::handle& value) {
     }
     const Tensor source = py::isinstance<Tensor>(value) ? value.cast<Tensor>() : operand_like(value, t, "index_put");
     t.copy_(where(mask, source.to(t.dtype()), t));
+    return;
+  }
+  const bool value_has_history = py::isinstance<Tensor>(value) && value.cast<Tensor>().requires_grad();
+  if (autograd::grad_mode_enabled() && (t.requires_grad() || value_has_history)) {
+    // Through autograd, as torch: t takes the history of t with the indexed elements replaced
+    // (as_strided_scatter), found by indexing a tensor of t's shape laid out contiguously.
+    const Tensor probe = Tensor::empty(t.dtype(), t.shape());
+    const Indexed place = subscript(probe, key);
+    if (!place.is_view) throw IndexError("index: assignment through a tensor or list index is not supported (use a mask)");
+    const std::int64_t offset = (place.result.raw_data() - probe.raw_data()) / static_cast<std::int64_t>(t.element_size());
+    const Tensor source = py::isinstance<Tensor>(value) ? value.cast<Tensor>() : operand_like(value, t, "index_put");
+    t.copy_(as_strided_scatter(t, source.to(t.dtype()), place.result.shape(), place.result.strides(), offset));
     return;
   }
   Indexed target = subscript(t, key);

@@ -1,5 +1,7 @@
 #include "kael/nn/module.hpp"
 
+#include <set>
+
 #include "kael/core/error.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
@@ -57,8 +59,14 @@ void Module::collect_buffers(const std::string& prefix, bool persistent_only, st
 }
 
 std::vector<NamedTensor> Module::named_parameters() const {
+  std::vector<NamedTensor> all;
+  collect_parameters("", all);
+  // A tensor registered in two places (tied weights) is one parameter: its first name only,
+  // so that an optimizer updates it once. Copies of a tensor share its autograd state.
   std::vector<NamedTensor> out;
-  collect_parameters("", out);
+  std::set<const void*> seen;
+  for (auto& entry : all)
+    if (seen.insert(entry.tensor.autograd_meta().get()).second) out.push_back(std::move(entry));
   return out;
 }
 
@@ -76,7 +84,9 @@ std::vector<NamedTensor> Module::named_buffers() const {
 
 StateDict Module::state_dict() const {
   StateDict out;
-  for (auto& [name, tensor] : named_parameters()) out.emplace(name, tensor.detach());
+  std::vector<NamedTensor> params;
+  collect_parameters("", params);  // every name of a tied tensor, as torch's state_dict
+  for (auto& [name, tensor] : params) out.emplace(name, tensor.detach());
   std::vector<NamedTensor> buffers;
   collect_buffers("", true, buffers);
   for (auto& [name, tensor] : buffers) out.emplace(name, tensor);

@@ -60,11 +60,25 @@ void adam_update(T* p, const T* g, T* m, T* v, std::int64_t n, const AdamScalars
 
 }  // namespace
 
-Adam::Adam(std::vector<Tensor> params, const AdamOptions& options) : Adam("Adam", std::move(params), options, false) {}
+namespace {
 
-Adam::Adam(std::string name, std::vector<Tensor> params, const AdamOptions& options, bool decoupled)
-    : Optimizer(std::move(name), std::move(params), options.lr), options_(options), decoupled_(decoupled) {
-  check(options_);
+std::vector<ParamGroup<AdamOptions>> as_adam_groups(std::vector<ParamGroup<AdamWOptions>> groups) {
+  std::vector<ParamGroup<AdamOptions>> out;
+  for (auto& g : groups)
+    out.push_back({std::move(g.params), {g.options.lr, g.options.betas, g.options.eps, g.options.weight_decay}});
+  return out;
+}
+
+}  // namespace
+
+Adam::Adam(std::vector<Tensor> params, const AdamOptions& options)
+    : Adam(std::vector<ParamGroup<AdamOptions>>{{std::move(params), options}}) {}
+
+Adam::Adam(std::vector<ParamGroup<AdamOptions>> groups) : Adam("Adam", std::move(groups), false) {}
+
+Adam::Adam(std::string name, std::vector<ParamGroup<AdamOptions>> groups, bool decoupled)
+    : Optimizer(std::move(name), detail::group_tensors(groups)), options_(detail::group_options(groups)), decoupled_(decoupled) {
+  for (const AdamOptions& o : options_) check(o);
 }
 
 void Adam::check(const AdamOptions& o) const {
@@ -75,17 +89,20 @@ void Adam::check(const AdamOptions& o) const {
   detail::check_non_negative(name_, "weight_decay value", o.weight_decay);
 }
 
-AdamOptions Adam::options() const {
-  AdamOptions o = options_;
-  o.lr = lr();
-  return o;
+AdamOptions Adam::options(std::size_t group) const {
+  if (group >= options_.size()) throw IndexError(name_ + ": no parameter group " + std::to_string(group));
+  return options_[group];
 }
+
+double Adam::group_lr(std::size_t group) const { return options(group).lr; }
+void Adam::store_lr(std::size_t group, double lr) { options_[group].lr = lr; }
 
 void Adam::step() {
   autograd::NoGradGuard no_grad;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const Tensor g = gradient(i);
     if (!g.defined()) continue;  // torch skips parameters without a gradient
+    const AdamOptions& o = options_[group_of(i)];
     ParamState& st = state_[i];
     if (st.buffers.empty()) {
       st.buffers = {detail::zero_buffer(params_[i]), detail::zero_buffer(params_[i])};
@@ -93,14 +110,14 @@ void Adam::step() {
     }
     st.step += 1;
     const double t = static_cast<double>(st.step);
-    const double wd = options_.weight_decay;
+    const double wd = o.weight_decay;
     AdamScalars s{};
-    s.decay_factor = decoupled_ && wd != 0 ? 1.0 - lr() * wd : 1.0;
+    s.decay_factor = decoupled_ && wd != 0 ? 1.0 - o.lr * wd : 1.0;
     s.l2 = decoupled_ ? 0.0 : wd;
-    s.beta1 = options_.betas.first;
-    s.beta2 = options_.betas.second;
-    s.eps = options_.eps;
-    s.step_size = lr() / (1.0 - std::pow(s.beta1, t));
+    s.beta1 = o.betas.first;
+    s.beta2 = o.betas.second;
+    s.eps = o.eps;
+    s.step_size = o.lr / (1.0 - std::pow(s.beta1, t));
     s.bias2_sqrt = std::sqrt(1.0 - std::pow(s.beta2, t));
     Tensor& m = st.buffers[0];
     Tensor& v = st.buffers[1];
@@ -113,36 +130,43 @@ void Adam::step() {
   }
 }
 
-Optimizer::Hyperparameters Adam::hyperparameters() const {
-  return {{"betas", from_vector(std::vector<double>{options_.betas.first, options_.betas.second}, {2})},
-          {"eps", detail::scalar_tensor(options_.eps)},
-          {"weight_decay", detail::scalar_tensor(options_.weight_decay)},
+Optimizer::Hyperparameters Adam::hyperparameters(std::size_t group) const {
+  const AdamOptions& o = options_.at(group);
+  return {{"betas", from_vector(std::vector<double>{o.betas.first, o.betas.second}, {2})},
+          {"eps", detail::scalar_tensor(o.eps)},
+          {"weight_decay", detail::scalar_tensor(o.weight_decay)},
           {"decoupled_weight_decay", full({}, decoupled_, DType::BOOL)}};
 }
 
-void Adam::set_hyperparameters(const std::map<std::string, Tensor>& values) {
-  AdamOptions o = options_;
-  o.lr = detail::scalar_value(name_, values, "lr");
-  const auto betas = values.find("betas");
-  if (betas == values.end()) throw ValueError(name_ + ".load_state_dict: the state has no param_groups.0.betas");
-  if (!betas->second.defined() || betas->second.numel() != 2)
-    throw ValueError(name_ + ".load_state_dict: param_groups.0.betas must hold two numbers");
-  o.betas = {betas->second.value_as_double(0), betas->second.value_as_double(1)};
-  o.eps = detail::scalar_value(name_, values, "eps");
-  o.weight_decay = detail::scalar_value(name_, values, "weight_decay");
-  const bool decoupled = detail::scalar_value(name_, values, "decoupled_weight_decay") != 0;
-  if (decoupled != decoupled_)
-    throw ValueError(name_ + ".load_state_dict: the state is " + (decoupled ? "AdamW" : "Adam") +
-                     "'s (decoupled_weight_decay " + (decoupled ? "true" : "false") + ")");
-  check(o);
-  options_ = o;
+void Adam::set_hyperparameters(const std::vector<std::map<std::string, Tensor>>& groups) {
+  std::vector<AdamOptions> all = options_;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const std::map<std::string, Tensor>& values = groups[g];
+    const std::string prefix = name_ + ".load_state_dict: param_groups." + std::to_string(g) + ".";
+    AdamOptions& o = all[g];
+    o.lr = detail::scalar_value(name_, values, "lr", g);
+    const auto betas = values.find("betas");
+    if (betas == values.end()) throw ValueError(name_ + ".load_state_dict: the state has no param_groups." + std::to_string(g) + ".betas");
+    if (!betas->second.defined() || betas->second.numel() != 2) throw ValueError(prefix + "betas must hold two numbers");
+    o.betas = {betas->second.value_as_double(0), betas->second.value_as_double(1)};
+    o.eps = detail::scalar_value(name_, values, "eps", g);
+    o.weight_decay = detail::scalar_value(name_, values, "weight_decay", g);
+    const bool decoupled = detail::scalar_value(name_, values, "decoupled_weight_decay", g) != 0;
+    if (decoupled != decoupled_)
+      throw ValueError(name_ + ".load_state_dict: the state is " + (decoupled ? "AdamW" : "Adam") +
+                       "'s (decoupled_weight_decay " + (decoupled ? "true" : "false") + ")");
+    check(o);
+  }
+  options_ = all;
 }
 
 AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& options)
-    : Adam("AdamW", std::move(params), {options.lr, options.betas, options.eps, options.weight_decay}, true) {}
+    : AdamW(std::vector<ParamGroup<AdamWOptions>>{{std::move(params), options}}) {}
 
-AdamWOptions AdamW::options() const {
-  const AdamOptions o = Adam::options();
+AdamW::AdamW(std::vector<ParamGroup<AdamWOptions>> groups) : Adam("AdamW", as_adam_groups(std::move(groups)), true) {}
+
+AdamWOptions AdamW::options(std::size_t group) const {
+  const AdamOptions o = Adam::options(group);
   return {o.lr, o.betas, o.eps, o.weight_decay};
 }
 

@@ -27,11 +27,12 @@ void check_beta(const std::string& optimizer, int index, double beta) {
 }
 
 double scalar_value(const std::string& optimizer, const std::map<std::string, Tensor>& values,
-                    const std::string& key) {
+                    const std::string& key, std::size_t group) {
+  const std::string name = "param_groups." + std::to_string(group) + "." + key;
   const auto it = values.find(key);
-  if (it == values.end()) throw ValueError(optimizer + ".load_state_dict: the state has no param_groups.0." + key);
+  if (it == values.end()) throw ValueError(optimizer + ".load_state_dict: the state has no " + name);
   if (!it->second.defined() || it->second.numel() != 1)
-    throw ValueError(optimizer + ".load_state_dict: param_groups.0." + key + " must hold one number");
+    throw ValueError(optimizer + ".load_state_dict: " + name + " must hold one number");
   return it->second.value_as_double(0);
 }
 

@@ -4,8 +4,10 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "kael/core/tensor.hpp"
+#include "kael/optim/optimizer.hpp"
 #include "kernels/infra/thread_pool.hpp"
 
 namespace kael::optim::detail {
@@ -14,13 +16,28 @@ namespace kael::optim::detail {
 void check_non_negative(const std::string& optimizer, const char* what, double value);
 // ValueError unless 0 <= beta < 1 (torch: "Invalid beta parameter at index 0").
 void check_beta(const std::string& optimizer, int index, double beta);
-// The one number of a saved hyperparameter (ValueError naming `key` unless it holds one value).
+// The one number of parameter group `group`'s saved hyperparameter (ValueError naming `key`
+// unless it holds one value).
 double scalar_value(const std::string& optimizer, const std::map<std::string, Tensor>& values,
-                    const std::string& key);
+                    const std::string& key, std::size_t group = 0);
 // A saved F64 scalar.
 Tensor scalar_tensor(double value);
 // The zero-filled state buffer of a parameter: contiguous, of its dtype and shape.
 Tensor zero_buffer(const Tensor& param);
+// The parameters of each group (moved out) and the options of each, for the constructors.
+template <class Options>
+std::vector<std::vector<Tensor>> group_tensors(std::vector<ParamGroup<Options>>& groups) {
+  std::vector<std::vector<Tensor>> out;
+  for (auto& g : groups) out.push_back(std::move(g.params));
+  return out;
+}
+template <class Options>
+std::vector<Options> group_options(const std::vector<ParamGroup<Options>>& groups) {
+  std::vector<Options> out;
+  for (const auto& g : groups) out.push_back(g.options);
+  return out;
+}
+
 // Runs body(begin, end) over [0, n) on the kernel threads when n is large. Each element's
 // update reads only that element, so the split never changes a result.
 template <class F>

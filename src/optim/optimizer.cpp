@@ -13,13 +13,15 @@ namespace kael::optim {
 
 namespace {
 
-const std::string kGroup = "param_groups.0.";
+const std::string kGroups = "param_groups.";
 const std::string kState = "state.";
 
-// "state.<i>.<name>" split into i and name; false for anything else.
-bool parse_state_key(const std::string& key, std::size_t& index, std::string& name) {
-  if (key.compare(0, kState.size(), kState) != 0) return false;
-  const char* begin = key.data() + kState.size();
+std::string group_prefix(std::size_t g) { return kGroups + std::to_string(g) + "."; }
+
+// "<prefix><n>.<name>" split into n and name; false for anything else.
+bool parse_indexed_key(const std::string& key, const std::string& prefix, std::size_t& index, std::string& name) {
+  if (key.compare(0, prefix.size(), prefix) != 0) return false;
+  const char* begin = key.data() + prefix.size();
   const char* end = key.data() + key.size();
   const auto [dot, error] = std::from_chars(begin, end, index);
   if (error != std::errc() || dot == begin || dot == end || *dot != '.') return false;
@@ -30,24 +32,51 @@ bool parse_state_key(const std::string& key, std::size_t& index, std::string& na
 
 }  // namespace
 
-Optimizer::Optimizer(std::string name, std::vector<Tensor> params, double lr)
-    : name_(std::move(name)), params_(std::move(params)), lr_(lr) {
-  if (params_.empty()) throw ValueError(name_ + ": optimizer got an empty parameter list");
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    const Tensor& p = params_[i];
-    const std::string which = name_ + ": parameter " + std::to_string(i);
-    if (!p.defined()) throw ValueError(which + " is an undefined tensor");
-    if (!p.is_leaf()) throw ValueError(which + ": can't optimize a non-leaf Tensor");
-    if (p.dtype() != DType::F32 && p.dtype() != DType::F64)
-      throw TypeError(which + " is " + std::string(dtype_name(p.dtype())) + "; the optimizers update F32 and F64");
+Optimizer::Optimizer(std::string name, std::vector<std::vector<Tensor>> groups) : name_(std::move(name)) {
+  if (groups.empty()) throw ValueError(name_ + ": optimizer got an empty parameter list");
+  group_begin_.push_back(0);
+  std::set<const void*> seen;  // a parameter's autograd state: the same tensor, whatever the handle
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].empty()) throw ValueError(name_ + ": optimizer got an empty parameter list" +
+                                            (groups.size() > 1 ? " in group " + std::to_string(g) : std::string()));
+    for (Tensor& p : groups[g]) {
+      const std::string which = name_ + ": parameter " + std::to_string(params_.size());
+      if (!p.defined()) throw ValueError(which + " is an undefined tensor");
+      if (!p.is_leaf()) throw ValueError(which + ": can't optimize a non-leaf Tensor");
+      if (p.dtype() != DType::F32 && p.dtype() != DType::F64)
+        throw TypeError(which + " is " + std::string(dtype_name(p.dtype())) + "; the optimizers update F32 and F64");
+      const void* identity = p.autograd_meta() ? static_cast<const void*>(p.autograd_meta().get()) : nullptr;
+      if (identity && !seen.insert(identity).second)
+        throw ValueError(which + " appears more than once (some parameters appear in more than one parameter group, or "
+                                 "twice in one)");
+      params_.push_back(std::move(p));
+    }
+    group_begin_.push_back(params_.size());
   }
-  detail::check_non_negative(name_, "learning rate", lr);
   state_.resize(params_.size());
+}
+
+std::vector<Tensor> Optimizer::group_params(std::size_t group) const {
+  if (group >= num_groups()) throw IndexError(name_ + ": no parameter group " + std::to_string(group));
+  return {params_.begin() + static_cast<std::ptrdiff_t>(group_begin_[group]),
+          params_.begin() + static_cast<std::ptrdiff_t>(group_begin_[group + 1])};
+}
+
+std::size_t Optimizer::group_of(std::size_t i) const {
+  std::size_t g = 0;
+  while (i >= group_begin_[g + 1]) ++g;
+  return g;
 }
 
 void Optimizer::set_lr(double lr) {
   detail::check_non_negative(name_, "learning rate", lr);
-  lr_ = lr;
+  for (std::size_t g = 0; g < num_groups(); ++g) store_lr(g, lr);
+}
+
+void Optimizer::set_group_lr(std::size_t group, double lr) {
+  if (group >= num_groups()) throw IndexError(name_ + ": no parameter group " + std::to_string(group));
+  detail::check_non_negative(name_, "learning rate", lr);
+  store_lr(group, lr);
 }
 
 void Optimizer::zero_grad(bool set_to_none) {
@@ -73,9 +102,12 @@ Tensor Optimizer::gradient(std::size_t i) const {
 
 StateDict Optimizer::state_dict() const {
   StateDict out;
-  out[kGroup + "lr"] = detail::scalar_tensor(lr_);
-  for (auto& [key, value] : hyperparameters()) out[kGroup + key] = value;
-  out[kGroup + "params"] = arange(static_cast<double>(params_.size()), DType::I64);
+  for (std::size_t g = 0; g < num_groups(); ++g) {
+    const std::string prefix = group_prefix(g);
+    out[prefix + "lr"] = detail::scalar_tensor(group_lr(g));
+    for (auto& [key, value] : hyperparameters(g)) out[prefix + key] = value;
+    out[prefix + "params"] = arange(static_cast<double>(group_begin_[g]), static_cast<double>(group_begin_[g + 1]), 1, DType::I64);
+  }
   const std::vector<std::string> names = buffer_names();
   for (std::size_t i = 0; i < state_.size(); ++i) {
     const ParamState& s = state_[i];
@@ -92,19 +124,21 @@ void Optimizer::load_state_dict(const StateDict& state) {
   const std::vector<std::string> names = buffer_names();
   const std::set<std::string> buffer_set(names.begin(), names.end());
   std::set<std::string> known;
-  for (const auto& [key, value] : hyperparameters()) known.insert(key);
+  for (const auto& [key, value] : hyperparameters(0)) known.insert(key);
 
-  std::map<std::string, Tensor> group;  // without the prefix
+  std::vector<std::map<std::string, Tensor>> groups(num_groups());  // without the prefix
   std::vector<std::map<std::string, Tensor>> entries(params_.size());
   for (const auto& [key, value] : state) {
     std::size_t index = 0;
     std::string name;
-    if (key.compare(0, kGroup.size(), kGroup) == 0) {
-      name = key.substr(kGroup.size());
+    if (parse_indexed_key(key, kGroups, index, name)) {
+      if (index >= num_groups())
+        throw ValueError(op + ": " + key + " is for parameter group " + std::to_string(index) + " but the optimizer has " +
+                         std::to_string(num_groups()));
       if (name != "lr" && name != "params" && !known.contains(name))
         throw ValueError(op + ": unknown key " + key + " (not a hyperparameter of " + name_ + ")");
-      group[name] = value;
-    } else if (parse_state_key(key, index, name)) {
+      groups[index][name] = value;
+    } else if (parse_indexed_key(key, kState, index, name)) {
       if (index >= params_.size())
         throw ValueError(op + ": " + key + " is for parameter " + std::to_string(index) + " but the optimizer has " +
                          std::to_string(params_.size()));
@@ -116,13 +150,19 @@ void Optimizer::load_state_dict(const StateDict& state) {
     }
   }
 
-  const auto params_it = group.find("params");
-  if (params_it == group.end()) throw ValueError(op + ": the state has no " + kGroup + "params");
-  if (params_it->second.dim() != 1 || params_it->second.numel() != static_cast<std::int64_t>(params_.size()))
-    throw ValueError(op + ": the state is for " + std::to_string(params_it->second.numel()) +
-                     " parameters but the optimizer has " + std::to_string(params_.size()));
-  const double lr = detail::scalar_value(name_, group, "lr");
-  detail::check_non_negative(name_, "learning rate", lr);
+  std::vector<double> lrs;
+  for (std::size_t g = 0; g < num_groups(); ++g) {
+    const std::string prefix = group_prefix(g);
+    const auto params_it = groups[g].find("params");
+    if (params_it == groups[g].end()) throw ValueError(op + ": the state has no " + prefix + "params");
+    const std::int64_t expected = static_cast<std::int64_t>(group_begin_[g + 1] - group_begin_[g]);
+    if (params_it->second.dim() != 1 || params_it->second.numel() != expected)
+      throw ValueError(op + ": the state's group " + std::to_string(g) + " has " + std::to_string(params_it->second.numel()) +
+                       " parameters but the optimizer's has " + std::to_string(expected));
+    const double lr = detail::scalar_value(name_, groups[g], "lr", g);
+    detail::check_non_negative(name_, "learning rate", lr);
+    lrs.push_back(lr);
+  }
 
   std::vector<ParamState> loaded(params_.size());
   for (std::size_t i = 0; i < params_.size(); ++i) {
@@ -150,8 +190,8 @@ void Optimizer::load_state_dict(const StateDict& state) {
       s.step = static_cast<std::int64_t>(step);
     }
   }
-  set_hyperparameters(group);  // validates every value before taking any; the last check that can throw
-  lr_ = lr;
+  set_hyperparameters(groups);  // validates every value before taking any; the last check that can throw
+  for (std::size_t g = 0; g < num_groups(); ++g) store_lr(g, lrs[g]);
   state_ = std::move(loaded);
 }
 

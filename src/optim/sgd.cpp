@@ -37,8 +37,11 @@ void sgd_update(T* p, const T* g, T* buf, bool first, std::int64_t n, const SGDO
 }  // namespace
 
 SGD::SGD(std::vector<Tensor> params, const SGDOptions& options)
-    : Optimizer("SGD", std::move(params), options.lr), options_(options) {
-  check(options_);
+    : SGD(std::vector<ParamGroup<SGDOptions>>{{std::move(params), options}}) {}
+
+SGD::SGD(std::vector<ParamGroup<SGDOptions>> groups)
+    : Optimizer("SGD", detail::group_tensors(groups)), options_(detail::group_options(groups)) {
+  for (const SGDOptions& o : options_) check(o);
 }
 
 void SGD::check(const SGDOptions& o) {
@@ -50,48 +53,54 @@ void SGD::check(const SGDOptions& o) {
     throw ValueError("SGD: Nesterov momentum requires a momentum and zero dampening");
 }
 
-SGDOptions SGD::options() const {
-  SGDOptions o = options_;
-  o.lr = lr();
-  return o;
+SGDOptions SGD::options(std::size_t group) const {
+  if (group >= options_.size()) throw IndexError("SGD: no parameter group " + std::to_string(group));
+  return options_[group];
 }
+
+double SGD::group_lr(std::size_t group) const { return options(group).lr; }
+void SGD::store_lr(std::size_t group, double lr) { options_[group].lr = lr; }
 
 void SGD::step() {
   autograd::NoGradGuard no_grad;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const Tensor g = gradient(i);
     if (!g.defined()) continue;  // torch skips parameters without a gradient
+    const SGDOptions& o = options_[group_of(i)];
     ParamState& s = state_[i];
-    const bool use_momentum = options_.momentum != 0;
+    const bool use_momentum = o.momentum != 0;
     const bool first = use_momentum && s.buffers.empty();
     if (first) s.buffers.push_back(detail::zero_buffer(params_[i]));
     Tensor* buf = use_momentum ? &s.buffers[0] : nullptr;
     update_in_place(i, [&](Tensor& p) {
       if (p.dtype() == DType::F32)
-        sgd_update(p.data<float>(), g.data<float>(), buf ? buf->data<float>() : nullptr, first, p.numel(), options_, lr());
+        sgd_update(p.data<float>(), g.data<float>(), buf ? buf->data<float>() : nullptr, first, p.numel(), o, o.lr);
       else
-        sgd_update(p.data<double>(), g.data<double>(), buf ? buf->data<double>() : nullptr, first, p.numel(), options_,
-                   lr());
+        sgd_update(p.data<double>(), g.data<double>(), buf ? buf->data<double>() : nullptr, first, p.numel(), o, o.lr);
     });
   }
 }
 
-Optimizer::Hyperparameters SGD::hyperparameters() const {
-  return {{"momentum", detail::scalar_tensor(options_.momentum)},
-          {"dampening", detail::scalar_tensor(options_.dampening)},
-          {"weight_decay", detail::scalar_tensor(options_.weight_decay)},
-          {"nesterov", full({}, options_.nesterov, DType::BOOL)}};
+Optimizer::Hyperparameters SGD::hyperparameters(std::size_t group) const {
+  const SGDOptions& o = options_.at(group);
+  return {{"momentum", detail::scalar_tensor(o.momentum)},
+          {"dampening", detail::scalar_tensor(o.dampening)},
+          {"weight_decay", detail::scalar_tensor(o.weight_decay)},
+          {"nesterov", full({}, o.nesterov, DType::BOOL)}};
 }
 
-void SGD::set_hyperparameters(const std::map<std::string, Tensor>& values) {
-  SGDOptions o = options_;
-  o.lr = detail::scalar_value(name_, values, "lr");
-  o.momentum = detail::scalar_value(name_, values, "momentum");
-  o.dampening = detail::scalar_value(name_, values, "dampening");
-  o.weight_decay = detail::scalar_value(name_, values, "weight_decay");
-  o.nesterov = detail::scalar_value(name_, values, "nesterov") != 0;
-  check(o);
-  options_ = o;
+void SGD::set_hyperparameters(const std::vector<std::map<std::string, Tensor>>& groups) {
+  std::vector<SGDOptions> all = options_;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    SGDOptions& o = all[g];
+    o.lr = detail::scalar_value(name_, groups[g], "lr", g);
+    o.momentum = detail::scalar_value(name_, groups[g], "momentum", g);
+    o.dampening = detail::scalar_value(name_, groups[g], "dampening", g);
+    o.weight_decay = detail::scalar_value(name_, groups[g], "weight_decay", g);
+    o.nesterov = detail::scalar_value(name_, groups[g], "nesterov", g) != 0;
+    check(o);
+  }
+  options_ = all;
 }
 
 }  // namespace kael::optim

@@ -95,8 +95,9 @@ void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, bool is_cau
 }  // namespace
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal,
-                                    const Tensor& attn_mask, std::optional<double> scale) {
+                                    const Tensor& attn_mask, std::optional<double> scale, double dropout_p) {
   check_inputs(q, k, v, is_causal, attn_mask);
+  if (!(dropout_p >= 0.0 && dropout_p <= 1.0)) throw ValueError(str(kOp, ": dropout_p must be in [0, 1], got ", dropout_p));
   const std::int64_t L = q.shape()[q.shape().size() - 2], S = k.shape()[k.shape().size() - 2];
   const std::int64_t E = q.shape().back(), Ev = v.shape().back();
   const Shape batch = broadcast_shapes(
@@ -112,6 +113,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   }
   const double s = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(E));
   const MaskBias mask = mask_bias(attn_mask, is_causal, L, S, q.dtype());
+  // With dropout the probabilities themselves are dropped: composed ops, whose gradients follow
+  // (the one-node backward below recomputes the probabilities, which a random mask forbids).
+  if (dropout_p > 0.0) return matmul(dropout(probabilities(q, k, mask, s), dropout_p), v);
   // The kernel scales by the float 1 / sqrt(E) and keeps s <= t: default scale, L == S only.
   const bool kernel_fits = q.dtype() == DType::F32 && is_causal && L == S && E == Ev && L > 0 && E > 0 &&
                            static_cast<float>(s) == 1.0f / std::sqrt(static_cast<float>(E));

@@ -89,25 +89,47 @@ void accumulate(Tensor& slot, const Tensor& gradient) {
 
 }  // namespace
 
-void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph) {
-  const auto& root_meta = root.autograd_meta();
-  if (!root_meta || !root_meta->requires_grad)
-    throw ValueError("backward: the tensor does not require a gradient and has no grad_fn");
-  NoGradGuard no_grad;  // the backward's own arithmetic records nothing
-  if (!root_meta->grad_fn) {
-    accumulate(root_meta->grad, grad_root);
-    return;
+namespace {
+
+// The gradients autograd::grad asks for: filled instead of accumulating into any leaf.
+struct Capture {
+  std::unordered_map<const Meta*, Tensor> grads;  // the inputs asked for, by their state
+};
+
+Tensor run_hooks(const std::vector<Hook>& hooks, Tensor gradient) {
+  for (const Hook& hook : hooks) {
+    Tensor replaced = hook(gradient);
+    if (replaced.defined()) gradient = std::move(replaced);
   }
+  return gradient;
+}
+
+void add_captured(Capture& capture, const Meta* meta, const Tensor& gradient) {
+  auto found = capture.grads.find(meta);
+  if (found == capture.grads.end()) return;
+  found->second = found->second.defined() ? add(found->second, gradient).detach() : gradient;
+}
+
+// The backward from `root_node` with d(its output) = grad_root. Without `capture` the leaves'
+// gradients accumulate in their grad; with it only the asked-for inputs' are kept, there.
+void execute(Node* root_node, const Tensor& grad_root, bool retain_graph, Capture* capture) {
   std::unordered_map<Node*, Tensor> pending;
-  pending[root_meta->grad_fn.get()] = grad_root;
-  for (Node* node : topological_order(root_meta->grad_fn.get())) {
+  pending[root_node] = grad_root;
+  std::unordered_map<const Node*, const Meta*> captured_outputs;  // non-leaf inputs asked for
+  if (capture)
+    for (const auto& [meta, unused] : capture->grads)
+      if (meta->grad_fn) captured_outputs[meta->grad_fn.get()] = meta;
+  for (Node* node : topological_order(root_node)) {
     auto found = pending.find(node);
     if (found == pending.end()) continue;
     if (node->released)
       throw ValueError(str("backward through the graph a second time (at ", node->name,
                            "): its saved values were freed by the first backward; pass retain_graph = true to keep them"));
-    const Tensor grad_output = std::move(found->second);
+    const Tensor grad_output = run_hooks(node->pre_hooks, std::move(found->second));
     pending.erase(found);
+    if (capture) {
+      if (auto out = captured_outputs.find(node); out != captured_outputs.end()) add_captured(*capture, out->second, grad_output);
+    }
     std::vector<Tensor> grads = node->backward(grad_output);
     for (std::size_t i = 0; i < node->inputs.size(); ++i) {
       const auto& input = node->inputs[i];
@@ -115,8 +137,10 @@ void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph
       if (input->grad_fn) {
         auto [slot, fresh] = pending.try_emplace(input->grad_fn.get(), grads[i]);
         if (!fresh) slot->second = add(slot->second, grads[i]);
+      } else if (capture) {
+        add_captured(*capture, input.get(), run_hooks(input->hooks, grads[i]));
       } else {
-        accumulate(input->grad, grads[i]);
+        accumulate(input->grad, run_hooks(input->hooks, grads[i]));
       }
     }
     if (!retain_graph) {
@@ -124,6 +148,86 @@ void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph
       node->released = true;
     }
   }
+}
+
+}  // namespace
+
+void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph) {
+  const auto& root_meta = root.autograd_meta();
+  if (!root_meta || !root_meta->requires_grad)
+    throw ValueError("backward: the tensor does not require a gradient and has no grad_fn");
+  NoGradGuard no_grad;  // the backward's own arithmetic records nothing
+  if (!root_meta->grad_fn) {
+    accumulate(root_meta->grad, run_hooks(root_meta->hooks, grad_root));
+    return;
+  }
+  execute(root_meta->grad_fn.get(), grad_root, retain_graph, nullptr);
+}
+
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs, bool retain_graph, bool allow_unused) {
+  if (outputs.empty()) throw ValueError("grad: no outputs given");
+  if (!grad_outputs.empty() && grad_outputs.size() != outputs.size())
+    throw ValueError(str("grad: ", grad_outputs.size(), " grad_outputs for ", outputs.size(), " outputs"));
+  Capture capture;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].requires_grad())
+      throw ValueError(str("grad: input ", i, " does not require a gradient"));
+    capture.grads.emplace(inputs[i].autograd_meta().get(), Tensor());
+  }
+  // One node joins the outputs, so that a single walk from it reaches all of them in order.
+  auto join = std::make_shared<Node>();
+  join->name = "grad";
+  std::vector<Tensor> seeds;
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& out = outputs[i];
+    if (!out.requires_grad()) throw ValueError(str("grad: output ", i, " does not require a gradient and has no grad_fn"));
+    Tensor seed = grad_outputs.empty() ? Tensor() : grad_outputs[i];
+    if (!seed.defined()) {
+      if (out.numel() != 1)
+        throw ValueError(str("grad: the gradient can be implied only for one-element outputs; output ", i, " has shape ",
+                             shape_to_string(out.shape())));
+      seed = ones(out.shape(), out.dtype());
+    } else if (seed.shape() != out.shape()) {
+      throw ValueError(str("grad: grad_outputs[", i, "] has shape ", shape_to_string(seed.shape()), ", the output ",
+                           shape_to_string(out.shape())));
+    }
+    join->inputs.push_back(out.autograd_meta());
+    seeds.push_back(seed.detach());
+  }
+  join->backward = [seeds](const Tensor&) { return seeds; };
+  {
+    NoGradGuard no_grad;
+    execute(join.get(), Tensor(), retain_graph, &capture);
+  }
+  std::vector<Tensor> result;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    Tensor g = capture.grads.at(inputs[i].autograd_meta().get());
+    if (!g.defined() && !allow_unused)
+      throw ValueError(str("grad: input ", i, " was not used in the graph of the outputs (pass allow_unused=True)"));
+    result.push_back(g);
+  }
+  return result;
+}
+
+void register_hook(const Tensor& t, Hook hook) {
+  const auto& meta = t.autograd_meta();
+  if (!meta || !meta->requires_grad)
+    throw ValueError("register_hook: cannot register a hook on a tensor that does not require a gradient");
+  if (meta->grad_fn) meta->grad_fn->pre_hooks.push_back(std::move(hook));
+  else meta->hooks.push_back(std::move(hook));
+}
+
+void retain_grad(const Tensor& t) {
+  const auto& meta = t.autograd_meta();
+  if (!meta || !meta->requires_grad)
+    throw ValueError("retain_grad: cannot retain the gradient of a tensor that does not require one");
+  if (!meta->grad_fn) return;  // leaves keep theirs anyway
+  std::weak_ptr<Meta> weak = meta;  // the node must not keep its own output's state alive
+  meta->grad_fn->pre_hooks.push_back([weak](const Tensor& g) {
+    if (auto m = weak.lock()) accumulate(m->grad, g);
+    return Tensor();
+  });
 }
 
 }  // namespace kael::autograd

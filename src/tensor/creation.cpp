@@ -1,8 +1,10 @@
 // Creation functions and the process-wide random generator.
 #include <cmath>
 #include <mutex>
+#include <numeric>
 #include <random>
 
+#include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "tensor/strided.hpp"
 
@@ -170,6 +172,95 @@ Tensor randint(std::int64_t low, std::int64_t high, Shape shape, DType dtype) {
     do r = e(); while (r >= limit);
     return low + static_cast<std::int64_t>(r % span);
   });
+}
+
+Tensor randperm(std::int64_t n, DType dtype) {
+  if (n < 0) throw ValueError(str("randperm: n must be non-negative, got ", n));
+  std::vector<std::int64_t> values(static_cast<std::size_t>(n));
+  std::iota(values.begin(), values.end(), 0);
+  {
+    Generator& g = generator();
+    const std::lock_guard lock(g.mutex);
+    for (std::int64_t i = n - 1; i > 0; --i) {  // Fisher-Yates, the index drawn by rejection
+      const auto span = static_cast<std::uint64_t>(i + 1);
+      const std::uint64_t limit = UINT64_MAX - UINT64_MAX % span;
+      std::uint64_t r;
+      do r = g.engine(); while (r >= limit);
+      std::swap(values[static_cast<std::size_t>(i)], values[static_cast<std::size_t>(r % span)]);
+    }
+  }
+  return from_vector(values, {n}).to(dtype);
+}
+
+Tensor multinomial(const Tensor& probs, std::int64_t num_samples, bool replacement) {
+  if (probs.dim() != 1 && probs.dim() != 2)
+    throw ValueError(str("multinomial: probs must be 1-D or 2-D, got shape ", shape_to_string(probs.shape())));
+  if (!is_floating(probs.dtype())) throw TypeError(str("multinomial: probs must be floating, got ", dtype_name(probs.dtype())));
+  const Tensor weights = probs.detach().to(DType::F64).contiguous().reshape({-1, probs.shape().back()});
+  const std::int64_t rows = weights.shape()[0], classes = weights.shape()[1];
+  if (num_samples <= 0) throw ValueError(str("multinomial: num_samples must be positive, got ", num_samples));
+  if (!replacement && num_samples > classes)
+    throw ValueError(str("multinomial: cannot draw ", num_samples, " samples without replacement from ", classes, " classes"));
+  const double* w = weights.data<double>();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double total = 0;
+    std::int64_t nonzero = 0;
+    for (std::int64_t c = 0; c < classes; ++c) {
+      const double x = w[r * classes + c];
+      if (!std::isfinite(x) || x < 0) throw ValueError("multinomial: probs must be finite and non-negative (inf, nan or < 0 found)");
+      total += x;
+      nonzero += x > 0;
+    }
+    if (total <= 0) throw ValueError(str("multinomial: row ", r, " of probs sums to zero"));
+    if (!replacement && nonzero < num_samples)
+      throw ValueError(str("multinomial: row ", r, " has ", nonzero, " nonzero weights, fewer than the ", num_samples,
+                           " samples asked for without replacement"));
+  }
+  Tensor out = Tensor::empty(DType::I64, {rows, num_samples});
+  std::int64_t* o = out.data<std::int64_t>();
+  std::vector<double> row(static_cast<std::size_t>(classes));
+  Generator& g = generator();
+  const std::lock_guard lock(g.mutex);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::copy(w + r * classes, w + (r + 1) * classes, row.begin());
+    double total = std::accumulate(row.begin(), row.end(), 0.0);
+    for (std::int64_t s = 0; s < num_samples; ++s) {
+      // The first class whose running sum passes u * total (skipping zero weights, which
+      // rounding could otherwise land on).
+      const double target = uniform(g.engine) * total;
+      double running = 0;
+      std::int64_t pick = -1;
+      for (std::int64_t c = 0; c < classes; ++c) {
+        if (row[static_cast<std::size_t>(c)] <= 0) continue;
+        pick = c;
+        running += row[static_cast<std::size_t>(c)];
+        if (running > target) break;
+      }
+      o[r * num_samples + s] = pick;
+      if (!replacement) {  // drawn once: its weight leaves the row
+        total -= row[static_cast<std::size_t>(pick)];
+        row[static_cast<std::size_t>(pick)] = 0;
+        if (total <= 0) total = std::accumulate(row.begin(), row.end(), 0.0);
+      }
+    }
+  }
+  return probs.dim() == 1 ? out.reshape({num_samples}) : out;
+}
+
+Tensor& normal_(Tensor& t, double mean, double std) {
+  tensor_detail::check_in_place(t, "normal_");
+  if (std < 0) throw ValueError(str("normal_: std must be non-negative, got ", std));
+  const Tensor draws = randn(t.shape(), DType::F64);
+  const autograd::NoGradGuard no_grad;
+  return t.copy_(add(mul(draws, std), mean));
+}
+
+Tensor& uniform_(Tensor& t, double from, double to) {
+  tensor_detail::check_in_place(t, "uniform_");
+  if (from > to) throw ValueError(str("uniform_: expects from <= to, got from=", from, " to=", to));
+  const Tensor draws = rand(t.shape(), DType::F64);
+  const autograd::NoGradGuard no_grad;
+  return t.copy_(add(mul(draws, to - from), from));
 }
 
 }  // namespace kael

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
@@ -416,6 +417,8 @@ KAEL_FLOAT_UNARY(log, std::log(x), div(g, x), nullptr, kMathWork)
 KAEL_FLOAT_UNARY(sqrt, std::sqrt(x), div(g, mul(y, 2)), nullptr, kMathWork)
 KAEL_FLOAT_UNARY(rsqrt, C(1) / std::sqrt(x), mul(g, mul(pow(y, 3), -0.5)), nullptr, kMathWork)
 KAEL_FLOAT_UNARY(tanh, std::tanh(x), mul(g, sub(ones_like(y), mul(y, y))), tanh_rows, kVectorMathWork)
+KAEL_FLOAT_UNARY(sin, std::sin(x), mul(g, cos(x)), nullptr, kMathWork)
+KAEL_FLOAT_UNARY(cos, std::cos(x), mul(g, neg(sin(x))), nullptr, kMathWork)
 KAEL_FLOAT_UNARY(sigmoid, C(1) / (C(1) + std::exp(-x)), mul(g, mul(y, sub(ones_like(y), y))), sigmoid_rows,
                  kVectorMathWork)
 #undef KAEL_FLOAT_UNARY
@@ -556,5 +559,94 @@ Tensor masked_fill(const Tensor& a, const Tensor& mask, Scalar value) {
                          " does not broadcast to the tensor's shape ", shape_to_string(a.shape())));
   return where(mask, scalar_tensor(value, a.dtype()), a);
 }
+
+Tensor& masked_fill_(Tensor& a, const Tensor& mask, Scalar value) {
+  return assign_in_place(a, "masked_fill_", masked_fill(a, mask, value));
+}
+
+Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max) {
+  if (!min && !max) throw ValueError("clamp: at least one of min and max must be given");
+  require_not_bool("clamp", a);
+  DType dt = a.dtype();
+  for (const auto& bound : {min, max})
+    if (bound) dt = promote_types(dt, promote_with_scalar(a.dtype(), *bound));
+  const double lo = min ? min->value : -std::numeric_limits<double>::infinity();
+  const double hi = max ? max->value : std::numeric_limits<double>::infinity();
+  // torch: x < lo gives lo, then x > hi gives hi (so hi wins when lo > hi); NaN stays NaN.
+  Tensor out = unary_kernel(a, dt, dt, [lo, hi](auto x) {
+    using C = decltype(x);
+    if constexpr (std::is_floating_point_v<C>) {
+      if (x != x) return x;
+    }
+    C y = static_cast<double>(x) < lo ? static_cast<C>(lo) : x;
+    return static_cast<double>(y) > hi ? static_cast<C>(hi) : y;
+  });
+  if (!autograd::any_requires_grad({&a})) return out;
+  autograd::SavedTensor sx(a);
+  return autograd::record("clamp", std::move(out), {&a}, [sx, lo, hi](const Tensor& g) {
+    const Tensor& x = sx.get("clamp");
+    const Tensor inside = mul(ge(x, full({}, lo, DType::F64)).to(g.dtype()), le(x, full({}, hi, DType::F64)).to(g.dtype()));
+    return std::vector<Tensor>{mul(g, inside)};
+  });
+}
+
+namespace {
+
+// Python's floor division on C: integers round toward -inf, floats are floor(a / b). A zero
+// integer divisor is refused before the kernels run (check_int_divisor).
+template <class C>
+C floor_div(C x, C y) {
+  if constexpr (std::is_floating_point_v<C>) {
+    return std::floor(x / y);
+  } else {
+    if (y == 0) return C(0);
+    const C q = x / y;
+    return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q;
+  }
+}
+
+template <class C>
+C python_mod(C x, C y) {
+  if constexpr (std::is_floating_point_v<C>) {
+    const C r = std::fmod(x, y);
+    return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
+  } else {
+    if (y == 0) return C(0);
+    const C r = x % y;
+    return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
+  }
+}
+
+// ValueError for an integer division by zero (torch's ZeroDivisionError), before any thread runs.
+void check_int_divisor(const char* op, DType dt, const Tensor& b) {
+  if (dt == DType::BOOL) throw TypeError(str(op, ": not defined for BOOL tensors"));
+  if (!is_floating(dt) && b.numel() > 0 && max(eq(b, 0).to(DType::I64)).item<std::int64_t>() != 0)
+    throw ValueError(str(op, ": integer division by zero"));
+}
+
+}  // namespace
+
+Tensor floor_divide(const Tensor& a, const Tensor& b) {
+  const DType dt = promote_types(a.dtype(), b.dtype());
+  check_int_divisor("floor_divide", dt, b);
+  return binary_kernel("floor_divide", a, b, dt, dt, [](auto x, auto y) { return floor_div(x, y); });
+}
+
+Tensor floor_divide(const Tensor& a, Scalar b) { return floor_divide(a, scalar_tensor(b, promote_with_scalar(a.dtype(), b))); }
+
+Tensor remainder(const Tensor& a, const Tensor& b) {
+  const DType dt = promote_types(a.dtype(), b.dtype());
+  check_int_divisor("remainder", dt, b);
+  Tensor out = binary_kernel("remainder", a, b, dt, dt, [](auto x, auto y) { return python_mod(x, y); });
+  if (!autograd::any_requires_grad({&a, &b})) return out;
+  autograd::SavedTensor sa(a), sb(b);
+  return autograd::record("remainder", std::move(out), {&a, &b}, [sa, sb](const Tensor& g) {
+    const Tensor& x = sa.get("remainder");
+    const Tensor& y = sb.get("remainder");
+    return std::vector<Tensor>{sum_to(g, x.shape()), sum_to(mul(g, neg(floor_divide(x, y))), y.shape())};
+  });
+}
+
+Tensor remainder(const Tensor& a, Scalar b) { return remainder(a, scalar_tensor(b, promote_with_scalar(a.dtype(), b))); }
 
 }  // namespace kael

@@ -47,6 +47,7 @@ Tensor softmax_rows(const Tensor& a, F finish) {
 Tensor log_softmax(const Tensor& a, int dim) {
   const int at = wrap_dim(dim, a.dim(), "log_softmax");
   if (!is_floating(a.dtype())) throw TypeError(str("log_softmax: needs a floating tensor, got ", dtype_name(a.dtype())));
+  if (a.numel() == 0) return mul(a, 1);
   if (!last_dim_rows(a, at)) {
     // Shifting by the (constant) row maximum keeps exp finite; it does not change the result.
     const Tensor shift = max(a.detach(), at, true).first;
@@ -69,6 +70,7 @@ Tensor log_softmax(const Tensor& a, int dim) {
 Tensor softmax(const Tensor& a, int dim) {
   const int at = wrap_dim(dim, a.dim(), "softmax");
   if (!is_floating(a.dtype())) throw TypeError(str("softmax: needs a floating tensor, got ", dtype_name(a.dtype())));
+  if (a.numel() == 0) return mul(a, 1);  // nothing to normalize (torch returns the empty tensor)
   if (!last_dim_rows(a, at)) {
     const Tensor e = exp(sub(a, max(a.detach(), at, true).first));
     return div(e, sum(e, {at}, true));
@@ -204,11 +206,11 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
   return y;
 }
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, std::int64_t ignore_index) {
-  if (logits.dim() != 2 || target.dim() != 1 || target.shape()[0] != logits.shape()[0])
-    throw ValueError(str("cross_entropy: expects logits (N, C) and target (N), got shapes ", shape_to_string(logits.shape()),
-                         " and ", shape_to_string(target.shape())));
-  if (!is_integral(target.dtype())) throw TypeError(str("cross_entropy: target must be integer class ids, got ", dtype_name(target.dtype())));
+namespace {
+
+// The mean cross-entropy of logits (N, C) and class ids (N), in one pass per row on the kernel
+// table (and one for the backward), for the common case: no smoothing, mean reduction.
+Tensor cross_entropy_rows(const Tensor& logits, const Tensor& target, std::int64_t ignore_index) {
   const std::int64_t N = logits.shape()[0], C = logits.shape()[1];
   const Tensor ids = target.to(DType::I64).contiguous();
   const std::int64_t* t = ids.data<std::int64_t>();
@@ -261,6 +263,85 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, std::int64_t ig
     });
     return std::vector<Tensor>{grad};
   });
+}
+
+// The loss's input as (rows, C) and the targets as (rows), from torch's (C) / (N, C) /
+// (N, C, d...) forms; `target_shape` is what reduction "none" returns.
+struct LossRows {
+  Tensor input, target;
+  Shape target_shape;
+};
+
+LossRows loss_rows(const char* op, const Tensor& input, const Tensor& target) {
+  if (!is_integral(target.dtype()))
+    throw TypeError(str(op, ": target must be integer class ids, got ", dtype_name(target.dtype())));
+  const auto mismatch = [&] {
+    return ValueError(str(op, ": expects input (N, C), (C) or (N, C, d...) and target (N), () or (N, d...), got shapes ",
+                          shape_to_string(input.shape()), " and ", shape_to_string(target.shape())));
+  };
+  if (input.dim() == 1) {
+    if (target.dim() != 0) throw mismatch();
+    return {input.reshape({1, input.size(0)}), target.reshape({1}), {}};
+  }
+  if (input.dim() < 1 || target.dim() != input.dim() - 1 || target.size(0) != input.size(0)) throw mismatch();
+  for (int d = 2; d < input.dim(); ++d)
+    if (target.size(d - 1) != input.size(d)) throw mismatch();
+  if (input.dim() == 2) return {input, target, target.shape()};
+  std::vector<int> order{0};  // (N, C, d...) -> (N, d..., C)
+  for (int d = 2; d < input.dim(); ++d) order.push_back(d);
+  order.push_back(1);
+  return {input.permute(order).reshape({-1, input.size(1)}), target.reshape({-1}), target.shape()};
+}
+
+void check_reduction(const char* op, std::string_view reduction) {
+  if (reduction != "mean" && reduction != "sum" && reduction != "none")
+    throw ValueError(str(op, ": reduction must be \"mean\", \"sum\" or \"none\", got \"", std::string(reduction), "\""));
+}
+
+// The negative log-likelihood of rows of log-probabilities (rows, C) at the targets, smoothed
+// with `smoothing` of the mean over the classes, 0 at ignored targets, then reduced.
+Tensor nll_rows(const char* op, const LossRows& rows, std::int64_t ignore_index, std::string_view reduction, double smoothing) {
+  const std::int64_t C = rows.input.size(1);
+  const Tensor ids = rows.target.to(DType::I64);
+  const Tensor counted = ne(ids, ignore_index);
+  for (const std::int64_t t : ids.to_vector<std::int64_t>())
+    if (t != ignore_index && (t < 0 || t >= C)) throw IndexError(str(op, ": target ", t, " is out of range for ", C, " classes"));
+  const Tensor safe_ids = where(counted, ids, zeros({}, DType::I64));
+  const Tensor weight = counted.to(rows.input.dtype());
+  Tensor loss = mul(neg(gather(rows.input, 1, safe_ids.unsqueeze(1)).squeeze(1)), weight);
+  if (smoothing > 0) {
+    const Tensor uniform = mul(neg(mean(rows.input, {1})), weight);
+    loss = add(mul(loss, 1.0 - smoothing), mul(uniform, smoothing));
+  }
+  if (reduction == "none") return loss.reshape(rows.target_shape);
+  if (reduction == "sum") return sum(loss);
+  return div(sum(loss), sum(weight));  // NaN when nothing counts, as torch
+}
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, std::int64_t ignore_index, std::string_view reduction,
+                     double label_smoothing) {
+  check_reduction("cross_entropy", reduction);
+  if (!(label_smoothing >= 0.0 && label_smoothing <= 1.0))
+    throw ValueError(str("cross_entropy: label_smoothing must be in [0, 1], got ", label_smoothing));
+  const LossRows rows = loss_rows("cross_entropy", logits, target);
+  if (reduction == "mean" && label_smoothing == 0.0 && logits.dim() == 2) return cross_entropy_rows(logits, target, ignore_index);
+  return nll_rows("cross_entropy", {log_softmax(rows.input, 1), rows.target, rows.target_shape}, ignore_index, reduction,
+                  label_smoothing);
+}
+
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target, std::int64_t ignore_index, std::string_view reduction) {
+  check_reduction("nll_loss", reduction);
+  return nll_rows("nll_loss", loss_rows("nll_loss", log_probs, target), ignore_index, reduction, 0.0);
+}
+
+Tensor mse_loss(const Tensor& a, const Tensor& b, std::string_view reduction) {
+  check_reduction("mse_loss", reduction);
+  const Tensor d = sub(a, b);
+  const Tensor squares = mul(d, d);
+  if (reduction == "none") return squares;
+  return reduction == "sum" ? sum(squares) : mean(squares);
 }
 
 Tensor dropout(const Tensor& a, double p, bool training) {

@@ -223,6 +223,10 @@ Tensor var(const Tensor& a, std::vector<int> dims, bool keepdim, int correction)
   return div(sum(mul(centered, centered), dims, keepdim), static_cast<double>(std::max<std::int64_t>(count - correction, 0)));
 }
 
+Tensor std(const Tensor& a, std::vector<int> dims, bool keepdim, int correction) {
+  return sqrt(var(a, std::move(dims), keepdim, correction));
+}
+
 namespace {
 
 std::pair<Tensor, Tensor> extreme(const char* op, const Tensor& a, int dim, bool keepdim, bool largest) {

@@ -260,4 +260,11 @@ int wrap_dim(int dim, int rank, const char* op);
 // The gradient `grad` of a broadcast result summed back to `shape`.
 Tensor sum_to(const Tensor& grad, const Shape& shape);
 
+// In-place writes (views.cpp): check_in_place refuses, naming `op`, what torch refuses under
+// grad mode (a leaf that requires a gradient, a view of a tensor with history);
+// assign_in_place writes `result` (an out-of-place op computed from t, of t's shape) into t and
+// gives t result's history.
+void check_in_place(const Tensor& t, const char* op);
+Tensor& assign_in_place(Tensor& t, const char* op, const Tensor& result);
+
 }  // namespace kael::tensor_detail

@@ -2,6 +2,7 @@
 // conversions, element access and autograd entry points.
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
@@ -13,14 +14,77 @@ using namespace tensor_detail;
 
 namespace {
 
-// A view of `base` with its gradient flowing back through `backward`.
+// A view of `base` with its gradient flowing back through `backward`; its node is marked as a
+// view's, which in-place writes check (check_in_place).
 Tensor view_of(const char* op, const Tensor& base, Shape shape, std::vector<std::int64_t> strides, std::int64_t offset,
                std::function<Tensor(const Tensor&)> backward) {
   Tensor v = base.as_strided(std::move(shape), std::move(strides), offset);
-  return autograd::record(op, std::move(v), {&base},
-                          [backward = std::move(backward)](const Tensor& g) { return std::vector<Tensor>{backward(g)}; });
+  if (!autograd::any_requires_grad({&base})) return v;
+  v = autograd::record(op, std::move(v), {&base},
+                       [backward = std::move(backward)](const Tensor& g) { return std::vector<Tensor>{backward(g)}; });
+  v.autograd_meta()->grad_fn->view = true;
+  return v;
 }
 
+// torch's computeStride: the strides that let `shape` view a tensor of (old_shape,
+// old_strides) without a copy, or nullopt. The old dims split into chunks that are contiguous
+// among themselves; each chunk must be covered by whole new dims.
+std::optional<std::vector<std::int64_t>> view_strides(const Shape& old_shape, const std::vector<std::int64_t>& old_strides,
+                                                      const Shape& shape, std::int64_t numel) {
+  std::vector<std::int64_t> strides(shape.size(), 1);
+  if (numel == 0 || old_shape.empty()) {
+    std::int64_t stride = 1;
+    for (std::size_t i = shape.size(); i-- > 0;) {
+      strides[i] = stride;
+      stride *= std::max<std::int64_t>(shape[i], 1);
+    }
+    return strides;
+  }
+  auto view_d = static_cast<std::int64_t>(shape.size()) - 1;
+  std::int64_t chunk_base_stride = old_strides.back(), tensor_numel = 1, view_numel = 1;
+  for (auto tensor_d = static_cast<std::int64_t>(old_shape.size()) - 1; tensor_d >= 0; --tensor_d) {
+    const auto d = static_cast<std::size_t>(tensor_d);
+    tensor_numel *= old_shape[d];
+    if (tensor_d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || shape[static_cast<std::size_t>(view_d)] == 1)) {
+        strides[static_cast<std::size_t>(view_d)] = view_numel * chunk_base_stride;
+        view_numel *= shape[static_cast<std::size_t>(view_d)];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return std::nullopt;
+      if (tensor_d > 0) {
+        chunk_base_stride = old_strides[d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return strides;
+}
+
+// The shape with its one -1 (if any) inferred from numel; ValueError naming `op` otherwise.
+Shape inferred_shape(Shape shape, const Shape& from, std::int64_t numel, const char* op) {
+  std::int64_t known = 1;
+  int inferred = -1;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      if (inferred >= 0) throw ValueError(str(op, ": only one dim can be -1, got ", shape_to_string(shape)));
+      inferred = static_cast<int>(i);
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (inferred >= 0) {
+    if (known == 0 || numel % known != 0)
+      throw ValueError(str(op, ": shape ", shape_to_string(shape), " is invalid for input of shape ", shape_to_string(from)));
+    shape[static_cast<std::size_t>(inferred)] = numel / known;
+  }
+  if (shape_numel(shape) != numel)
+    throw ValueError(str(op, ": shape ", shape_to_string(shape), " is invalid for input of shape ", shape_to_string(from),
+                         " (", numel, " elements)"));
+  return shape;
+}
 
 // Writes `source`, broadcast to out's shape, into `out` in out's dtype: through double when
 // either side is F64, float when either is another float (so an integer becomes a float in
@@ -75,41 +139,19 @@ Tensor dense_copy(const Tensor& t) {
 }  // namespace tensor_detail
 
 Tensor Tensor::view(Shape shape) const {
-  // One dim may be -1: inferred from the others.
-  std::int64_t known = 1;
-  int inferred = -1;
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (shape[i] == -1) {
-      if (inferred >= 0) throw ValueError(str("view: only one dim can be -1, got ", shape_to_string(shape)));
-      inferred = static_cast<int>(i);
-    } else {
-      known *= shape[i];
-    }
-  }
-  if (inferred >= 0) {
-    if (known == 0 || numel_ % known != 0)
-      throw ValueError(str("view: shape ", shape_to_string(shape), " is invalid for input of shape ",
-                           shape_to_string(shape_)));
-    shape[static_cast<std::size_t>(inferred)] = numel_ / known;
-  }
-  if (shape_numel(shape) != numel_)
-    throw ValueError(str("view: shape ", shape_to_string(shape), " is invalid for input of shape ", shape_to_string(shape_),
-                         " (", numel_, " elements)"));
-  if (!is_contiguous())
-    throw ValueError(str("view: the tensor of shape ", shape_to_string(shape_),
-                         " is not contiguous; use reshape() or contiguous() first"));
-  std::vector<std::int64_t> strides(shape.size());
-  std::int64_t stride = 1;
-  for (std::size_t i = shape.size(); i-- > 0;) {
-    strides[i] = stride;
-    stride *= shape[i];
-  }
+  shape = inferred_shape(std::move(shape), shape_, numel_, "view");
+  auto strides = view_strides(shape_, strides_, shape, numel_);
+  if (!strides)
+    throw ValueError(str("view: size ", shape_to_string(shape), " is not compatible with the input's size ",
+                         shape_to_string(shape_), " and strides ", shape_to_string(strides_),
+                         " (at least one dim spans across two contiguous subspaces); use reshape() instead"));
   const Shape from = shape_;
-  return view_of("view", *this, std::move(shape), std::move(strides), 0, [from](const Tensor& g) { return g.reshape(from); });
+  return view_of("view", *this, std::move(shape), std::move(*strides), 0, [from](const Tensor& g) { return g.reshape(from); });
 }
 
 Tensor Tensor::reshape(Shape shape) const {
-  if (is_contiguous()) return view(std::move(shape));
+  shape = inferred_shape(std::move(shape), shape_, numel_, "reshape");
+  if (view_strides(shape_, strides_, shape, numel_)) return view(std::move(shape));
   const Tensor copy = autograd::record("reshape", dense_copy(*this), {this}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
   return copy.view(std::move(shape));
 }
@@ -376,46 +418,84 @@ Tensor Tensor::log() const { return kael::log(*this); }
 Tensor Tensor::pow(double exponent) const { return kael::pow(*this, exponent); }
 
 // --- in place ---
+//
+// torch's rules under grad mode: a leaf that requires a gradient cannot be written in place
+// (the write would be invisible to its gradient); any other tensor can. Its values are then
+// those of the out-of-place op, and this handle takes that op's history, whose node reads the
+// tensor's history from before the write (Python's tensor object is this handle; C++ copies
+// made before keep the history they had). A view whose base requires a gradient is refused:
+// the base's history could not see the write (Python's index assignment writes the base).
 
-namespace {
-// PyTorch's rule: a leaf that requires a gradient cannot be written in place while grad mode is
-// on (the write would be invisible to autograd).
-void check_inplace(const Tensor& t, const char* op) {
-  if (autograd::grad_mode_enabled() && t.requires_grad())
-    throw ValueError(str(op, ": a tensor that requires a gradient cannot be modified in place; wrap the update in "
+namespace tensor_detail {
+
+void check_in_place(const Tensor& t, const char* op) {
+  if (!autograd::grad_mode_enabled() || !t.requires_grad()) return;
+  if (t.is_leaf())
+    throw ValueError(str(op, ": a leaf tensor that requires a gradient cannot be modified in place; wrap the update in "
                          "NoGradGuard (kael.no_grad() in Python) or use the out-of-place op"));
+  if (t.autograd_meta()->grad_fn->view)
+    throw ValueError(str(op, ": cannot modify in place a view (made by ", t.autograd_meta()->grad_fn->name,
+                         ") of a tensor that requires a gradient; write the base tensor (in Python t[index] = value) or "
+                         "use the out-of-place op"));
 }
-}  // namespace
+
+Tensor& assign_in_place(Tensor& t, const char* op, const Tensor& result) {
+  check_in_place(t, op);
+  if (result.shape() != t.shape())
+    throw ValueError(str(op, ": the result has shape ", shape_to_string(result.shape()), ", the tensor written ",
+                         shape_to_string(t.shape()), " (an in-place op cannot change the shape)"));
+  convert_into(t, result);
+  t.bump_version();
+  if (autograd::grad_mode_enabled() && result.requires_grad()) t.set_autograd_meta(result.autograd_meta());
+  return t;
+}
+
+}  // namespace tensor_detail
 
 Tensor& Tensor::copy_(const Tensor& source) {
-  check_inplace(*this, "copy_");
+  check_in_place(*this, "copy_");
   const Shape shape = broadcast_shapes(shape_, source.shape(), "copy_");
   if (shape != shape_)
     throw ValueError(str("copy_: source of shape ", shape_to_string(source.shape()), " does not broadcast to ",
                          shape_to_string(shape_)));
+  const bool history = autograd::any_requires_grad({this, &source});
   convert_into(*this, source);
   bump_version();
+  if (history) {
+    // d(result)/d(old self) is 0 (every value replaced); the source gets g summed to its shape.
+    const DType from = source.dtype();
+    const Shape source_shape = source.shape();
+    const Tensor result = autograd::record("copy_", detach(), {this, &source}, [from, source_shape](const Tensor& g) {
+      return std::vector<Tensor>{Tensor(), sum_to(g, source_shape).to(from)};
+    });
+    autograd_ = result.autograd_meta();
+  }
   return *this;
 }
 
 Tensor& Tensor::fill_(double value) {
-  check_inplace(*this, "fill_");
+  check_in_place(*this, "fill_");
   const DType via = is_floating(dtype_) ? DType::F64 : DType::I64;
   Tensor scalar = Tensor::empty(via, {});
   if (via == DType::F64) store(via, scalar.raw_data(), value);
   else store(via, scalar.raw_data(), static_cast<std::int64_t>(value));
-  return copy_(scalar);
+  convert_into(*this, scalar);
+  bump_version();
+  if (autograd::any_requires_grad({this}))  // the old values no longer count: a zero gradient
+    autograd_ = autograd::record("fill_", detach(), {this}, [](const Tensor&) { return std::vector<Tensor>{Tensor()}; })
+                    .autograd_meta();
+  return *this;
 }
 
-Tensor& Tensor::add_(const Tensor& other, double alpha) { return copy_(add(detach(), other.detach(), alpha)); }
-Tensor& Tensor::mul_(double value) { return copy_(mul(detach(), value)); }
-Tensor& Tensor::operator+=(const Tensor& other) { return copy_(add(detach(), other.detach())); }
-Tensor& Tensor::operator-=(const Tensor& other) { return copy_(sub(detach(), other.detach())); }
-Tensor& Tensor::operator*=(const Tensor& other) { return copy_(mul(detach(), other.detach())); }
-Tensor& Tensor::operator/=(const Tensor& other) { return copy_(div(detach(), other.detach())); }
-Tensor& Tensor::operator+=(double value) { return copy_(add(detach(), value)); }
-Tensor& Tensor::operator-=(double value) { return copy_(sub(detach(), value)); }
-Tensor& Tensor::operator*=(double value) { return copy_(mul(detach(), value)); }
-Tensor& Tensor::operator/=(double value) { return copy_(div(detach(), value)); }
+Tensor& Tensor::add_(const Tensor& other, double alpha) { return assign_in_place(*this, "add_", add(*this, other, alpha)); }
+Tensor& Tensor::mul_(double value) { return assign_in_place(*this, "mul_", mul(*this, value)); }
+Tensor& Tensor::operator+=(const Tensor& other) { return assign_in_place(*this, "add_", add(*this, other)); }
+Tensor& Tensor::operator-=(const Tensor& other) { return assign_in_place(*this, "sub_", sub(*this, other)); }
+Tensor& Tensor::operator*=(const Tensor& other) { return assign_in_place(*this, "mul_", mul(*this, other)); }
+Tensor& Tensor::operator/=(const Tensor& other) { return assign_in_place(*this, "div_", div(*this, other)); }
+Tensor& Tensor::operator+=(double value) { return assign_in_place(*this, "add_", add(*this, value)); }
+Tensor& Tensor::operator-=(double value) { return assign_in_place(*this, "sub_", sub(*this, value)); }
+Tensor& Tensor::operator*=(double value) { return assign_in_place(*this, "mul_", mul(*this, value)); }
+Tensor& Tensor::operator/=(double value) { return assign_in_place(*this, "div_", div(*this, value)); }
 
 }  // namespace kael

@@ -38,7 +38,8 @@ class Module {
   virtual Tensor forward(const Tensor& input);
   Tensor operator()(const Tensor& input) { return forward(input); }
 
-  // Parameters of this module and its descendants, depth first in registration order.
+  // Parameters of this module and its descendants, depth first in registration order; a tensor
+  // registered under two names (tied weights) comes once, under the first.
   std::vector<NamedTensor> named_parameters() const;
   std::vector<Tensor> parameters() const;
   std::vector<NamedTensor> named_buffers() const;

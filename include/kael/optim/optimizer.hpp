@@ -1,12 +1,14 @@
-// The base of kael's optimizers (torch.optim's semantics, one parameter group): it holds the
-// parameters (handles: they share storage and gradient with the model's tensors), the learning
-// rate and each parameter's state, and saves and restores that state as a flat map of tensors
-// that kael::io::save_safetensors can write (docs/optim.md):
-//   "param_groups.0.lr", "param_groups.0.<hyperparameter>"   F64 scalars (betas: F64 [2],
-//                                                            nesterov: BOOL scalar)
-//   "param_groups.0.params"                                  I64 [n]: 0 .. n-1
-//   "state.<i>.<buffer>"                                     parameter i's buffers (exp_avg, ...)
-//   "state.<i>.step"                                         I64 scalar, for optimizers that count
+// The base of kael's optimizers (torch.optim's semantics): it holds the parameters (handles:
+// they share storage and gradient with the model's tensors) in parameter groups, each with its
+// own options (torch's param_groups: weight decay on some parameters only, a learning rate per
+// group), and each parameter's state, and saves and restores that state as a flat map of
+// tensors that kael::io::save_safetensors can write (docs/optim.md), with g the group and i a
+// parameter's index counted over all the groups in order:
+//   "param_groups.<g>.lr", "param_groups.<g>.<hyperparameter>"   F64 scalars (betas: F64 [2],
+//                                                                nesterov: BOOL scalar)
+//   "param_groups.<g>.params"                                    I64: the group's indices i
+//   "state.<i>.<buffer>"                                         parameter i's buffers (exp_avg, ...)
+//   "state.<i>.step"                                             I64 scalar, for optimizers that count
 // A parameter has state entries only once a step has updated it, as in torch.
 #pragma once
 
@@ -22,6 +24,14 @@ namespace kael::optim {
 
 using StateDict = std::map<std::string, Tensor>;
 
+// One parameter group: its parameters and the options they are updated with (SGDOptions,
+// AdamOptions, AdamWOptions), as an entry of torch's param_groups.
+template <class Options>
+struct ParamGroup {
+  std::vector<Tensor> params;
+  Options options;
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -36,8 +46,15 @@ class Optimizer {
   // Drops every parameter's gradient (torch's set_to_none), or zeroes it in place.
   void zero_grad(bool set_to_none = true);
 
-  double lr() const { return lr_; }
-  void set_lr(double lr);  // for schedules; ValueError when negative
+  // The first group's learning rate; set_lr sets every group's (ValueError when negative).
+  double lr() const { return group_lr(0); }
+  void set_lr(double lr);
+  std::size_t num_groups() const { return group_begin_.size() - 1; }
+  // Group g's parameters, its learning rate (for schedules) and its other options by name.
+  std::vector<Tensor> group_params(std::size_t group) const;
+  virtual double group_lr(std::size_t group) const = 0;
+  void set_group_lr(std::size_t group, double lr);
+  // Every parameter, group after group (the order of the state's indices).
   const std::vector<Tensor>& params() const { return params_; }
   const std::string& name() const { return name_; }  // "SGD", "Adam", "AdamW"
 
@@ -57,15 +74,19 @@ class Optimizer {
   };
   using Hyperparameters = std::vector<std::pair<std::string, Tensor>>;
 
-  // ValueError naming `name` for no parameters, an undefined one, a non-leaf or a dtype other
-  // than F32 and F64, or a negative lr.
-  Optimizer(std::string name, std::vector<Tensor> params, double lr);
+  // ValueError naming `name` for no parameters, an empty group, an undefined parameter, a
+  // non-leaf, a dtype other than F32 and F64, or a parameter in two groups.
+  Optimizer(std::string name, std::vector<std::vector<Tensor>> groups);
 
-  // The hyperparameters other than lr and params, as saved.
-  virtual Hyperparameters hyperparameters() const = 0;
-  // Validates all of `values` (the keys of hyperparameters(), without the prefix) before
-  // taking any, as the constructor does; ValueError naming the bad one.
-  virtual void set_hyperparameters(const std::map<std::string, Tensor>& values) = 0;
+  // Group g's hyperparameters other than lr and params, as saved.
+  virtual Hyperparameters hyperparameters(std::size_t group) const = 0;
+  // Validates all of `groups` (each the keys of hyperparameters() and "lr", without the prefix)
+  // before taking any, as the constructor does; ValueError naming the bad one.
+  virtual void set_hyperparameters(const std::vector<std::map<std::string, Tensor>>& groups) = 0;
+  // Stores a checked learning rate for group g.
+  virtual void store_lr(std::size_t group, double lr) = 0;
+  // The group that parameter i belongs to.
+  std::size_t group_of(std::size_t i) const;
   // The names of a parameter's buffers, and whether it has a step count.
   virtual std::vector<std::string> buffer_names() const = 0;
   virtual bool counts_steps() const = 0;
@@ -81,7 +102,7 @@ class Optimizer {
   std::string name_;
   std::vector<Tensor> params_;
   std::vector<ParamState> state_;
-  double lr_;
+  std::vector<std::size_t> group_begin_;  // group g's parameters are [begin[g], begin[g + 1])
 };
 
 template <class F>

@@ -23,19 +23,23 @@ class SGD : public Optimizer {
  public:
   // ValueError for a negative option or nesterov without momentum or with dampening.
   SGD(std::vector<Tensor> params, const SGDOptions& options);
+  // Several parameter groups, each with its own options.
+  explicit SGD(std::vector<ParamGroup<SGDOptions>> groups);
   void step() override;
-  SGDOptions options() const;  // lr as it is now
+  SGDOptions options(std::size_t group = 0) const;  // lr as it is now
+  double group_lr(std::size_t group) const override;
 
  protected:
-  Hyperparameters hyperparameters() const override;
-  void set_hyperparameters(const std::map<std::string, Tensor>& values) override;
+  Hyperparameters hyperparameters(std::size_t group) const override;
+  void set_hyperparameters(const std::vector<std::map<std::string, Tensor>>& groups) override;
+  void store_lr(std::size_t group, double lr) override;
   // momentum_buffer (made on the first step with momentum != 0)
   std::vector<std::string> buffer_names() const override { return {"momentum_buffer"}; }
   bool counts_steps() const override { return false; }
 
  private:
   static void check(const SGDOptions& options);
-  SGDOptions options_;
+  std::vector<SGDOptions> options_;  // one per group
 };
 
 }  // namespace kael::optim

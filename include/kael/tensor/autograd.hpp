@@ -16,11 +16,16 @@ namespace kael::autograd {
 
 struct Node;
 
+// A gradient hook (Tensor.register_hook): called with the gradient of its tensor; a defined
+// result replaces that gradient, an undefined one leaves it.
+using Hook = std::function<Tensor(const Tensor&)>;
+
 // The autograd state of one tensor (shared by its copies).
 struct Meta {
   bool requires_grad = false;
-  Tensor grad;                     // leaves: the accumulated gradient
+  Tensor grad;                     // leaves: the accumulated gradient; non-leaves: set by retain_grad
   std::shared_ptr<Node> grad_fn;   // non-leaves: the op that produced the tensor
+  std::vector<Hook> hooks;         // leaves' hooks (a non-leaf's live on its grad_fn)
 };
 
 // A value an op saved for its backward, with the version it had then.
@@ -43,6 +48,8 @@ struct Node {
   std::vector<std::shared_ptr<Meta>> inputs;  // null for inputs that need no gradient
   std::function<std::vector<Tensor>(const Tensor& grad_output)> backward;
   bool released = false;  // the saved values are gone (backward ran without retain_graph)
+  bool view = false;      // the output shares its input's bytes (view, select, slice, ...)
+  std::vector<Hook> pre_hooks;  // run on the gradient of the output before `backward`
 };
 
 // Whether ops record history on this thread (PyTorch's grad mode); on by default.
@@ -72,5 +79,18 @@ Tensor record(const std::string& name, Tensor output, const std::vector<const Te
 
 // Runs the backward from `root` with d(root) = grad_root (see Tensor::backward).
 void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph);
+
+// torch.autograd.grad: the gradients of `outputs` (weighted by grad_outputs, which may be empty
+// for one-element outputs) with respect to `inputs`, returned rather than accumulated in any
+// .grad. An input the outputs do not depend on gives an undefined tensor when allow_unused,
+// else ValueError. The graph is freed after, unless retain_graph.
+std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs,
+                         const std::vector<Tensor>& grad_outputs = {}, bool retain_graph = false,
+                         bool allow_unused = false);
+
+// Tensor.register_hook: `hook` sees (and may replace) the gradient of `t` in every backward.
+void register_hook(const Tensor& t, Hook hook);
+// Tensor.retain_grad: a non-leaf keeps its gradient in grad() after a backward (a no-op on leaves).
+void retain_grad(const Tensor& t);
 
 }  // namespace kael::autograd

@@ -1,20 +1,42 @@
 """The neural-network functions of kael's tensor library, with torch.nn.functional's names and
 signatures: ``F.linear(x, w, b)``, ``F.layer_norm(x, (C,), w, b)``, ``F.cross_entropy(logits,
 targets)``, ... They run on the same kernels as kael's GPT-2 engine and record gradients."""
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _kael
 from .._kael import (  # noqa: F401  (re-exported)
     cross_entropy,
     dropout,
-    embedding,
     gelu,
     layer_norm,
     linear,
     log_softmax,
+    mse_loss,
+    nll_loss,
+    one_hot,
     relu,
     scaled_dot_product_attention,
     sigmoid,
     softmax,
     tanh,
 )
+from .._kael import Tensor
 
-__all__ = ["cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "linear", "log_softmax", "relu",
-           "scaled_dot_product_attention", "sigmoid", "softmax", "tanh"]
+__all__ = ["cross_entropy", "dropout", "embedding", "gelu", "layer_norm", "linear", "log_softmax", "mse_loss",
+           "nll_loss", "one_hot", "relu", "scaled_dot_product_attention", "sigmoid", "softmax", "tanh"]
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: Any = None,
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of weight picked by the ids in input; the row padding_idx gets no gradient."""
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise _kael.ValueError("embedding: max_norm, scale_grad_by_freq and sparse are not supported")
+    out = _kael.embedding(input, weight)
+    if padding_idx is None or not out.requires_grad:
+        return out
+    if padding_idx < 0:
+        padding_idx += weight.shape[0]
+    # The same values; at padding positions they come from a detached copy, so no gradient flows.
+    return _kael.where((input == padding_idx).unsqueeze(-1), out.detach(), out)

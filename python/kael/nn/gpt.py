@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from .. import _kael
 from .._kael import GptConfig, KVCache, Tensor
-from .modules import _Native
+from .modules import _NativeModel
 
 _CONFIG_FIELDS = ("vocab_size", "n_positions", "n_layer", "n_head", "n_embd", "dropout", "tanh_gelu", "bias",
                   "tied_embeddings", "layer_norm_eps")
@@ -53,7 +53,7 @@ def gpt2_config_json(config: GptConfig) -> dict[str, Any]:
             **({"bos_token_id": 50256, "eos_token_id": 50256} if config.vocab_size > 50256 else {})}
 
 
-class GPT(_Native):
+class GPT(_NativeModel):
     """GPT-2's architecture as kael::nn modules (names blocks.{i}.attn.qkv.weight, ...).
 
     Calling it on ids (B, T) returns the logits of every position, (B, T, vocab). With

@@ -1,0 +1,206 @@
+"""The ops a GPT-style script uses beyond the basic set, against PyTorch forward and backward
+(test_tensor_vs_torch.py's bounds and layouts: contiguous, transposed, sliced and expanded
+views), on shapes hypothesis draws: sin, cos, clamp, std, //, %, topk, gather, split, chunk,
+unbind, repeat, roll, tril, triu, bmm, einsum, the losses, and the random ops' contracts."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import array_shapes
+
+import kael
+from test_tensor_vs_torch import LAYOUTS, SETTINGS, Pair, check, close
+
+SHAPES = array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=9)
+SEEDS = st.integers(0, 2**32 - 1)
+
+UNARY = {
+    "sin": lambda lib, x: x.sin(),
+    "cos": lambda lib, x: lib.cos(x),
+    "clamp": lambda lib, x: x.clamp(-0.5, 0.7),
+    "clamp_min": lambda lib, x: lib.clamp(x, min=0.1),
+    "std": lambda lib, x: x.std(dim=-1, keepdim=True) if x.shape[-1] > 1 else x.std(),
+    "std_all": lambda lib, x: x.std(correction=0),
+    "remainder": lambda lib, x: x % 0.7,
+    "tril": lambda lib, x: x.tril() if x.dim() >= 2 else x,
+    "triu": lambda lib, x: lib.triu(x, 1) if x.dim() >= 2 else x,
+    "tril_neg": lambda lib, x: x.tril(-1) if x.dim() >= 2 else x,
+    "repeat": lambda lib, x: x.repeat(*([2] + [1] * (x.dim() - 1) + [3]) if x.dim() else (2,)),
+    "roll": lambda lib, x: x.roll(2, -1),
+    "roll_flat": lambda lib, x: lib.roll(x, -3),
+    "roll_two": lambda lib, x: x.roll((1, -2), (0, -1)),
+    "split": lambda lib, x: lib.cat([p * (i + 1) for i, p in enumerate(x.split(2, dim=-1))], -1),
+    "split_sizes": lambda lib, x: lib.cat(list(x.split([1, x.shape[0] - 1], 0))[::-1], 0),
+    "chunk": lambda lib, x: lib.cat([p * (i + 2) for i, p in enumerate(x.chunk(3, -1))], -1),
+    "unbind": lambda lib, x: lib.stack([p * (i + 1) for i, p in enumerate(x.unbind(0))], -1),
+    "topk": lambda lib, x: x.topk(min(3, x.shape[-1])).values,
+    "topk_smallest": lambda lib, x: lib.topk(x, min(2, x.shape[0]), dim=0, largest=False)[0],
+    "mT": lambda lib, x: x.mT if x.dim() >= 2 else x,
+    "masked_fill": lambda lib, x: (x * 1).masked_fill_(x > 0.3, -2.0),
+    "setitem": lambda lib, x: _setitem(x),
+    "view_of_split": lambda lib, x: x.split(1, -1)[0].reshape(-1),
+    "floor_divide_values": lambda lib, x: (x * 3) // 1.5 + x,
+}
+
+
+def _setitem(x):
+    y = x * 2
+    y[..., 0] = 0.5
+    y[0] = y[0] * 3
+    return y
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+@pytest.mark.parametrize("layout", LAYOUTS)
+@SETTINGS
+@given(shape=SHAPES, seed=SEEDS)
+def test_ops_forward_and_backward(name, layout, shape, seed):
+    rng = np.random.default_rng(seed)
+    pair = Pair(shape, rng, layout)
+    check(UNARY[name], [pair], rng)
+
+
+@SETTINGS
+@given(b=st.integers(1, 4), n=st.integers(1, 17), m=st.integers(1, 19), p=st.integers(1, 13), seed=SEEDS,
+       layout=st.sampled_from(["contiguous", "transposed"]))
+def test_bmm_and_einsum(b, n, m, p, seed, layout):
+    rng = np.random.default_rng(seed)
+    a, c = Pair((b, n, m), rng, layout), Pair((b, m, p), rng)
+    check(lambda lib, x, y: lib.bmm(x, y), [a, c], rng)
+    check(lambda lib, x, y: lib.einsum("bij,bjk->bik", x, y), [a, c], rng)
+    check(lambda lib, x, y: lib.einsum("bij,bjk->bki", x, y), [a, c], rng)
+    check(lambda lib, x, y: lib.einsum("...ij,...jk", x, y), [a, c], rng)
+    check(lambda lib, x, y: lib.einsum("bij,bjk->", x, y), [a, c], rng)
+    check(lambda lib, x: lib.einsum("bij->j", x), [a], rng)
+    check(lambda lib, x: lib.einsum("bij", x), [a], rng)
+
+
+def test_einsum_of_three_operands_and_attention_forms():
+    rng = np.random.default_rng(0)
+    q, k, v = Pair((2, 3, 5, 4), rng), Pair((2, 3, 6, 4), rng), Pair((2, 3, 6, 4), rng)
+    check(lambda lib, a, b: lib.einsum("bhqd,bhkd->bhqk", a, b), [q, k], rng)
+    w = Pair((4, 7), rng)
+    check(lambda lib, a, b, c: lib.einsum("bhqd,bhkd,de->bhqe", a, b, c), [q, k, w], rng)
+    check(lambda lib, a, b: lib.einsum("i,j->ij", a, b), [Pair((5,), rng), Pair((3,), rng)], rng)
+    with pytest.raises(kael.ValueError, match="diagonal"):
+        kael.einsum("ii->i", kael.ones(3, 3))
+    with pytest.raises(kael.ValueError, match="operands"):
+        kael.einsum("ij,jk->ik", kael.ones(3, 3))
+
+
+@SETTINGS
+@given(shape=array_shapes(min_dims=2, max_dims=3, min_side=1, max_side=8), seed=SEEDS)
+def test_gather(shape, seed):
+    rng = np.random.default_rng(seed)
+    pair = Pair(shape, rng, "transposed")
+    index = rng.integers(0, shape[1], size=shape[:1] + (5,) + shape[2:])
+    check(lambda lib, x: lib.gather(x, 1, lib.tensor(index)), [pair], rng)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+@pytest.mark.parametrize("shape", [(9, 11), (4, 7, 3), (2, 5, 3, 2), (6,)])
+def test_cross_entropy_reductions_smoothing_and_nd_form(reduction, smoothing, shape):
+    rng = np.random.default_rng(1)
+    logits = Pair(shape, rng, "contiguous")
+    target_shape = shape[:1] + shape[2:] if len(shape) > 1 else ()
+    target = rng.integers(0, shape[0] if len(shape) == 1 else shape[1], size=target_shape)
+    if target.ndim:
+        target.flat[0] = -1  # ignored
+
+    def loss(lib, x):
+        return lib.nn.functional.cross_entropy(x, lib.tensor(target), ignore_index=-1, reduction=reduction,
+                                               label_smoothing=smoothing)
+    check(loss, [logits], rng)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_nll_and_mse_loss(reduction):
+    rng = np.random.default_rng(2)
+    x, y = Pair((7, 5), rng), Pair((7, 5), rng)
+    target = rng.integers(0, 5, size=7)
+    check(lambda lib, a: lib.nn.functional.nll_loss(a.log_softmax(-1), lib.tensor(target), reduction=reduction), [x], rng)
+    check(lambda lib, a, b: lib.nn.functional.mse_loss(a, b, reduction=reduction), [x, y], rng)
+    for lib in (kael, torch):
+        assert lib.nn.functional.one_hot(lib.tensor([2, 0, 1]), 4).tolist() == [[0, 0, 1, 0], [1, 0, 0, 0], [0, 1, 0, 0]]
+
+
+def test_integer_floor_division_and_remainder_are_pythons():
+    a = np.array([-7, -6, -1, 0, 1, 5, 7])
+    for b in (3, -3):
+        k = kael.tensor(a)
+        t = torch.tensor(a)
+        assert (k // b).tolist() == (t // b).tolist() == (a // b).tolist()
+        assert (k % b).tolist() == (t % b).tolist() == (a % b).tolist()
+    assert (7 // kael.tensor([2, -2])).tolist() == [3, -4]
+    with pytest.raises(kael.ValueError, match="division by zero"):
+        kael.tensor([1, 2]) // 0
+
+
+def test_topk_values_and_indices_match_torch_with_ties_and_nan():
+    x = np.array([[1.0, 3.0, 3.0, -1.0, 2.0], [0.5, float("nan"), 0.2, 0.2, 9.0]], dtype=np.float32)
+    for largest in (True, False):
+        k = kael.topk(kael.tensor(x), 3, largest=largest)
+        t = torch.topk(torch.tensor(x), 3, largest=largest)
+        np.testing.assert_array_equal(k.values.numpy(), t.values.numpy())
+        np.testing.assert_array_equal(k.indices.numpy(), t.indices.numpy())
+
+
+def test_multinomial_and_randperm_contracts():
+    kael.manual_seed(0)
+    probs = kael.tensor([[0.0, 0.2, 0.8], [0.5, 0.5, 0.0]])
+    draws = kael.multinomial(probs, 2000, replacement=True)
+    assert draws.shape == (2, 2000) and draws.dtype == kael.int64
+    counts = np.bincount(draws[0].numpy(), minlength=3)
+    assert counts[0] == 0 and abs(counts[2] / 2000 - 0.8) < 0.05
+    assert 2 not in draws[1].tolist()
+    once = kael.multinomial(kael.tensor([1.0, 2.0, 3.0, 4.0]), 4)
+    assert sorted(once.tolist()) == [0, 1, 2, 3]
+    with pytest.raises(kael.ValueError):
+        kael.multinomial(kael.tensor([1.0, 0.0]), 2)
+    with pytest.raises(kael.ValueError):
+        kael.multinomial(kael.tensor([1.0, -1.0]), 1)
+    perm = kael.randperm(50)
+    assert sorted(perm.tolist()) == list(range(50)) and perm.tolist() != list(range(50))
+    kael.manual_seed(5)
+    first = kael.randperm(10).tolist()
+    kael.manual_seed(5)
+    assert kael.randperm(10).tolist() == first
+
+
+def test_in_place_random_fills_and_new_constructors():
+    t = kael.empty(1000)
+    t.normal_(2.0, 0.5)
+    assert abs(float(t.mean()) - 2.0) < 0.1 and abs(float(t.std()) - 0.5) < 0.1
+    t.uniform_(-1, 1)
+    assert float(t.min()) >= -1 and float(t.max()) < 1
+    z = t.new_zeros(2, 3)
+    assert z.shape == (2, 3) and z.dtype == t.dtype and float(z.abs().sum()) == 0
+    assert t.new_ones((2,), dtype=kael.int64).tolist() == [1, 1]
+    assert kael.ones(2, dtype=kael.int64).type_as(t).dtype == kael.float32
+    assert f"{kael.tensor(2.5):.2f}" == "2.50" and f"{kael.tensor(3)}" == "3"
+
+
+def test_softmax_over_an_empty_dim_as_torch():
+    for shape, dim in (((0, 4), 0), ((3, 0), -1)):
+        k = kael.softmax(kael.zeros(*shape), dim)
+        t = torch.softmax(torch.zeros(*shape), dim)
+        assert k.shape == tuple(t.shape)
+        assert kael.log_softmax(kael.zeros(*shape), dim).shape == tuple(t.shape)
+
+
+def test_scaled_dot_product_attention_dropout_is_dropout_of_the_probabilities():
+    rng = np.random.default_rng(3)
+    q, k, v = (kael.tensor(rng.standard_normal((2, 4, 5)).astype(np.float32), requires_grad=True) for _ in range(3))
+    F = kael.nn.functional
+    kael.manual_seed(7)
+    out = F.scaled_dot_product_attention(q, k, v, dropout_p=0.3, is_causal=True)
+    kael.manual_seed(7)
+    probs = F.softmax((q @ k.transpose(-1, -2)) / np.sqrt(5) + kael.triu(kael.full((4, 4), float("-inf")), 1), -1)
+    want = F.dropout(probs, 0.3) @ v
+    close(out.detach().numpy(), want.detach().numpy())
+    out.sum().backward()
+    assert q.grad is not None and k.grad is not None and v.grad is not None
