@@ -174,6 +174,27 @@ TEST(TensorAutograd, NonScalarBackwardNeedsAGradientAndNoGradRecordsNothing) {
   EXPECT_THROW(a.fill_(0.0), ValueError);  // a leaf that requires a gradient
 }
 
+TEST(TensorAutograd, InPlaceOnANonLeafTakesTheOpsHistory) {
+  // y = 2x; z = 3y uses y before the write; y *= 2; loss = sum(y) + sum(z): d/dx = 4 + 6.
+  Tensor x = tensor({1, -2}).requires_grad_();
+  Tensor y = x * 2.0;
+  const Tensor z = y * 3.0;
+  y.mul_(2.0);
+  (sum(y) + sum(z)).backward();
+  EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{10, 10}));
+  Tensor v = (x * 1.0).select(0, 0);
+  EXPECT_THROW(v.mul_(2.0), ValueError);  // a view of a tensor with history
+}
+
+TEST(TensorViews, ViewOfANonContiguousTensorFollowsTorchsStrideRule) {
+  const Tensor a = arange(24.0).reshape({2, 3, 4});
+  const Tensor piece = split(a, 2, -1)[1];  // (2, 3, 2), strides (12, 4, 1)
+  EXPECT_EQ(piece.view({2, 3, 2, 1}).shape(), (Shape{2, 3, 2, 1}));
+  EXPECT_EQ(piece.unsqueeze(0).view({2, 3, 2}).to_vector<float>(), piece.contiguous().to_vector<float>());
+  EXPECT_THROW(piece.view({-1}), ValueError);  // dims 1 and 2 are not contiguous with each other
+  EXPECT_EQ(a.transpose(0, 1).view({3, 2, 2, 2}).shape(), (Shape{3, 2, 2, 2}));
+}
+
 TEST(TensorOps, CrossEntropyMatchesLogSoftmax) {
   const Tensor logits = tensor({{1, 2, 3}, {0, 0, 0}});
   const Tensor target = from_vector<std::int64_t>({2, -100}, {2});

@@ -339,6 +339,32 @@ TEST(OptimErrors, MismatchedStateChangesNothing) {
   adam.load_state_dict(good);  // and the good one loads
 }
 
+TEST(OptimParamGroups, EachGroupStepsWithItsOwnOptions) {
+  // Two groups of AdamW: weight decay on the first only, and a learning rate per group.
+  Tensor decayed = param({1.0f}), plain = param({1.0f});
+  AdamW opt({{{decayed}, {.lr = 0.1, .weight_decay = 0.5}}, {{plain}, {.lr = 0.2, .weight_decay = 0.0}}});
+  ASSERT_EQ(opt.num_groups(), 2u);
+  set_grad(decayed, {0.5f});
+  set_grad(plain, {0.5f});
+  opt.step();
+  // First step of Adam moves each parameter by lr (m / sqrt(v) = 1); AdamW first decays by lr * wd.
+  expect_values(decayed, {1.0 * (1 - 0.1 * 0.5) - 0.1}, 1e-5);
+  expect_values(plain, {1.0 - 0.2}, 1e-5);
+  opt.set_group_lr(1, 0.0);
+  set_grad(plain, {0.5f});
+  opt.step();
+  expect_values(plain, {0.8}, 1e-6);
+  const optim::StateDict state = opt.state_dict();
+  EXPECT_EQ(state.at("param_groups.1.params").to_vector<std::int64_t>(), (std::vector<std::int64_t>{1}));
+  EXPECT_DOUBLE_EQ(state.at("param_groups.0.weight_decay").item<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(state.at("param_groups.1.lr").item<double>(), 0.0);
+}
+
+TEST(OptimParamGroups, AParameterInTwoGroupsIsRefused) {
+  Tensor p = param({1.0f});
+  EXPECT_THROW(SGD({{{p}, {.lr = 0.1}}, {{p}, {.lr = 0.2}}}), ValueError);
+}
+
 TEST(OptimClipGradNorm, ScalesToMaxNormAndReturnsTheTotal) {
   Tensor a = param({0, 0});
   Tensor b = param({0});

@@ -164,7 +164,7 @@ void init_tensor_ops(py::module_& m) {
             uniform_(self.cast<Tensor&>(), from, to);
             return self;
           },
-          "from"_a = 0.0, "to"_a = 1.0, py::kw_only(), "generator"_a = py::none())
+          "from_"_a = 0.0, "to"_a = 1.0, py::kw_only(), "generator"_a = py::none())
       .def(
           "masked_fill_",
           [](py::object self, const Tensor& mask, const py::object& value) {
@@ -262,7 +262,7 @@ void init_tensor_ops(py::module_& m) {
           "The values without history (shares memory); assigning replaces them, keeping requires_grad.")
       .def("__format__", [](const py::object& self, const std::string& spec) -> py::object {
         const Tensor& t = self.cast<const Tensor&>();
-        if (t.dim() == 0) return py::format(self.attr("item")(), py::str(spec));
+        if (t.dim() == 0) return py::module_::import("builtins").attr("format")(self.attr("item")(), spec);
         return py::str(self);
       });
 

@@ -596,7 +596,9 @@ namespace {
 // integer divisor is refused before the kernels run (check_int_divisor).
 template <class C>
 C floor_div(C x, C y) {
-  if constexpr (std::is_floating_point_v<C>) {
+  if constexpr (std::is_same_v<C, bool>) {  // never run: BOOL is refused first
+    return x;
+  } else if constexpr (std::is_floating_point_v<C>) {
     return std::floor(x / y);
   } else {
     if (y == 0) return C(0);
@@ -607,7 +609,9 @@ C floor_div(C x, C y) {
 
 template <class C>
 C python_mod(C x, C y) {
-  if constexpr (std::is_floating_point_v<C>) {
+  if constexpr (std::is_same_v<C, bool>) {  // never run: BOOL is refused first
+    return x && !y;
+  } else if constexpr (std::is_floating_point_v<C>) {
     const C r = std::fmod(x, y);
     return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
   } else {
