@@ -98,7 +98,9 @@ void init_tensor_ops(py::module_& m) {
       "clamp_",
       [](py::object self, const py::object& min, const py::object& max) {
         Tensor& t = self.cast<Tensor&>();
-        t.copy_(clamp(t, optional_scalar(min, "clamp_"), optional_scalar(max, "clamp_")));
+        // clamp saves its input for the backward: a copy of t, which the write leaves as it was
+        const Tensor input = t.requires_grad() && kael::autograd::grad_mode_enabled() ? t.clone() : t;
+        t.copy_(clamp(input, optional_scalar(min, "clamp_"), optional_scalar(max, "clamp_")));
         return self;
       },
       py::arg("min") = py::none(), py::arg("max") = py::none());

@@ -127,6 +127,7 @@ void execute(Node* root_node, const Tensor& grad_root, bool retain_graph, Captur
                            "): its saved values were freed by the first backward; pass retain_graph = true to keep them"));
     const Tensor grad_output = run_hooks(node->pre_hooks, std::move(found->second));
     pending.erase(found);
+    if (auto kept = node->retained.lock()) accumulate(kept->grad, grad_output);
     if (capture) {
       if (auto out = captured_outputs.find(node); out != captured_outputs.end()) add_captured(*capture, out->second, grad_output);
     }
@@ -223,11 +224,7 @@ void retain_grad(const Tensor& t) {
   if (!meta || !meta->requires_grad)
     throw ValueError("retain_grad: cannot retain the gradient of a tensor that does not require one");
   if (!meta->grad_fn) return;  // leaves keep theirs anyway
-  std::weak_ptr<Meta> weak = meta;  // the node must not keep its own output's state alive
-  meta->grad_fn->pre_hooks.push_back([weak](const Tensor& g) {
-    if (auto m = weak.lock()) accumulate(m->grad, g);
-    return Tensor();
-  });
+  meta->grad_fn->retained = meta;  // weak: the node must not keep its own output's state alive
 }
 
 }  // namespace kael::autograd

@@ -269,13 +269,14 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   Tensor out = binary_kernel("mul", a, b, dt, dt, [](auto x, auto y) { return x * y; });
   const bool need = autograd::any_requires_grad({&a, &b});
   if (!need) return out;
-  autograd::SavedTensor sa(a), sb(b);
+  // Each operand is saved only where the other's gradient needs it (as torch): y = x * 2 keeps
+  // no x, so writing x in place afterwards leaves this backward valid.
   const bool ga = a.requires_grad(), gb = b.requires_grad();
-  return autograd::record("mul", std::move(out), {&a, &b}, [sa, sb, ga, gb](const Tensor& g) {
-    const Tensor& va = sa.get("mul");
-    const Tensor& vb = sb.get("mul");
-    return std::vector<Tensor>{ga ? sum_to(mul(g, vb), va.shape()) : Tensor(),
-                               gb ? sum_to(mul(g, va), vb.shape()) : Tensor()};
+  autograd::SavedTensor sa(gb ? a : Tensor()), sb(ga ? b : Tensor());
+  const Shape shape_a = a.shape(), shape_b = b.shape();
+  return autograd::record("mul", std::move(out), {&a, &b}, [sa, sb, ga, gb, shape_a, shape_b](const Tensor& g) {
+    return std::vector<Tensor>{ga ? sum_to(mul(g, sb.get("mul")), shape_a) : Tensor(),
+                               gb ? sum_to(mul(g, sa.get("mul")), shape_b) : Tensor()};
   });
 }
 
@@ -284,13 +285,13 @@ Tensor div(const Tensor& a, const Tensor& b) {
   if (!is_floating(dt)) dt = DType::F32;  // true division
   Tensor out = binary_kernel("div", a, b, dt, dt, [](auto x, auto y) { return x / y; });
   if (!autograd::any_requires_grad({&a, &b})) return out;
-  autograd::SavedTensor sa(a), sb(b);
   const bool ga = a.requires_grad(), gb = b.requires_grad();
-  return autograd::record("div", std::move(out), {&a, &b}, [sa, sb, ga, gb](const Tensor& g) {
-    const Tensor& va = sa.get("div");
+  autograd::SavedTensor sa(gb ? a : Tensor()), sb(b);  // a only for b's gradient, as mul
+  const Shape shape_a = a.shape();
+  return autograd::record("div", std::move(out), {&a, &b}, [sa, sb, ga, gb, shape_a](const Tensor& g) {
     const Tensor& vb = sb.get("div");
-    return std::vector<Tensor>{ga ? sum_to(div(g, vb), va.shape()) : Tensor(),
-                               gb ? sum_to(neg(div(mul(g, va), mul(vb, vb))), vb.shape()) : Tensor()};
+    return std::vector<Tensor>{ga ? sum_to(div(g, vb), shape_a) : Tensor(),
+                               gb ? sum_to(neg(div(mul(g, sa.get("div")), mul(vb, vb))), vb.shape()) : Tensor()};
   });
 }
 
@@ -561,7 +562,7 @@ Tensor masked_fill(const Tensor& a, const Tensor& mask, Scalar value) {
 }
 
 Tensor& masked_fill_(Tensor& a, const Tensor& mask, Scalar value) {
-  return assign_in_place(a, "masked_fill_", masked_fill(a, mask, value));
+  return assign_in_place(a, "masked_fill_", [&](const Tensor& self) { return masked_fill(self, mask, value); });
 }
 
 Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max) {
@@ -633,7 +634,11 @@ void check_int_divisor(const char* op, DType dt, const Tensor& b) {
 Tensor floor_divide(const Tensor& a, const Tensor& b) {
   const DType dt = promote_types(a.dtype(), b.dtype());
   check_int_divisor("floor_divide", dt, b);
-  return binary_kernel("floor_divide", a, b, dt, dt, [](auto x, auto y) { return floor_div(x, y); });
+  Tensor out = binary_kernel("floor_divide", a, b, dt, dt, [](auto x, auto y) { return floor_div(x, y); });
+  // As torch: the result takes part in the graph, and a backward through it is an error.
+  return autograd::record("floor_divide", std::move(out), {&a, &b}, [](const Tensor&) -> std::vector<Tensor> {
+    throw ValueError("floor_divide: the derivative is not implemented (as torch's); detach() the operands");
+  });
 }
 
 Tensor floor_divide(const Tensor& a, Scalar b) { return floor_divide(a, scalar_tensor(b, promote_with_scalar(a.dtype(), b))); }

@@ -224,7 +224,16 @@ Tensor var(const Tensor& a, std::vector<int> dims, bool keepdim, int correction)
 }
 
 Tensor std(const Tensor& a, std::vector<int> dims, bool keepdim, int correction) {
-  return sqrt(var(a, std::move(dims), keepdim, correction));
+  const Tensor v = var(a, std::move(dims), keepdim, correction);
+  Tensor out = sqrt(v.detach());
+  if (!v.requires_grad() || !autograd::grad_mode_enabled()) return out;
+  // d sqrt(v) = g / (2 sqrt(v)), and 0 where the deviation is 0 (torch's choice, not inf * 0).
+  const autograd::SavedTensor saved(out);
+  return autograd::record("std", std::move(out), {&v}, [saved](const Tensor& g) {
+    const Tensor& s = saved.get("std");
+    const Tensor d = div(g, mul(s, 2.0));
+    return std::vector<Tensor>{where(eq(s, 0), zeros_like(d), d)};
+  });
 }
 
 namespace {

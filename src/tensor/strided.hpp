@@ -2,6 +2,8 @@
 // compute type, and a walk over a shape where each operand has its own (broadcast) strides.
 #pragma once
 
+#include <functional>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -262,9 +264,10 @@ Tensor sum_to(const Tensor& grad, const Shape& shape);
 
 // In-place writes (views.cpp): check_in_place refuses, naming `op`, what torch refuses under
 // grad mode (a leaf that requires a gradient, a view of a tensor with history);
-// assign_in_place writes `result` (an out-of-place op computed from t, of t's shape) into t and
-// gives t result's history.
+// assign_in_place writes compute(t) (the out-of-place op, of t's shape) into t and gives t its
+// history. Where that history is recorded compute gets a differentiable copy of t, so that
+// what the op saves is not the tensor the write then changes.
 void check_in_place(const Tensor& t, const char* op);
-Tensor& assign_in_place(Tensor& t, const char* op, const Tensor& result);
+Tensor& assign_in_place(Tensor& t, const char* op, const std::function<Tensor(const Tensor&)>& compute);
 
 }  // namespace kael::tensor_detail

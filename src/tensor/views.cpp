@@ -439,8 +439,9 @@ void check_in_place(const Tensor& t, const char* op) {
                          "use the out-of-place op"));
 }
 
-Tensor& assign_in_place(Tensor& t, const char* op, const Tensor& result) {
+Tensor& assign_in_place(Tensor& t, const char* op, const std::function<Tensor(const Tensor&)>& compute) {
   check_in_place(t, op);
+  const Tensor result = compute(autograd::any_requires_grad({&t}) ? t.clone() : t);
   if (result.shape() != t.shape())
     throw ValueError(str(op, ": the result has shape ", shape_to_string(result.shape()), ", the tensor written ",
                          shape_to_string(t.shape()), " (an in-place op cannot change the shape)"));
@@ -487,15 +488,15 @@ Tensor& Tensor::fill_(double value) {
   return *this;
 }
 
-Tensor& Tensor::add_(const Tensor& other, double alpha) { return assign_in_place(*this, "add_", add(*this, other, alpha)); }
-Tensor& Tensor::mul_(double value) { return assign_in_place(*this, "mul_", mul(*this, value)); }
-Tensor& Tensor::operator+=(const Tensor& other) { return assign_in_place(*this, "add_", add(*this, other)); }
-Tensor& Tensor::operator-=(const Tensor& other) { return assign_in_place(*this, "sub_", sub(*this, other)); }
-Tensor& Tensor::operator*=(const Tensor& other) { return assign_in_place(*this, "mul_", mul(*this, other)); }
-Tensor& Tensor::operator/=(const Tensor& other) { return assign_in_place(*this, "div_", div(*this, other)); }
-Tensor& Tensor::operator+=(double value) { return assign_in_place(*this, "add_", add(*this, value)); }
-Tensor& Tensor::operator-=(double value) { return assign_in_place(*this, "sub_", sub(*this, value)); }
-Tensor& Tensor::operator*=(double value) { return assign_in_place(*this, "mul_", mul(*this, value)); }
-Tensor& Tensor::operator/=(double value) { return assign_in_place(*this, "div_", div(*this, value)); }
+Tensor& Tensor::add_(const Tensor& other, double alpha) { return assign_in_place(*this, "add_", [&](const Tensor& self) { return add(self, other, alpha); }); }
+Tensor& Tensor::mul_(double value) { return assign_in_place(*this, "mul_", [&](const Tensor& self) { return mul(self, value); }); }
+Tensor& Tensor::operator+=(const Tensor& other) { return assign_in_place(*this, "add_", [&](const Tensor& self) { return add(self, other); }); }
+Tensor& Tensor::operator-=(const Tensor& other) { return assign_in_place(*this, "sub_", [&](const Tensor& self) { return sub(self, other); }); }
+Tensor& Tensor::operator*=(const Tensor& other) { return assign_in_place(*this, "mul_", [&](const Tensor& self) { return mul(self, other); }); }
+Tensor& Tensor::operator/=(const Tensor& other) { return assign_in_place(*this, "div_", [&](const Tensor& self) { return div(self, other); }); }
+Tensor& Tensor::operator+=(double value) { return assign_in_place(*this, "add_", [&](const Tensor& self) { return add(self, value); }); }
+Tensor& Tensor::operator-=(double value) { return assign_in_place(*this, "sub_", [&](const Tensor& self) { return sub(self, value); }); }
+Tensor& Tensor::operator*=(double value) { return assign_in_place(*this, "mul_", [&](const Tensor& self) { return mul(self, value); }); }
+Tensor& Tensor::operator/=(double value) { return assign_in_place(*this, "div_", [&](const Tensor& self) { return div(self, value); }); }
 
 }  // namespace kael

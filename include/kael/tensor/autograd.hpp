@@ -50,6 +50,7 @@ struct Node {
   bool released = false;  // the saved values are gone (backward ran without retain_graph)
   bool view = false;      // the output shares its input's bytes (view, select, slice, ...)
   std::vector<Hook> pre_hooks;  // run on the gradient of the output before `backward`
+  std::weak_ptr<Meta> retained;  // retain_grad: the output that keeps its gradient (after the hooks)
 };
 
 // Whether ops record history on this thread (PyTorch's grad mode); on by default.

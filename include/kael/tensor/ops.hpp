@@ -105,8 +105,8 @@ Tensor cos(const Tensor& a);
 // Each element bounded to [min, max] (either bound may be absent, not both); the gradient
 // passes where min <= x <= max, as torch's.
 Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> max);
-// Python's // and %: floor(a / b), and a - floor(a / b) * b (the sign of b). floor_divide has
-// no gradient (as torch's); remainder's is g for a and -floor(a / b) g for b.
+// Python's // and %: floor(a / b), and a - floor(a / b) * b (the sign of b). A backward
+// through floor_divide is a ValueError (as torch's); remainder's is g for a and -floor(a / b) g for b.
 Tensor floor_divide(const Tensor& a, const Tensor& b);
 Tensor floor_divide(const Tensor& a, Scalar b);
 Tensor remainder(const Tensor& a, const Tensor& b);

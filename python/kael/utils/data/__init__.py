@@ -280,13 +280,12 @@ def _worker_loop(dataset: Any, collate_fn: Callable[[list], Any], tasks: Any, re
 class _WorkerIterator:
     """Batches fetched by worker processes, yielded in the order of the batch sampler."""
 
-    def __init__(self, loader: DataLoader) -> None:
+    def __init__(self, loader: DataLoader, base_seed: int) -> None:
         context = loader.multiprocessing_context
         if isinstance(context, str) or context is None:
             context = multiprocessing.get_context(context)
         self._tasks = [context.Queue() for _ in range(loader.num_workers)]
         self._results = context.Queue()
-        base_seed = int(_kael.randint(0, 2 ** 62, (1,)).item())
         self._workers = []
         for worker_id in range(loader.num_workers):
             process = context.Process(
@@ -383,10 +382,13 @@ class DataLoader(Generic[T]):
     def __iter__(self) -> Iterator[Any]:
         batches: Iterable[list[int]] = (self.batch_sampler if self.batch_sampler is not None
                                         else ([i] for i in self.sampler))
+        # One draw for the workers' seeds on every iteration, with workers or without, as torch:
+        # the sampler's draws then come out the same whatever num_workers is.
+        base_seed = int(_kael.randint(0, 2 ** 62, (1,)).item())
         if self.num_workers > 0:
             if self.batch_sampler is None:
                 raise _kael.ValueError("DataLoader: num_workers > 0 needs batches (give batch_size)")
-            return _WorkerIterator(self)
+            return _WorkerIterator(self, base_seed)
         return (self.collate_fn([self.dataset[i] for i in indices]) for indices in batches)
 
     def __len__(self) -> int:
