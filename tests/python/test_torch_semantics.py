@@ -216,3 +216,59 @@ def test_nn_init_matches_torchs_formulas():
     kael.nn.init.zeros_(w)
     assert float(w.abs().sum()) == 0
     assert kael.nn.init.calculate_gain("tanh") == torch.nn.init.calculate_gain("tanh")
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib, opt: lib.optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.5),
+    lambda lib, opt: lib.optim.lr_scheduler.MultiStepLR(opt, milestones=[2, 5], gamma=0.1),
+    lambda lib, opt: lib.optim.lr_scheduler.ExponentialLR(opt, gamma=0.9),
+    lambda lib, opt: lib.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=7, eta_min=0.01),
+    lambda lib, opt: lib.optim.lr_scheduler.LinearLR(opt, start_factor=0.25, total_iters=4),
+    lambda lib, opt: lib.optim.lr_scheduler.LambdaLR(opt, lambda s: 1 / (s + 1)),
+    lambda lib, opt: lib.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.5, total_steps=10, cycle_momentum=False),
+    lambda lib, opt: lib.optim.lr_scheduler.OneCycleLR(opt, max_lr=[0.5, 0.2], total_steps=10, cycle_momentum=False,
+                                                       anneal_strategy="linear", three_phase=True),
+])
+def test_lr_schedulers_give_torchs_learning_rates(make):
+    lrs = []
+    for lib in (kael, torch):
+        a, b = lib.zeros(2, requires_grad=True), lib.zeros(2, requires_grad=True)
+        opt = lib.optim.SGD([{"params": [a]}, {"params": [b], "lr": 0.3}], lr=0.1)
+        sched = make(lib, opt)
+        seen = []
+        for _ in range(9):
+            opt.step()
+            sched.step()
+            seen.append([g["lr"] for g in opt.param_groups])
+        lrs.append(seen)
+        assert sched.get_last_lr() == seen[-1]
+    np.testing.assert_allclose(lrs[0], lrs[1], rtol=1e-12)
+
+
+def test_loss_modules_and_activations_match_torch():
+    rng = np.random.default_rng(5)
+    logits = rng.standard_normal((6, 4)).astype(np.float32)
+    target = np.array([0, 3, 1, -100, 2, 2])
+    out = {}
+    for lib in (kael, torch):
+        x, t = lib.tensor(logits), lib.tensor(target)
+        nn = lib.nn
+        out[lib.__name__] = [
+            nn.CrossEntropyLoss(label_smoothing=0.1)(x, t).item(),
+            nn.CrossEntropyLoss(reduction="sum")(x, t).item(),
+            nn.NLLLoss()(x.log_softmax(-1), t).item(),
+            nn.MSELoss()(x, x * 0.5).item(),
+            nn.ReLU()(x).sum().item(),
+            nn.Tanh()(x).sum().item(),
+        ]
+    np.testing.assert_allclose(out["kael"], out["torch"], rtol=1e-5)
+
+
+def test_data_attribute_is_detached_and_assignable_as_torch():
+    p = kael.ones(3, requires_grad=True)
+    d = p.data
+    assert not d.requires_grad and p.requires_grad
+    d[0] = 5.0  # shares memory with p
+    assert p[0].item() == 5.0
+    p.data = kael.zeros(2, dtype=kael.float64)
+    assert p.shape == (2,) and p.dtype == kael.float64 and p.requires_grad
