@@ -488,15 +488,35 @@ Tensor& Tensor::fill_(double value) {
   return *this;
 }
 
-Tensor& Tensor::add_(const Tensor& other, double alpha) { return assign_in_place(*this, "add_", [&](const Tensor& self) { return add(self, other, alpha); }); }
-Tensor& Tensor::mul_(double value) { return assign_in_place(*this, "mul_", [&](const Tensor& self) { return mul(self, value); }); }
-Tensor& Tensor::operator+=(const Tensor& other) { return assign_in_place(*this, "add_", [&](const Tensor& self) { return add(self, other); }); }
-Tensor& Tensor::operator-=(const Tensor& other) { return assign_in_place(*this, "sub_", [&](const Tensor& self) { return sub(self, other); }); }
-Tensor& Tensor::operator*=(const Tensor& other) { return assign_in_place(*this, "mul_", [&](const Tensor& self) { return mul(self, other); }); }
-Tensor& Tensor::operator/=(const Tensor& other) { return assign_in_place(*this, "div_", [&](const Tensor& self) { return div(self, other); }); }
-Tensor& Tensor::operator+=(double value) { return assign_in_place(*this, "add_", [&](const Tensor& self) { return add(self, value); }); }
-Tensor& Tensor::operator-=(double value) { return assign_in_place(*this, "sub_", [&](const Tensor& self) { return sub(self, value); }); }
-Tensor& Tensor::operator*=(double value) { return assign_in_place(*this, "mul_", [&](const Tensor& self) { return mul(self, value); }); }
-Tensor& Tensor::operator/=(double value) { return assign_in_place(*this, "div_", [&](const Tensor& self) { return div(self, value); }); }
+Tensor& Tensor::add_(const Tensor& other, double alpha) {
+  return assign_in_place(*this, "add_", [&](const Tensor& self) { return add(self, other, alpha); });
+}
+Tensor& Tensor::mul_(double value) {
+  return assign_in_place(*this, "mul_", [&](const Tensor& self) { return mul(self, value); });
+}
+Tensor& Tensor::operator+=(const Tensor& other) {
+  return assign_in_place(*this, "add_", [&](const Tensor& self) { return add(self, other); });
+}
+Tensor& Tensor::operator-=(const Tensor& other) {
+  return assign_in_place(*this, "sub_", [&](const Tensor& self) { return sub(self, other); });
+}
+Tensor& Tensor::operator*=(const Tensor& other) {
+  return assign_in_place(*this, "mul_", [&](const Tensor& self) { return mul(self, other); });
+}
+Tensor& Tensor::operator/=(const Tensor& other) {
+  return assign_in_place(*this, "div_", [&](const Tensor& self) { return div(self, other); });
+}
+Tensor& Tensor::operator+=(double value) {
+  return assign_in_place(*this, "add_", [&](const Tensor& self) { return add(self, value); });
+}
+Tensor& Tensor::operator-=(double value) {
+  return assign_in_place(*this, "sub_", [&](const Tensor& self) { return sub(self, value); });
+}
+Tensor& Tensor::operator*=(double value) {
+  return assign_in_place(*this, "mul_", [&](const Tensor& self) { return mul(self, value); });
+}
+Tensor& Tensor::operator/=(double value) {
+  return assign_in_place(*this, "div_", [&](const Tensor& self) { return div(self, value); });
+}
 
 }  // namespace kael
