@@ -27,8 +27,10 @@ ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "
 step "fuzz (libFuzzer, clang, seeded corpus)"
 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
       -DKAEL_FUZZ=ON -DKAEL_BUILD_TESTS=OFF >/dev/null
-cmake --build build-fuzz -j "$JOBS" --target fuzz_safetensors
-fuzz/run.sh build-fuzz/fuzz/fuzz_safetensors "${KAEL_FUZZ_SECONDS:-60}"
+cmake --build build-fuzz -j "$JOBS" --target fuzz_safetensors fuzz_json_inputs
+for target in safetensors json_inputs; do  # a minute in all
+  fuzz/run.sh "build-fuzz/fuzz/fuzz_$target" "${KAEL_FUZZ_SECONDS:-30}"
+done
 
 step "python package (pip install .)"
 PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check --config-settings=build-dir=build-python .

@@ -23,6 +23,7 @@
 #include "cli/default_model.hpp"
 #include "kael/core/error.hpp"
 #include "kael/core/file.hpp"
+#include "kael/core/json.hpp"
 #include "kael/text/tokenizer.hpp"
 
 namespace kael::cli {
@@ -43,7 +44,8 @@ std::string read_all(std::FILE* in, const std::string& name) {
 
 std::string read_file(const std::string& path) {
   if (path == "-") return read_all(stdin, "stdin");
-  return read_regular_file(path, "--file");
+  constexpr std::uint64_t kMaxFileBytes = 1 << 30;  // tokenized in memory, at about 20 bytes per byte at worst
+  return read_regular_file(path, "--file", kMaxFileBytes);
 }
 
 // Appends "1 2 3" (or "[1,2,3]") to out.
@@ -74,12 +76,7 @@ struct TokenizeArgs {
 int run_jsonl_tokenize(const text::Tokenizer& tokenizer, bool allow_special) {
   std::string line, out;
   for (std::size_t number = 1; std::getline(std::cin, line); ++number) {
-    nlohmann::json value;
-    try {
-      value = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      throw ValueError(str("stdin line ", number, ": expected a JSON string (", e.what(), ")"));
-    }
+    const nlohmann::json value = json::parse(line, str("stdin line ", number));
     if (!value.is_string()) throw ValueError(str("stdin line ", number, ": expected a JSON string, found ", value.type_name()));
     out.clear();
     append_ids(out, tokenizer.encode(value.get_ref<const std::string&>(), allow_special), true);
@@ -154,7 +151,7 @@ int run_jsonl_detokenize(const text::Tokenizer& tokenizer) {
   for (std::size_t number = 1; std::getline(std::cin, line); ++number) {
     std::vector<std::int32_t> ids;
     try {
-      const nlohmann::json value = nlohmann::json::parse(line);
+      const nlohmann::json value = json::parse(line, "the line");
       if (!value.is_array()) throw ValueError("not an array");
       for (const auto& id : value) {
         if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() > INT32_MAX)
