@@ -25,7 +25,7 @@ py::int_ python_int(const py::handle& object, const std::string& what) {
 }
 
 [[noreturn]] void out_of_range(const py::int_& value, const std::string& what, const char* range) {
-  throw ValueError(str(what, " ", std::string(py::str(value)), " is out of range: it must be in ", range));
+  throw ValueError(str(what, " ", std::string(py::repr(value)), " is out of range: it must be in ", range));
 }
 }  // namespace
 
