@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include <climits>
+#include <optional>
 
 #include "bindings.hpp"
 #include "convert.hpp"
@@ -27,34 +28,36 @@ py::int_ python_int(const py::handle& object, const std::string& what) {
 [[noreturn]] void out_of_range(const py::int_& value, const std::string& what, const char* range) {
   throw ValueError(str(what, " ", std::string(py::repr(value)), " is out of range: it must be in ", range));
 }
+
+// The value if it fits in a long long.
+std::optional<long long> as_long_long(const py::int_& value) {
+  int overflow = 0;
+  const long long result = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  if (overflow != 0) return std::nullopt;
+  return result;
+}
 }  // namespace
 
 std::int64_t int64_arg(const py::handle& object, const std::string& what) {
   const py::int_ value = python_int(object, what);
-  int overflow = 0;
-  const long long result = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
-  if (overflow != 0) out_of_range(value, what, "int64's range [-2**63, 2**63 - 1]");
-  return result;
+  const auto result = as_long_long(value);
+  if (!result) out_of_range(value, what, "int64's range [-2**63, 2**63 - 1]");
+  return *result;
 }
 
 int int_arg(const py::handle& object, const std::string& what) {
   const py::int_ value = python_int(object, what);
-  int overflow = 0;
-  const long long result = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
-  if (overflow != 0 || result < INT_MIN || result > INT_MAX) out_of_range(value, what, "int32's range [-2**31, 2**31 - 1]");
-  return static_cast<int>(result);
+  const auto result = as_long_long(value);
+  if (!result || *result < INT_MIN || *result > INT_MAX) out_of_range(value, what, "int32's range [-2**31, 2**31 - 1]");
+  return static_cast<int>(*result);
 }
 
 std::uint64_t seed_arg(const py::handle& object, const std::string& what) {
   const py::int_ value = python_int(object, what);
-  int overflow = 0;
-  const long long signed_value = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
-  if (overflow == 0) return static_cast<std::uint64_t>(signed_value);  // negatives modulo 2**64
-  if (overflow > 0) {
-    const unsigned long long unsigned_value = PyLong_AsUnsignedLongLong(value.ptr());
-    if (!PyErr_Occurred()) return unsigned_value;
-    PyErr_Clear();
-  }
+  if (const auto result = as_long_long(value)) return static_cast<std::uint64_t>(*result);  // negatives modulo 2**64
+  const unsigned long long unsigned_value = PyLong_AsUnsignedLongLong(value.ptr());
+  if (!PyErr_Occurred()) return unsigned_value;
+  PyErr_Clear();
   out_of_range(value, what, "[-2**63, 2**64 - 1]");
 }
 

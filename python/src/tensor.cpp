@@ -163,8 +163,9 @@ void refuse_if_requires_grad(const Tensor& t) {
   if (t.requires_grad()) throw TypeError(kRequiresGradNumpy);
 }
 
-// numpy.asarray(t) and memoryview(t) reach the buffer protocol, which pybind11 gives no way to
-// refuse with an error, so the type's slot checks first and then hands over to pybind11's.
+// numpy.asarray(t) and memoryview(t) reach the buffer protocol. pybind11 before 2.13.6 (the
+// build allows 2.12) ends the process on an exception from def_buffer's function, so the type's
+// slot checks first and then hands over to pybind11's.
 getbufferproc pybind11_getbuffer_slot = nullptr;
 
 int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) {
@@ -172,6 +173,7 @@ int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) {
   try {
     requires_grad = py::handle(self).cast<const Tensor&>().requires_grad();
   } catch (...) {
+    view->obj = nullptr;
     PyErr_SetString(PyExc_BufferError, "kael.Tensor: no buffer for this object");
     return -1;
   }
