@@ -65,8 +65,9 @@ Node::~Node() {
 
 void Node::release_inputs(std::vector<std::shared_ptr<Node>>& stack) {
   for (auto& input : inputs_) {
-    // A count of one cannot grow under us: nothing else holds the pointer to copy it. A count
-    // above one may fall to zero on another thread, whose own ~Node then frees the chain.
+    // A count of one cannot grow under us: nothing else holds the pointer to copy it (the
+    // library keeps no weak_ptr to a Meta or a Node). A count above one may fall to zero on
+    // another thread, whose own ~Node then frees the rest of the chain the same way.
     if (input && input.use_count() == 1 && input->grad_fn && input->grad_fn.use_count() == 1)
       stack.push_back(std::move(input->grad_fn));
     input.reset();
