@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need, builds, and runs every test:
-# the C++ tests (ctest), the same tests under ASan+UBSan, a short seeded fuzz run, and pytest.
+# the C++ tests (ctest), the same tests under ASan+UBSan, the concurrent-autograd test under
+# TSan, a short seeded fuzz run, and pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=$(nproc)
@@ -23,6 +24,11 @@ step "sanitizer build (ASan + UBSan) and tests"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKAEL_SANITIZE=ON >/dev/null
 cmake --build build-asan -j "$JOBS"
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$JOBS" -LE slow
+
+step "thread sanitizer: concurrent backward (tests/tensor_threads_test.cpp alone)"
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKAEL_TSAN=ON -DKAEL_BUILD_BENCH=OFF >/dev/null
+cmake --build build-tsan -j "$JOBS" --target tensor_threads_test
+TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/tensor_threads_test
 
 step "fuzz (libFuzzer, clang, seeded corpus)"
 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \

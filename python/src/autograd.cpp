@@ -10,23 +10,6 @@ namespace py = pybind11;
 
 namespace kael::python {
 
-namespace {
-
-void set_grad(Tensor& t, const py::object& value) {
-  if (value.is_none()) {
-    t.zero_grad();
-    return;
-  }
-  const Tensor grad = tensor_arg(value, "grad");
-  if (grad.shape() != t.shape())
-    throw ValueError(str("grad: assigned a gradient of shape ", shape_to_string(grad.shape()), " to a tensor of shape ",
-                         shape_to_string(t.shape())));
-  if (!t.autograd_meta()) t.set_autograd_meta(std::make_shared<autograd::Meta>());
-  t.autograd_meta()->grad = grad;
-}
-
-}  // namespace
-
 void init_autograd(py::module_& m) {
   auto cls = py::reinterpret_borrow<py::class_<Tensor>>(m.attr("Tensor"));
   py::class_<autograd::Node, std::shared_ptr<autograd::Node>>(m, "Node", "The op that made a tensor, for its backward.")
@@ -43,7 +26,9 @@ void init_autograd(py::module_& m) {
       .def_property("grad", [](const Tensor& t) -> py::object {
         const Tensor grad = t.grad();
         return grad.defined() ? py::cast(grad) : py::none();
-      }, &set_grad, "The gradient backward() accumulated in this leaf; None until then.")
+      }, [](Tensor& t, const py::object& value) {
+        t.set_grad(value.is_none() ? Tensor() : tensor_arg(value, "grad"));
+      }, "The gradient backward() accumulated in this leaf; None until then.")
       .def_property_readonly("is_leaf", &Tensor::is_leaf)
       .def_property_readonly("grad_fn", [](const Tensor& t) -> py::object {
         const auto& meta = t.autograd_meta();

@@ -33,25 +33,72 @@ bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
   return false;
 }
 
-Tensor record(const std::string& name, Tensor output, const std::vector<const Tensor*>& inputs,
-              std::function<std::vector<Tensor>(const Tensor&)> backward) {
+Tensor Meta::grad() const {
+  const std::lock_guard lock(mutex_);
+  return grad_;
+}
+
+void Meta::set_grad(Tensor grad) {
+  const std::lock_guard lock(mutex_);
+  grad_ = std::move(grad);
+}
+
+void Meta::accumulate_grad(const Tensor& gradient) {
+  const std::lock_guard lock(mutex_);
+  grad_ = grad_.defined() ? add(grad_, gradient).detach() : tensor_detail::dense_copy(gradient);
+}
+
+Node::Node(std::string name, std::vector<std::shared_ptr<Meta>> inputs, BackwardFn backward)
+    : name(std::move(name)), inputs_(std::move(inputs)), backward_(std::move(backward)) {}
+
+// torch's deleteNode: each node popped here has its inputs taken before it dies at the end of
+// the iteration, so its own ~Node finds nothing to free and the depth stays one.
+Node::~Node() {
+  std::vector<std::shared_ptr<Node>> stack;
+  release_inputs(stack);
+  while (!stack.empty()) {
+    const std::shared_ptr<Node> node = std::move(stack.back());
+    stack.pop_back();
+    node->release_inputs(stack);
+  }
+}
+
+void Node::release_inputs(std::vector<std::shared_ptr<Node>>& stack) {
+  for (auto& input : inputs_) {
+    // A count of one cannot grow under us: nothing else holds the pointer to copy it (the
+    // library keeps no weak_ptr to a Meta or a Node). A count above one may fall to zero on
+    // another thread, whose own ~Node then frees the rest of the chain the same way.
+    if (input && input.use_count() == 1 && input->grad_fn && input->grad_fn.use_count() == 1)
+      stack.push_back(std::move(input->grad_fn));
+    input.reset();
+  }
+  inputs_.clear();
+}
+
+std::vector<Tensor> Node::apply(const Tensor& grad_output, bool retain_graph) {
+  const std::lock_guard lock(mutex_);
+  if (!backward_)
+    throw ValueError(str("backward through the graph a second time (at ", name,
+                         "): its saved values were freed by the first backward; pass retain_graph = true to keep them"));
+  std::vector<Tensor> grads = backward_(grad_output);
+  if (!retain_graph) backward_ = nullptr;  // frees the saved tensors
+  return grads;
+}
+
+Tensor record(const std::string& name, Tensor output, const std::vector<const Tensor*>& inputs, BackwardFn backward) {
   if (!grad_mode) return output;
-  auto node = std::make_shared<Node>();
+  std::vector<std::shared_ptr<Meta>> metas;
+  metas.reserve(inputs.size());
   bool needed = false;
   for (const Tensor* input : inputs) {
-    if (input->requires_grad()) {
-      node->inputs.push_back(input->autograd_meta());
-      needed = true;
-    } else {
-      node->inputs.push_back(nullptr);
-    }
+    const bool wanted = input->requires_grad();
+    metas.push_back(wanted ? input->autograd_meta() : nullptr);
+    needed = needed || wanted;
   }
   if (!needed) return output;
-  node->name = name;
-  node->backward = std::move(backward);
   auto meta = std::make_shared<Meta>();
   meta->requires_grad = true;
-  meta->grad_fn = std::move(node);
+  meta->grad_fn = std::make_shared<Node>(name, std::move(metas), std::move(backward));
   output.set_autograd_meta(std::move(meta));
   return output;
 }
@@ -67,8 +114,8 @@ std::vector<Node*> topological_order(Node* root) {
   seen.insert(root);
   while (!stack.empty()) {
     auto& [node, next] = stack.back();
-    if (next < node->inputs.size()) {
-      const auto& input = node->inputs[next++];
+    if (next < node->inputs().size()) {
+      const auto& input = node->inputs()[next++];
       if (input && input->grad_fn && seen.insert(input->grad_fn.get()).second)
         stack.emplace_back(input->grad_fn.get(), 0);
     } else {
@@ -79,14 +126,6 @@ std::vector<Node*> topological_order(Node* root) {
   return {order.rbegin(), order.rend()};
 }
 
-void accumulate(Tensor& slot, const Tensor& gradient) {
-  if (!slot.defined()) {
-    slot = tensor_detail::dense_copy(gradient);  // never alias an op's value
-  } else {
-    slot = add(slot, gradient).detach();
-  }
-}
-
 }  // namespace
 
 void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph) {
@@ -95,7 +134,7 @@ void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph
     throw ValueError("backward: the tensor does not require a gradient and has no grad_fn");
   NoGradGuard no_grad;  // the backward's own arithmetic records nothing
   if (!root_meta->grad_fn) {
-    accumulate(root_meta->grad, grad_root);
+    root_meta->accumulate_grad(grad_root);
     return;
   }
   std::unordered_map<Node*, Tensor> pending;
@@ -103,25 +142,18 @@ void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph
   for (Node* node : topological_order(root_meta->grad_fn.get())) {
     auto found = pending.find(node);
     if (found == pending.end()) continue;
-    if (node->released)
-      throw ValueError(str("backward through the graph a second time (at ", node->name,
-                           "): its saved values were freed by the first backward; pass retain_graph = true to keep them"));
     const Tensor grad_output = std::move(found->second);
     pending.erase(found);
-    std::vector<Tensor> grads = node->backward(grad_output);
-    for (std::size_t i = 0; i < node->inputs.size(); ++i) {
-      const auto& input = node->inputs[i];
+    const std::vector<Tensor> grads = node->apply(grad_output, retain_graph);
+    for (std::size_t i = 0; i < node->inputs().size(); ++i) {
+      const auto& input = node->inputs()[i];
       if (!input || i >= grads.size() || !grads[i].defined()) continue;
       if (input->grad_fn) {
         auto [slot, fresh] = pending.try_emplace(input->grad_fn.get(), grads[i]);
         if (!fresh) slot->second = add(slot->second, grads[i]);
       } else {
-        accumulate(input->grad, grads[i]);
+        input->accumulate_grad(grads[i]);
       }
-    }
-    if (!retain_graph) {
-      node->backward = nullptr;  // frees the saved tensors
-      node->released = true;
     }
   }
 }

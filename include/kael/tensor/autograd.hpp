@@ -5,8 +5,10 @@
 // backward that needs it is an error naming the op, never a silent wrong gradient.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -16,11 +18,24 @@ namespace kael::autograd {
 
 struct Node;
 
-// The autograd state of one tensor (shared by its copies).
+// The autograd state of one tensor (shared by its copies). requires_grad and grad_fn are set
+// before the tensor is shared; the gradient may be read and accumulated by backwards running
+// on several threads at once, so it lives behind a lock (torch locks it the same way).
 struct Meta {
-  bool requires_grad = false;
-  Tensor grad;                     // leaves: the accumulated gradient
-  std::shared_ptr<Node> grad_fn;   // non-leaves: the op that produced the tensor
+  std::atomic<bool> requires_grad = false;
+  std::shared_ptr<Node> grad_fn;  // non-leaves: the op that produced the tensor; never reassigned
+
+  // Leaves: the accumulated gradient (undefined until a backward reaches the leaf).
+  Tensor grad() const;
+  // Replaces the gradient as is (Tensor::set_grad checks dtype and shape first).
+  void set_grad(Tensor grad);
+  // grad += gradient, out of place (a tensor that grad() returned earlier keeps its values);
+  // the first gradient is copied, never aliased.
+  void accumulate_grad(const Tensor& gradient);
+
+ private:
+  mutable std::mutex mutex_;
+  Tensor grad_;
 };
 
 // A value an op saved for its backward, with the version it had then.
@@ -36,13 +51,35 @@ class SavedTensor {
   std::uint64_t version_ = 0;
 };
 
-// One recorded op: its inputs' autograd state and a function from the gradient of its output
-// to the gradients of its inputs (an undefined Tensor where an input needs none).
+// From the gradient of an op's output to the gradients of its inputs (an undefined Tensor
+// where an input needs none). Captures only values without history (SavedTensor, detached
+// or integer tensors), so the graph's only links are Node::inputs.
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
+
+// One recorded op: its inputs' autograd state and its backward.
 struct Node {
-  std::string name;  // the op, for error messages ("mul", "matmul", ...)
-  std::vector<std::shared_ptr<Meta>> inputs;  // null for inputs that need no gradient
-  std::function<std::vector<Tensor>(const Tensor& grad_output)> backward;
-  bool released = false;  // the saved values are gone (backward ran without retain_graph)
+  Node(std::string name, std::vector<std::shared_ptr<Meta>> inputs, BackwardFn backward);
+  // Frees the nodes that only this one kept alive, and theirs, in a loop: a graph a million
+  // ops deep would overflow the stack if each ~Node freed the next by recursion.
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  const std::string name;  // the op, for error messages ("mul", "matmul", ...)
+  // Null for inputs that need no gradient. Fixed at construction.
+  const std::vector<std::shared_ptr<Meta>>& inputs() const { return inputs_; }
+  // The gradients of the inputs from that of the output. Backwards through a shared graph
+  // take turns here, so none sees the saved values half freed; without retain_graph the
+  // saved values are freed after, and a later call is a ValueError naming the op.
+  std::vector<Tensor> apply(const Tensor& grad_output, bool retain_graph);
+
+ private:
+  // Moves the inputs whose node nothing else holds onto `stack`, and drops the rest.
+  void release_inputs(std::vector<std::shared_ptr<Node>>& stack);
+
+  std::vector<std::shared_ptr<Meta>> inputs_;
+  std::mutex mutex_;
+  BackwardFn backward_;  // empty once a backward without retain_graph ran
 };
 
 // Whether ops record history on this thread (PyTorch's grad mode); on by default.
@@ -67,10 +104,10 @@ bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
 
 // Attaches a node to `output` (which becomes a non-leaf requiring a gradient) when any of
 // `inputs` requires one; the backward receives the gradient of `output`. Returns output.
-Tensor record(const std::string& name, Tensor output, const std::vector<const Tensor*>& inputs,
-              std::function<std::vector<Tensor>(const Tensor&)> backward);
+Tensor record(const std::string& name, Tensor output, const std::vector<const Tensor*>& inputs, BackwardFn backward);
 
-// Runs the backward from `root` with d(root) = grad_root (see Tensor::backward).
+// Runs the backward from `root` with d(root) = grad_root (see Tensor::backward). Safe to call
+// on several threads at once, on graphs that share leaves or nodes (docs/tensor.md, "Threads").
 void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph);
 
 }  // namespace kael::autograd

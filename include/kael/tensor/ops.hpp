@@ -143,8 +143,10 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 // --- joining and indexing ---
 Tensor cat(const std::vector<Tensor>& tensors, int dim = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int dim = 0);
+// The entries of `a` at the ids of a 1-D integer index along dim; IndexError for an id
+// outside [0, size), negative ones included (torch's rule).
 Tensor index_select(const Tensor& a, int dim, const Tensor& index);
-// weight (num, dim) rows picked by integer ids of any shape: (ids..., dim).
+// weight (num, dim) rows picked by integer ids of any shape: (ids..., dim); ids in [0, num).
 Tensor embedding(const Tensor& ids, const Tensor& weight);
 // Mean negative log-likelihood of `target` (I64 class ids, (N)) under logits (N, C);
 // targets equal to ignore_index count for nothing.
