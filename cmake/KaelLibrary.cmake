@@ -6,7 +6,7 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 # Libraries the layer objects need when linked. Header-only dependencies (nlohmann_json) need
-# nothing: no public header includes them. A layer that uses a compiled library adds it here.
+# nothing here: only kael/core/json.hpp includes one, and kael/kael.hpp does not include it. A layer that uses a compiled library adds it here.
 set(KAEL_LINK_DEPS Threads::Threads)
 if(KAEL_WITH_MPI)  # by path, so a consumer of libkael.a needs no FindMPI (nor a C compiler) of its own
   list(APPEND KAEL_LINK_DEPS ${MPI_C_LIBRARIES})

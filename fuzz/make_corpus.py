@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Writes the seed corpus in fuzz/corpus/: small valid safetensors files (every dtype, metadata,
-scalars, empty tensors, an odd header length like GPT-2's) and a few invalid ones, so the fuzzer
+"""Writes the seed corpora in fuzz/corpus/NAME/ for fuzz_NAME: for safetensors, small valid files
+(every dtype, metadata, scalars, empty tensors, an odd header length like GPT-2's) and a few
+invalid ones; for json_inputs, request bodies of every kind and config.json files, so the fuzzer
 starts near the interesting paths. Rerun to regenerate; the output is deterministic."""
 import json
 import pathlib
@@ -42,10 +43,30 @@ def main():
         "invalid_trailing": build([("a", "U8", [3])], extra=b"\0\0"),
         "invalid_lfs": b"version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 1\n",
     }
-    out = HERE / "corpus"
-    out.mkdir(exist_ok=True)
+    out = HERE / "corpus" / "safetensors"
+    out.mkdir(parents=True, exist_ok=True)
     for name, data in seeds.items():
         (out / f"{name}.safetensors").write_bytes(data)
+
+    config = (HERE.parent / "models" / "kael-tiny-kjv" / "config.json").read_bytes()
+    bodies = {
+        "completion": {"prompt": "Hello, my name is", "max_tokens": 8, "temperature": 0.7, "top_p": 0.9,
+                       "top_k": 40, "stop": ["\n", "."], "seed": 1, "logprobs": 2, "echo": True},
+        "completion_ids": {"prompt": [[15496, 11], [464]], "max_tokens": 2, "n": 2, "best_of": 3,
+                           "logit_bias": {"50256": -100, "11": 5.5}, "stream": True,
+                           "stream_options": {"include_usage": True}},
+        "beam_search": {"prompt": "The", "max_tokens": 4, "use_beam_search": True, "best_of": 3, "n": 2,
+                        "length_penalty": 0.6, "early_stopping": "never"},
+        "tokenize": {"text": "Hello, world! <|endoftext|>", "allow_special": True},
+        "detokenize": {"ids": [15496, 11, 995, 0]},
+    }
+    out = HERE / "corpus" / "json_inputs"
+    out.mkdir(parents=True, exist_ok=True)
+    for name, body in bodies.items():
+        (out / f"{name}.json").write_text(json.dumps(body, ensure_ascii=False))
+    (out / "config.json").write_bytes(config)
+    (out / "deep_logit_bias.json").write_text('{"prompt": "Hi", "logit_bias": {"1": ' + "[" * 100 + "]" * 100 + "}}")
+    (out / "numbers.json").write_text('{"prompt": [18446744073709551616], "max_tokens": 1e999, "seed": -1}')
 
 
 if __name__ == "__main__":

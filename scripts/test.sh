@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need, builds, and runs every test:
-# the C++ tests (ctest), the same tests under ASan+UBSan, a short seeded fuzz run, and pytest.
+# the C++ tests (ctest), the same tests under ASan+UBSan, the concurrent-autograd test under
+# TSan, a short seeded fuzz run, and pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=$(nproc)
@@ -24,11 +25,18 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKAEL_SANITIZE=ON >/
 cmake --build build-asan -j "$JOBS"
 ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan --output-on-failure -j "$JOBS" -LE slow
 
+step "thread sanitizer: concurrent backward (tests/tensor_threads_test.cpp alone)"
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKAEL_TSAN=ON -DKAEL_BUILD_BENCH=OFF >/dev/null
+cmake --build build-tsan -j "$JOBS" --target tensor_threads_test
+TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/tensor_threads_test
+
 step "fuzz (libFuzzer, clang, seeded corpus)"
 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
       -DKAEL_FUZZ=ON -DKAEL_BUILD_TESTS=OFF >/dev/null
-cmake --build build-fuzz -j "$JOBS" --target fuzz_safetensors
-fuzz/run.sh build-fuzz/fuzz/fuzz_safetensors "${KAEL_FUZZ_SECONDS:-60}"
+cmake --build build-fuzz -j "$JOBS" --target fuzz_safetensors fuzz_json_inputs
+for target in safetensors json_inputs; do  # a minute in all
+  fuzz/run.sh "build-fuzz/fuzz/fuzz_$target" "${KAEL_FUZZ_SECONDS:-30}"
+done
 
 step "python package (pip install .)"
 PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check --config-settings=build-dir=build-python .

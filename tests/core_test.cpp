@@ -1,16 +1,22 @@
 // Tests of the core: errors, dtypes and their conversions, tensors and views.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "kael/core/dtype.hpp"
 #include "kael/core/error.hpp"
+#include "kael/core/file.hpp"
+#include "kael/core/json.hpp"
 #include "kael/core/tensor.hpp"
 #include "kael/core/utf8.hpp"
 #include "core/huge_pages.hpp"
@@ -30,6 +36,75 @@ TEST(Errors, CheckedArithmetic) {
   EXPECT_EQ(out, 1ull << 62);
   EXPECT_FALSE(checked_mul(1ull << 32, 1ull << 32, out));
   EXPECT_FALSE(checked_add(UINT64_MAX, 1, out));
+}
+
+TEST(Json, NestingPastTheLimitIsAValueErrorBeforeParsing) {
+  const std::string deep = std::string(50'000, '[') + std::string(50'000, ']');
+  try {
+    (void)json::parse(deep, "the body");
+    ADD_FAILURE() << "50,000 levels were parsed";
+  } catch (const ValueError& e) {
+    EXPECT_STREQ(e.what(), "the body nests deeper than 64 levels (at byte 64)");
+  }
+  const std::string at_limit = std::string(64, '[') + std::string(64, ']');
+  EXPECT_EQ(json::parse(at_limit, "x").dump(), at_limit);
+  EXPECT_THROW((void)json::parse("[[[]]]", "x", 2), ValueError);
+  EXPECT_NO_THROW((void)json::parse("[[]]", "x", 2));
+  // Brackets inside strings, escaped quotes included, are not nesting.
+  const std::string in_string = "[\"\\\"" + std::string(100, '[') + "\"]";
+  EXPECT_EQ(json::parse(in_string, "x").at(0).get<std::string>(), "\"" + std::string(100, '['));
+  EXPECT_THROW((void)json::parse_ordered(deep, "x"), ValueError);
+}
+
+TEST(Json, MalformedTextNamesItsSourceAndNulIsNotJson) {
+  const auto message = [](std::string_view text) {
+    try {
+      (void)json::parse(text, "'f.json'");
+    } catch (const ValueError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(parsed)");
+  };
+  EXPECT_EQ(message("{").rfind("'f.json' is not valid JSON: ", 0), 0u) << message("{");
+  EXPECT_NE(message("{}x").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(message("{/*c*/}").find("not valid JSON"), std::string::npos);  // comments are not JSON
+  EXPECT_EQ(message(std::string_view("{}\0{", 4)), "'f.json' is not valid JSON: a NUL byte at offset 2");
+  EXPECT_EQ(json::parse(" {\"a\": [1]} \n", "x")["a"][0], 1);
+  // A long bad token is not quoted whole.
+  EXPECT_LT(message("[" + std::string(100'000, 'x') + "]").size(), 400u);
+}
+
+TEST(Json, TheCallbackSeesEachEventAndMayRefuse) {
+  int keys = 0;
+  const auto count_keys = [&](int, nlohmann::json::parse_event_t event, nlohmann::json&) {
+    if (event == nlohmann::json::parse_event_t::key && ++keys > 1) throw ValueError("one key only");
+    return true;
+  };
+  EXPECT_NO_THROW((void)json::parse(R"({"a": 1})", "x", json::kMaxDepth, count_keys));
+  keys = 0;
+  EXPECT_THROW((void)json::parse(R"({"a": 1, "b": 2})", "x", json::kMaxDepth, count_keys), ValueError);
+}
+
+TEST(RegularFile, ReadsAtMostItsCapAndRefusesWhatIsNotARegularFile) {
+  const auto dir = std::filesystem::temp_directory_path() / ("kael_core_file_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "ten") << "0123456789";
+  EXPECT_EQ(read_regular_file(dir / "ten", "ten", 10), "0123456789");
+  try {
+    (void)read_regular_file(dir / "ten", "the file", 9);
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "the file '" + (dir / "ten").string() + "' is larger than the limit of 9 bytes");
+  }
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);  // no writer: a plain open() would wait forever
+  try {
+    (void)read_regular_file(dir / "fifo", "key file", 1 << 20);
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is not a regular file (it is a FIFO)"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)read_regular_file("/dev/zero", "key file", 1 << 20), Error);  // never read without end
+  std::filesystem::remove_all(dir);
 }
 
 TEST(DType, NamesSizesAndParsing) {

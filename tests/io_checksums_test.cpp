@@ -99,6 +99,16 @@ TEST_F(ChecksumDir, MissingListedFileNamesIt) {
   EXPECT_NE(message.find("empty.bin' is missing"), std::string::npos) << message;
 }
 
+TEST_F(ChecksumDir, AListedNameThatIsNotARegularFileSaysWhatItIs) {
+  fs::remove(dir_ / "empty.bin");
+  ASSERT_EQ(::mkfifo((dir_ / "empty.bin").c_str(), 0600), 0);  // no writer: never opened as a file would be
+  const std::string message = failure();
+  EXPECT_NE(message.find("empty.bin' is not a regular file (it is a FIFO)"), std::string::npos) << message;
+  fs::remove(dir_ / "empty.bin");
+  fs::create_directory(dir_ / "empty.bin");
+  EXPECT_NE(failure().find("is not a regular file (it is a directory)"), std::string::npos) << failure();
+}
+
 TEST_F(ChecksumDir, RefusesMalformedOrMissingSums) {
   for (const std::string& bad : std::vector<std::string>{"ba7816bf  a.txt\n", std::string(64, 'A') + "  a.txt\n",
                                 std::string(64, '0') + "  ../a.txt\n", std::string(64, '0') + "\n", "\n"}) {

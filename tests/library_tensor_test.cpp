@@ -383,6 +383,41 @@ TEST(TensorAutograd, TheGraphIsFreedAfterEachBackward) {
   EXPECT_LT(at_1000 - at_100, 4096) << "VmRSS " << at_100 << " KiB at step 100, " << at_1000 << " KiB at step 1000";
 }
 
+// A graph a million ops deep (a running total kept with its history over a long loop) is freed
+// without recursing through each node: freeing it by recursion overflowed the stack near 100,000.
+TEST(TensorAutograd, AMillionOpGraphIsFreedWithAndWithoutBackward) {
+  constexpr int kDepth = 1'000'000;
+  for (const bool run_backward : {false, true}) {
+    Tensor x = full({}, 2.0).requires_grad_();
+    std::weak_ptr<autograd::Node> first_node;
+    {
+      Tensor y = x;
+      for (int i = 0; i < kDepth; ++i) {
+        y = mul(y, 1.0);
+        if (i == 0) first_node = y.autograd_meta()->grad_fn;
+      }
+      if (run_backward) y.backward();
+    }
+    EXPECT_TRUE(first_node.expired()) << "backward " << run_backward;
+    if (run_backward) EXPECT_EQ(x.grad().item<float>(), 1.0f);
+    else EXPECT_FALSE(x.grad().defined());
+  }
+}
+
+// Assigning a gradient follows torch's rules: the tensor's dtype and shape, a floating tensor.
+TEST(TensorAutograd, AnAssignedGradientHasTheTensorsDtypeAndShape) {
+  Tensor x = zeros({3});
+  x.set_grad(ones({3}));
+  EXPECT_EQ(x.grad().to_vector<float>(), std::vector<float>(3, 1.0f));
+  EXPECT_THROW(x.set_grad(ones({3}, DType::I64)), TypeError);
+  EXPECT_THROW(x.set_grad(ones({4})), ValueError);
+  Tensor ids = zeros({3}, DType::I64);
+  EXPECT_THROW(ids.set_grad(ones({3}, DType::I64)), TypeError);
+  EXPECT_THROW(ids.requires_grad_(), TypeError);
+  x.set_grad(Tensor());
+  EXPECT_FALSE(x.grad().defined());
+}
+
 // Runs f with the kernel pool at `threads` threads, then restores it.
 template <class F>
 auto with_threads(int threads, F f) {

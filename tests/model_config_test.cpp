@@ -97,6 +97,27 @@ TEST(Config, RefusesBadValues) {
   expect_value_error(R"({"tie_word_embeddings": 1})", "tie_word_embeddings");
 }
 
+TEST(Config, DeepNestingIsRefusedBeforeAnyMessageQuotesIt) {
+  // The value's message would dump() it, recursively: 100,000 levels would overflow the stack.
+  const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+  expect_value_error(R"({"n_layer": )" + deep + "}", "nests deeper than 64 levels");
+  expect_value_error(R"({"unread": )" + deep + "}", "nests deeper");
+}
+
+TEST(Config, AConfigFileIsARegularFileOfBoundedSize) {
+  const auto dir = std::filesystem::temp_directory_path() / ("kael_config_size_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  { std::ofstream create(dir / "config.json"); }
+  std::filesystem::resize_file(dir / "config.json", kael::model::kMaxConfigBytes + 1);  // sparse
+  try {
+    Config::from_directory(dir);
+    ADD_FAILURE() << "a config.json past the limit was read";
+  } catch (const kael::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("larger than the limit of 1048576 bytes"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Config, RefusesWhatKaelDoesNotImplement) {
   expect_value_error(R"({"activation_function": "relu"})", "activation_function");
   expect_value_error(R"({"model_type": "llama"})", "model_type");

@@ -45,6 +45,9 @@ class Client {
     return true;
   }
 
+  // Half-closes: the client sends nothing more but still reads (shutdown(SHUT_WR), `nc -N`).
+  void finish_sending() { ::shutdown(fd_, SHUT_WR); }
+
   // What arrives until the server closes, or `timeout` passes.
   std::string recv_all(std::chrono::milliseconds timeout = 5000ms) { return recv_until({}, timeout); }
 
@@ -242,7 +245,8 @@ TEST_F(HttpServerTest, ContentLengthIsStrictDecimalAndBoundedBeforeTheBodyIsRead
   for (const char* value : {"1025", "99999999999999999999"}) {
     const std::string answer = exchange(std::string("POST / HTTP/1.1\r\nContent-Length: ") + value + "\r\n\r\n");
     EXPECT_EQ(status_of(answer), 413) << value;
-    EXPECT_NE(answer.find("exceeds the limit of 1024 bytes"), std::string::npos) << answer;
+    EXPECT_NE(answer.find(std::string("Content-Length '") + value + "' exceeds the limit of 1024 bytes"),
+              std::string::npos) << answer;
   }
   const std::string missing = exchange("POST / HTTP/1.1\r\n\r\n");
   EXPECT_EQ(status_of(missing), 411);
@@ -266,6 +270,51 @@ TEST_F(HttpServerTest, ChunkedBodiesAreDecodedAndCountedAgainstTheLimitAsTheyArr
   EXPECT_EQ(status_of(exchange("POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")), 400);
   const std::string gzip = exchange("POST /c HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n");
   EXPECT_EQ(status_of(gzip), 501);
+}
+
+TEST_F(HttpServerTest, ConflictingFramingIs400WhicheverFieldComesFirst) {
+  start();
+  for (const char* fields : {"Content-Length: 5\r\nContent-Length: 6\r\n",
+                             "Content-Length: 2000\r\nContent-Length: 5\r\n",
+                             "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n",
+                             "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n"}) {
+    const std::string answer = exchange(std::string("POST / HTTP/1.1\r\n") + fields + "\r\nhello");
+    EXPECT_EQ(status_of(answer), 400) << fields << answer;
+  }
+  EXPECT_NE(exchange("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n").find("conflicting Content-Length"),
+            std::string::npos);
+  // The same length twice is one length.
+  const std::string same = exchange("POST /s HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi");
+  EXPECT_EQ(status_of(same), 200) << same;
+}
+
+TEST_F(HttpServerTest, BareLineFeedsAreAMalformedRequestNotAnUnsupportedVersion) {
+  start();
+  for (const char* request : {"GET / HTTP/1.1\nHost: k\n\n", "GET / HTTP/1.0\n\n", "GET / HTTP/1.1\r\nHost: k\n\n"}) {
+    const std::string answer = exchange(request);
+    EXPECT_EQ(status_of(answer), 400) << answer;
+  }
+  EXPECT_NE(exchange("GET / HTTP/1.1\n\n").find("must end with CRLF"), std::string::npos);
+}
+
+TEST_F(HttpServerTest, AChunkLineOrTrailerThatNeverEndsIsCutOffAtTheBufferLimit) {
+  start();  // a 1024-byte head limit: the connection holds at most 1024 + 16 KiB unparsed
+  const std::string head = "POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (const std::string& framing : {"5;ext=" + std::string(200'000, 'x'),  // a chunk extension without end
+                                     "3\r\nabc\r\n0\r\nX-Trailer: " + std::string(200'000, 'y')}) {
+    Client client(port_);
+    client.send(head);
+    client.send(framing);  // read and dropped after the answer (the lingering close), never buffered whole
+    const std::string answer = client.recv_all();
+    EXPECT_EQ(status_of(answer), 413) << answer.substr(0, 300);
+    EXPECT_NE(answer.find("a chunk-size line or the trailer of the chunked body exceeds 17408 bytes"),
+              std::string::npos) << answer.substr(0, 300);
+  }
+  // Extensions and trailers within the limit are fine.
+  const std::string ok = exchange(head.substr(0, head.size() - 2) + "Connection: close\r\n\r\n"
+                                  "3;name=value\r\nabc\r\n0\r\nX-Trailer: t\r\n\r\n");
+  EXPECT_EQ(status_of(ok), 200) << ok;
+  EXPECT_NE(ok.find("POST /c abc"), std::string::npos) << ok;
 }
 
 TEST_F(HttpServerTest, UnsupportedVersionsAndExpectationsAreRefused) {
@@ -374,6 +423,26 @@ TEST_F(HttpServerTest, AClientThatLeavesCancelsItsPendingAnswer) {
   }
   EXPECT_TRUE(eventually([&] { return producer_->cancelled.load(); }));
   EXPECT_TRUE(eventually([&] { return server_->requests_in_flight() == 0 && server_->open_connections() == 0; }));
+}
+
+// docs/behaviour.md, "Server access": the end of a client's sending side cannot be told from
+// the end of the client, so an answer that waits on the model is cancelled; one made at once
+// is written.
+TEST_F(HttpServerTest, AHalfClosedClientGetsAnAnswerMadeAtOnceAndItsPendingAnswerIsCancelled) {
+  start();
+  {
+    Client client(port_);
+    client.send("POST /a HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi");
+    client.finish_sending();
+    const std::string answer = client.recv_all();
+    EXPECT_EQ(status_of(answer), 200) << answer;
+    EXPECT_NE(answer.find("POST /a hi"), std::string::npos) << answer;
+  }
+  Client client(port_);
+  client.send("GET /deferred HTTP/1.1\r\n\r\n");
+  client.finish_sending();
+  EXPECT_TRUE(eventually([&] { return producer_->cancelled.load(); }));
+  EXPECT_TRUE(client.closed_by_server(1000ms));
 }
 
 TEST_F(HttpServerTest, AnErrorAnswerLingersSoAClientStillSendingItsBodyReadsIt) {

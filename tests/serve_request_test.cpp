@@ -174,6 +174,19 @@ TEST(CompletionRequest, ABodyThatIsNotAJsonObjectIsRefused) {
   expect_refused("null", 400, "", {"must be a JSON object", "null"});
 }
 
+TEST(CompletionRequest, DeepNestingIsRefusedBeforeAnyMessageQuotesTheValue) {
+  // Both fields' messages quote the value with dump(), which recurses once per level.
+  const std::string deep = std::string(50'000, '[') + std::string(50'000, ']');
+  expect_refused(R"({"prompt": "Hi", "logit_bias": {"1": )" + deep + "}}", 400, "", {"the request body nests deeper than 64 levels"});
+  expect_refused(R"({"prompt": "Hi", "use_beam_search": true, "best_of": 2, "early_stopping": )" + deep + "}", 400, "",
+                 {"nests deeper"});
+  expect_refused(R"({"text": )" + deep + "}", 400, "", {"nests deeper"});
+  // A long value is quoted in part.
+  std::string many = "[0";
+  for (int i = 0; i < 1000; ++i) many += ",1";
+  expect_refused(R"({"prompt": "Hi", "logit_bias": {"1": )" + many + "]}}", 400, "logit_bias", {"[0,1,1", "... (2003 bytes)"});
+}
+
 TEST(CompletionRequest, AFieldOfTheWrongTypeIsRefusedByName) {
   struct Case {
     const char* field;

@@ -1,8 +1,10 @@
 // The continuous-batching scheduler (serve/scheduler.hpp) on a tiny random GPT-2 with GPT-2's
 // vocabulary: a job streams the tokens and text generate() gives for the same request and ends
 // with "length"; jobs decoded together, a prefix-cache hit and jobs serialized by a small KV
-// pool all give their solo tokens bit for bit; the queue bound refuses with queue_full; cancel,
-// a past deadline and stop() end jobs as cancelled, 504 and 503. Every wait is bounded.
+// pool all give their solo tokens bit for bit; the queue bound refuses with queue_full, also
+// when the KV pool is what is full, and a job the pool can never hold with never_fits; cancel,
+// a past deadline and stop() end jobs as cancelled, 504 (counted as timeouts) and 503. Every
+// wait is bounded.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -387,12 +389,95 @@ TEST(Scheduler, JobsTheKvPoolCannotHoldTogetherRunOneAfterTheOther) {
   EXPECT_EQ(metric(metrics, "kael_batch_size_count"), 2 * 49);  // the first token of each comes from its prefill
   EXPECT_EQ(batched_steps(metrics), 0) << "two jobs decoded together in a pool that holds one";
 
-  // A job that needs more blocks than the whole pool is refused at once.
+  // A job that needs more blocks than the whole pool is refused by submit itself, before its
+  // client is answered anything (it would wait forever).
   const auto too_big = make_job(testing_model::some_ids(10, 50257, 7), 110);  // 120 positions: 4 blocks
-  ASSERT_EQ(scheduler.submit(too_big), Scheduler::Admission::accepted);
-  const Seen refused = await(*too_big);
-  EXPECT_EQ(refused.outcome->error_status, 503);
-  EXPECT_NE(refused.outcome->error_message.find("KV blocks"), std::string::npos) << refused.outcome->error_message;
+  EXPECT_EQ(scheduler.blocks_needed(*too_big), 4);
+  EXPECT_EQ(scheduler.submit(too_big), Scheduler::Admission::never_fits);
+  EXPECT_EQ(scheduler.queue_depth(), 0);
+}
+
+TEST(Scheduler, TheQueueBoundHoldsWhenTheKvPoolIsWhatIsFull) {
+  // 16 slots, one waiting job allowed, and a pool that one long job fills: free slots are no
+  // room then, so of five more jobs one waits and four are refused.
+  Metrics metrics;
+  SchedulerOptions o = options(/*max_batch=*/16, /*max_queue=*/1);
+  o.kv_blocks = 4;
+  Scheduler scheduler(tiny().model, o, metrics);
+  const auto filling = make_job({464}, kLongest);  // 128 positions: the 4 blocks
+  ASSERT_EQ(scheduler.submit(filling), Scheduler::Admission::accepted);
+  Seen seen = await_first_token(*filling);
+  ASSERT_EQ(scheduler.kv_pool()->free_blocks(), 0);
+  std::vector<std::shared_ptr<Job>> accepted;
+  int refused = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto job = make_job({318}, 3);
+    const auto admission = scheduler.submit(job);
+    if (admission == Scheduler::Admission::accepted) accepted.push_back(job);
+    refused += admission == Scheduler::Admission::queue_full;
+  }
+  EXPECT_EQ(accepted.size(), 1u);
+  EXPECT_EQ(refused, 4);
+  EXPECT_EQ(await(*filling, std::move(seen)).outcome->completion_tokens, kLongest);
+  for (const auto& job : accepted) EXPECT_EQ(await(*job).outcome->completion_tokens, 3);
+}
+
+TEST(Scheduler, AFreeSlotAndFreeBlocksAreRoomThatNeverWaits) {
+  // max_queue 0 and an empty pool of 4 blocks: two 2-block jobs start at once and are both
+  // accepted; a third could start only when one ends, so it would wait: refused.
+  Metrics metrics;
+  SchedulerOptions o = options(/*max_batch=*/4, /*max_queue=*/0);
+  o.kv_blocks = 4;
+  Scheduler scheduler(tiny().model, o, metrics);
+  const auto a = make_job({464}, 60), b = make_job({318}, 60);  // 61 positions: 2 blocks each
+  EXPECT_EQ(scheduler.submit(a), Scheduler::Admission::accepted);
+  EXPECT_EQ(scheduler.submit(b), Scheduler::Admission::accepted);
+  EXPECT_EQ(scheduler.submit(make_job({11}, 60)), Scheduler::Admission::queue_full);
+  EXPECT_EQ(await(*a).outcome->completion_tokens, 60);
+  EXPECT_EQ(await(*b).outcome->completion_tokens, 60);
+}
+
+TEST(Scheduler, AQueuedTimeoutSaysWhatItWaitedFor) {
+  for (const bool slots_full : {true, false}) {
+    Metrics metrics;
+    SchedulerOptions o = options(/*max_batch=*/slots_full ? 1 : 2);
+    o.kv_blocks = 4;
+    Scheduler scheduler(tiny().model, o, metrics);
+    const auto running = make_job({464}, kLongest);  // the one slot, or all 4 blocks
+    ASSERT_EQ(scheduler.submit(running), Scheduler::Admission::accepted);
+    Seen seen = await_first_token(*running);
+    const auto late = make_job(request({318}, 3), Clock::now() - 1ms);
+    ASSERT_EQ(scheduler.submit(late), Scheduler::Admission::accepted);
+    const Seen timed_out = await(*late);
+    EXPECT_EQ(timed_out.outcome->error_status, 504);
+    const std::string expected = slots_full ? "waiting for a batch slot" : "waiting for KV memory";
+    EXPECT_NE(timed_out.outcome->error_message.find(expected), std::string::npos) << timed_out.outcome->error_message;
+    running->cancel();
+    await(*running, std::move(seen));
+  }
+}
+
+TEST(Scheduler, TimeoutsCountAsTimeoutsEvenWhenCancelledAfterAndEnterTheDurationHistogram) {
+  // Three candidates of one request past their shared deadline, cancelled by their client once
+  // the first 504 arrives (as a whole answer does), queued behind a running job or running.
+  Metrics metrics;
+  Scheduler scheduler(tiny().model, options(/*max_batch=*/1), metrics);
+  const auto running = make_job({464}, kLongest);
+  ASSERT_EQ(scheduler.submit(running), Scheduler::Admission::accepted);
+  Seen seen = await_first_token(*running);
+  const auto deadline = Clock::now() - 1ms;
+  std::vector<std::shared_ptr<Job>> candidates;
+  for (int i = 0; i < 3; ++i) {
+    candidates.push_back(make_job(request({318}, 3), deadline));
+    candidates.back()->cancel();
+    ASSERT_EQ(scheduler.submit(candidates.back()), Scheduler::Admission::accepted);
+  }
+  for (const auto& job : candidates) EXPECT_EQ(await(*job).outcome->error_status, 504);
+  EXPECT_EQ(metric(metrics, R"(kael_completions_finished_total{reason="timeout"})"), 3);
+  EXPECT_EQ(metric(metrics, "kael_request_duration_seconds_count"), 3);
+  running->cancel();
+  await(*running, std::move(seen));
+  EXPECT_EQ(metric(metrics, R"(kael_completions_finished_total{reason="cancelled"})"), 1);  // the running one
 }
 
 TEST(Scheduler, OptionsOutOfRangeAreValueErrors) {

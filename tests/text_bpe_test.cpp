@@ -101,8 +101,8 @@ TEST(Bpe, EncodeMatchesMergeRankOrder) {
 
 // GPT-2 ranks grow with ids for every merged token, so the id is a rank for the reference.
 TEST(Bpe, FastStrategiesEqualTheReferenceOnGpt2) {
-  auto impl = build_tokenizer(read_regular_file(KAEL_GPT2_TOKENIZER_DIR "/vocab.json", "vocab"), "vocab.json",
-                              read_regular_file(KAEL_GPT2_TOKENIZER_DIR "/merges.txt", "merges"), "merges.txt");
+  auto impl = build_tokenizer(read_regular_file(KAEL_GPT2_TOKENIZER_DIR "/vocab.json", "vocab", kMaxTokenizerFileBytes), "vocab.json",
+                              read_regular_file(KAEL_GPT2_TOKENIZER_DIR "/merges.txt", "merges", kMaxTokenizerFileBytes), "merges.txt");
   auto rank_of = [&](std::string_view bytes) -> std::optional<std::uint32_t> {
     const std::uint64_t* id = impl->mergeable.find(bytes);
     return id ? std::optional<std::uint32_t>(static_cast<std::uint32_t>(*id)) : std::nullopt;

@@ -102,7 +102,7 @@ TEST(VocabFiles, CorruptMergesTxt) {
 }
 
 TEST(VocabFiles, MissingFilesAreErrors) {
-  EXPECT_THROW(read_regular_file("/nonexistent/vocab.json", "vocab file"), Error);
+  EXPECT_THROW(read_regular_file("/nonexistent/vocab.json", "vocab file", 1 << 20), Error);
   try {
     Tokenizer::from_files("/nonexistent/vocab.json", "/nonexistent/merges.txt");
     FAIL();
@@ -112,7 +112,7 @@ TEST(VocabFiles, MissingFilesAreErrors) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/vocab.json"), std::string::npos) << e.what();
   }
   EXPECT_THROW(Tokenizer::from_directory("/nonexistent"), Error);
-  EXPECT_THROW(read_regular_file("/", "vocab file"), Error);  // a directory is not a file
+  EXPECT_THROW(read_regular_file("/", "vocab file", 1 << 20), Error);  // a directory is not a file
 }
 
 }  // namespace

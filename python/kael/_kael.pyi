@@ -68,6 +68,7 @@ class _ValuesIndices(NamedTuple):
     indices: Tensor
 
 class Tensor:
+    def __init__(self) -> None: ...  # an empty float32 tensor, as torch.Tensor()
     # --- layout ---
     @property
     def shape(self) -> tuple[builtins.int, ...]: ...

@@ -2,6 +2,8 @@
 // kael.no_grad() / enable_grad() / set_grad_enabled() (python/kael/autograd.py) switch.
 #include <pybind11/stl.h>
 
+#include <atomic>
+
 #include "bindings.hpp"
 #include "convert.hpp"
 #include "kael/tensor/autograd.hpp"
@@ -11,19 +13,6 @@ namespace py = pybind11;
 namespace kael::python {
 
 namespace {
-
-void set_grad(Tensor& t, const py::object& value) {
-  if (value.is_none()) {
-    t.zero_grad();
-    return;
-  }
-  const Tensor grad = tensor_arg(value, "grad");
-  if (grad.shape() != t.shape())
-    throw ValueError(str("grad: assigned a gradient of shape ", shape_to_string(grad.shape()), " to a tensor of shape ",
-                         shape_to_string(t.shape())));
-  if (!t.autograd_meta()) t.set_autograd_meta(std::make_shared<autograd::Meta>());
-  t.autograd_meta()->grad = grad;
-}
 
 // A Python callable kept by C++ (a hook): called and released with the GIL held, whichever
 // thread runs the backward.
@@ -36,8 +25,9 @@ std::shared_ptr<py::object> held(py::object object) {
 }
 
 // What register_hook returns: remove() turns the hook off (torch's RemovableHandle).
+// `active` is atomic: a backward on another thread may read it while remove() runs.
 struct HookHandle {
-  std::shared_ptr<bool> active = std::make_shared<bool>(true);
+  std::shared_ptr<std::atomic<bool>> active = std::make_shared<std::atomic<bool>>(true);
   void remove() { *active = false; }
 };
 
@@ -59,7 +49,9 @@ void init_autograd(py::module_& m) {
       .def_property("grad", [](const Tensor& t) -> py::object {
         const Tensor grad = t.grad();
         return grad.defined() ? py::cast(grad) : py::none();
-      }, &set_grad, "The gradient backward() accumulated in this leaf; None until then.")
+      }, [](Tensor& t, const py::object& value) {
+        t.set_grad(value.is_none() ? Tensor() : tensor_arg(value, "grad"));
+      }, "The gradient backward() accumulated in this leaf; None until then.")
       .def_property_readonly("is_leaf", &Tensor::is_leaf)
       .def_property_readonly("grad_fn", [](const Tensor& t) -> py::object {
         const auto& meta = t.autograd_meta();

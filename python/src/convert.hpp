@@ -35,8 +35,18 @@ Device device_arg(const pybind11::handle& object);
 
 // A kael.Tensor as is, or a copy of anything numpy.asarray accepts (optionally converted to F32).
 Tensor tensor_from_object(const pybind11::handle& object, std::optional<std::string> dtype_name = std::nullopt);
+// The one conversion of Python integers and text for the bindings: the argument (an int, a
+// numpy integer, anything with __index__; a str) as a C++ value, or a kael.ValueError /
+// TypeError that names it (`what`, such as "zeros: size") and the range it must be in.
+std::int64_t int64_arg(const pybind11::handle& object, const std::string& what);
+int int_arg(const pybind11::handle& object, const std::string& what);
+// A seed: -2**63 .. 2**64 - 1, negatives taken modulo 2**64 (torch.manual_seed's rule).
+std::uint64_t seed_arg(const pybind11::handle& object, const std::string& what);
+// A str as UTF-8; ValueError for a lone surrogate, which has none.
+std::string utf8_arg(const pybind11::handle& object, const std::string& what);
+
 // A Python number (bool, int, float or a numpy scalar) as a Scalar; nullopt for anything else.
-std::optional<Scalar> scalar_arg(const pybind11::handle& object);
+std::optional<Scalar> scalar_arg(const pybind11::handle& object, const std::string& what = "the number");
 // A kael.Tensor argument of `op`; TypeError naming the op for anything else.
 Tensor tensor_arg(const pybind11::handle& object, const char* op);
 // A tensor or a number, as a tensor: numbers become 0-d tensors of the dtype PyTorch would give

@@ -84,7 +84,7 @@ std::optional<DType> optional_dtype_arg(const py::handle& object) {
   if (object.is_none()) return std::nullopt;
   if (py::isinstance<DTypeObject>(object)) return object.cast<DTypeObject>().value;
   if (py::isinstance<py::str>(object)) {
-    const auto name = object.cast<std::string>();
+    const auto name = utf8_arg(object, "dtype");
     if (auto dtype = dtype_from_any_name(name)) return dtype;
     throw TypeError(str("unknown dtype '", name, "' (kael.float32, 'F32', 'float32', ...)"));
   }
@@ -112,7 +112,7 @@ void set_default_float_dtype(DType dtype) { default_float.store(dtype); }
 
 Device device_arg(const py::handle& object) {
   if (py::isinstance<Device>(object)) return object.cast<Device>();
-  if (py::isinstance<py::str>(object)) return parse_device(object.cast<std::string>());
+  if (py::isinstance<py::str>(object)) return parse_device(utf8_arg(object, "device"));
   throw TypeError(str("device must be a kael.device or a name such as 'cpu', not ",
                       std::string(py::str(py::type::of(object).attr("__name__")))));
 }

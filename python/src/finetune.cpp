@@ -37,14 +37,14 @@ train::RunOptions run_options(const py::kwargs& kwargs) {
   train::RunOptions o;
   for (const auto& [key, value] : kwargs) {
     const std::string name = key.cast<std::string>();
-    if (name == "steps") o.steps = value.cast<std::int64_t>();
+    if (name == "steps") o.steps = int64_arg(value, "steps");
     else if (name == "epochs") o.epochs = value.cast<double>();
-    else if (name == "batch") o.batch = value.cast<int>();
-    else if (name == "seq") o.seq = value.cast<int>();
-    else if (name == "accum") o.accum = value.cast<int>();
+    else if (name == "batch") o.batch = int_arg(value, "batch");
+    else if (name == "seq") o.seq = int_arg(value, "seq");
+    else if (name == "accum") o.accum = int_arg(value, "accum");
     else if (name == "lr") o.schedule.lr = value.cast<double>();
     else if (name == "schedule") o.schedule.kind = train::parse_schedule(value.cast<std::string>());
-    else if (name == "warmup") o.schedule.warmup = value.cast<std::int64_t>();
+    else if (name == "warmup") o.schedule.warmup = int64_arg(value, "warmup");
     else if (name == "min_lr") o.schedule.min_lr = value.cast<double>();
     else if (name == "weight_decay") o.adamw.weight_decay = value.cast<double>();
     else if (name == "beta1") o.adamw.beta1 = value.cast<double>();
@@ -52,15 +52,15 @@ train::RunOptions run_options(const py::kwargs& kwargs) {
     else if (name == "eps") o.adamw.eps = value.cast<double>();
     else if (name == "grad_clip") o.grad_clip = value.cast<double>();
     else if (name == "dropout") o.dropout = value.cast<float>();
-    else if (name == "seed") o.seed = value.cast<std::uint64_t>();
+    else if (name == "seed") o.seed = seed_arg(value, "seed");
     else if (name == "order") o.order = train::parse_order(value.cast<std::string>());
     else if (name == "precision") o.precision = train::parse_precision(value.cast<std::string>());
     else if (name == "val_fraction") o.val_fraction = value.cast<double>();
-    else if (name == "eval_every") o.eval_every = value.cast<std::int64_t>();
-    else if (name == "save_every") o.save_every = value.cast<std::int64_t>();
+    else if (name == "eval_every") o.eval_every = int64_arg(value, "eval_every");
+    else if (name == "save_every") o.save_every = int64_arg(value, "save_every");
     else if (name == "resume") o.resume = value.cast<bool>();
     else if (name == "overwrite") o.overwrite = value.cast<bool>();
-    else if (name == "threads") o.threads = value.cast<int>();
+    else if (name == "threads") o.threads = int_arg(value, "threads");
     else if (name == "log_json") o.log_json = value.is_none() ? fs::path() : value.cast<fs::path>();
     else throw kael::TypeError(str("unexpected keyword argument '", name, "'"));
   }

@@ -29,7 +29,7 @@ struct Model {
 
 std::vector<std::int32_t> prompt_ids(const Model& m, const py::object& prompt) {
   if (py::isinstance<py::str>(prompt) || py::isinstance<py::bytes>(prompt)) {
-    const std::string text = prompt.cast<std::string>();
+    const std::string text = py::isinstance<py::str>(prompt) ? utf8_arg(prompt, "prompt") : prompt.cast<std::string>();
     if (text.empty()) throw kael::ValueError("the prompt is empty");
     return m.tokenizer->encode(text);
   }

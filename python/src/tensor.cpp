@@ -160,6 +160,86 @@ Tensor as_tensor(const py::object& data, const py::object& dtype) {
   return t;
 }
 
+// torch's rule for numpy(): a tensor that requires grad shares no memory with NumPy, since a
+// write through it would be invisible to autograd (no version bump) and give a wrong gradient.
+constexpr const char* kRequiresGradNumpy =
+    "a tensor that requires grad has no numpy view or buffer (a write through it would bypass autograd); use "
+    "tensor.detach().numpy()";
+
+void refuse_if_requires_grad(const Tensor& t) {
+  if (t.requires_grad()) throw TypeError(kRequiresGradNumpy);
+}
+
+// numpy.asarray(t) and memoryview(t) reach the buffer protocol. pybind11 before 2.13.6 (the
+// build allows 2.12) ends the process on an exception from def_buffer's function, so the type's
+// slot checks first and then hands over to pybind11's.
+getbufferproc pybind11_getbuffer_slot = nullptr;
+
+int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) {
+  bool requires_grad = false;
+  try {
+    requires_grad = py::handle(self).cast<const Tensor&>().requires_grad();
+  } catch (...) {
+    view->obj = nullptr;
+    PyErr_SetString(PyExc_BufferError, "kael.Tensor: no buffer for this object");
+    return -1;
+  }
+  if (requires_grad) {
+    view->obj = nullptr;
+    PyErr_SetString(PyExc_BufferError, kRequiresGradNumpy);
+    return -1;
+  }
+  return pybind11_getbuffer_slot(self, view, flags);
+}
+
+void install_buffer_check(const py::handle& cls) {
+  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  pybind11_getbuffer_slot = type->tp_as_buffer->bf_getbuffer;
+  type->tp_as_buffer->bf_getbuffer = &tensor_getbuffer;
+}
+
+// Pickling: the bytes, dtype, shape and requires_grad, rebuilt by kael._kael._rebuild_tensor
+// (exact for every dtype, BF16 included). Not __getstate__/__setstate__: those need a
+// kael.Tensor made by __new__ and filled later, and __new__ makes a whole tensor (below).
+py::tuple reduce(const py::object& self) {
+  const Tensor t = self.cast<const Tensor&>().detach().contiguous();
+  const auto bytes = t.bytes();
+  py::bytes data(reinterpret_cast<const char*>(bytes.data()), static_cast<py::ssize_t>(bytes.size()));
+  return py::make_tuple(py::module_::import("kael._kael").attr("_rebuild_tensor"),
+                        py::make_tuple(data, std::string(dtype_name(t.dtype())), py::tuple(py::cast(t.shape())),
+                                       self.cast<const Tensor&>().requires_grad()));
+}
+
+Tensor rebuild_tensor(const py::bytes& data, const std::string& dtype, const py::object& shape, bool requires_grad) {
+  const std::string_view bytes = data;
+  Tensor t = Tensor::from_bytes(dtype_arg(py::str(dtype), DType::F32), shape_arg(shape, "_rebuild_tensor"),
+                                {reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()});
+  if (requires_grad) t.requires_grad_(true);
+  return t;
+}
+
+// Tensor.__new__ returns an empty float32 tensor, as torch.Tensor.__new__ does, never an object
+// without a value: pybind11 would hand methods uninitialized memory for one (a crafted pickle
+// reaches __new__ through copyreg.__newobj__).
+void install_whole_new(py::class_<Tensor>& cls) {
+  const newfunc base_new = reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_new;
+  cls.attr("__new__") = py::staticmethod(py::cpp_function(
+      [base_new](const py::handle& type, const py::args& args, const py::kwargs& kwargs) {
+        if (!args.empty() || !kwargs.empty())
+          throw TypeError("kael.Tensor() takes no arguments and gives an empty float32 tensor; use kael.tensor(data), "
+                          "kael.empty(size) or kael.zeros(size)");
+        if (!PyType_Check(type.ptr()) || !PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(type.ptr()),
+                                                          reinterpret_cast<PyTypeObject*>(py::type::of<Tensor>().ptr())))
+          throw TypeError("kael.Tensor.__new__(X): X must be kael.Tensor");
+        auto self = py::reinterpret_steal<py::object>(base_new(reinterpret_cast<PyTypeObject*>(type.ptr()),
+                                                               py::tuple().ptr(), nullptr));
+        if (!self) throw py::error_already_set();
+        self.attr("__init__")();  // constructs the value; the __init__ that follows is a no-op
+        return self;
+      },
+      py::name("__new__")));
+}
+
 }  // namespace
 
 Tensor tensor_from_object(const py::handle& object, std::optional<std::string> dtype_name_wanted) {
@@ -174,7 +254,9 @@ void init_tensor(py::module_& m) {
   py::class_<Tensor> cls(m, "Tensor", py::buffer_protocol(), R"doc(
 An n-dimensional array with PyTorch's operations and autograd, owned by kael or borrowing the
 memory of a numpy array or a memory-mapped safetensors file. numpy.asarray(t) shares its memory
-(BF16 shows as the raw uint16 bits; use t.numpy()).)doc");
+(BF16 shows as the raw uint16 bits; use t.numpy()), unless t requires grad: then, as t.numpy(),
+it is refused (use t.detach()).)doc");
+  cls.def(py::init([] { return Tensor::zeros(DType::F32, {0}); }), "An empty float32 tensor, as torch.Tensor().");
   cls.def_buffer([](Tensor& t) {
     std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
     std::vector<py::ssize_t> strides;
@@ -207,14 +289,14 @@ memory of a numpy array or a memory-mapped safetensors file. numpy.asarray(t) sh
           "numpy",
           [](py::object self) -> py::object {
             const Tensor& t = self.cast<const Tensor&>();
-            if (t.requires_grad())
-              throw py::type_error("numpy() on a tensor that requires grad: use tensor.detach().numpy()");
+            refuse_if_requires_grad(t);
             if (t.dtype() == DType::BF16) return numpy_module().attr("array")(py::cast(t.to(DType::F32)), "copy"_a = true);
             return numpy_module().attr("asarray")(self);
           },
           "A numpy array sharing the memory (BF16: a float32 copy, numpy has no bfloat16).")
       .def("__array__",
            [](py::object self, py::object dtype, py::object copy) {
+             refuse_if_requires_grad(self.cast<const Tensor&>());
              py::object view = numpy_module().attr("asarray")(py::memoryview(self));
              if (!dtype.is_none()) view = view.attr("astype")(dtype, "copy"_a = false);
              if (!copy.is_none() && copy.cast<bool>()) view = view.attr("copy")();
@@ -273,8 +355,11 @@ memory of a numpy array or a memory-mapped safetensors file. numpy.asarray(t) sh
       })
       .def("__hash__", [](const py::object& self) { return py::hash(py::int_(reinterpret_cast<std::intptr_t>(self.ptr()))); })
       .def("__repr__", &repr)
-      .def(py::pickle([](const Tensor& t) { return py::make_tuple(py::cast(t.contiguous()).attr("numpy")()); },
-                      [](const py::tuple& state) { return tensor_from_object(state[0]); }));
+      .def("__reduce__", &reduce);
+  install_buffer_check(cls);
+  install_whole_new(cls);
+  m.def("_rebuild_tensor", &rebuild_tensor, "data"_a, "dtype"_a, "shape"_a, "requires_grad"_a,
+        "Unpickles a kael.Tensor (see Tensor.__reduce__).");
 
   m.def(
       "tensor",

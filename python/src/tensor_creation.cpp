@@ -50,9 +50,10 @@ DType inferred_dtype(const Scalar& value, const py::handle& object) {
   return value.integral ? DType::I64 : default_float_dtype();
 }
 
-Scalar number(const py::handle& object, const char* op) {
-  auto s = scalar_arg(object);
-  if (!s) throw TypeError(str(op, ": expected a number, got ", std::string(py::str(py::type::of(object).attr("__name__")))));
+// A number argument; `what` names it ("full: fill_value").
+Scalar number(const py::handle& object, const std::string& what) {
+  auto s = scalar_arg(object, what);
+  if (!s) throw TypeError(str(what, ": expected a number, got ", std::string(py::str(py::type::of(object).attr("__name__")))));
   return *s;
 }
 
@@ -90,7 +91,7 @@ void init_tensor_creation(py::module_& m) {
       "full",
       [](const py::object& size, const py::object& fill_value, const py::kwargs& kwargs) {
         const auto options = creation_options(kwargs, "full");
-        const Scalar value = number(fill_value, "full");
+        const Scalar value = number(fill_value, "full: fill_value");
         return finish(full(shape_arg(size, "full"), value, options.dtype.value_or(inferred_dtype(value, fill_value))), options);
       },
       "size"_a, "fill_value"_a);
@@ -98,15 +99,15 @@ void init_tensor_creation(py::module_& m) {
       "full_like",
       [](const Tensor& t, const py::object& fill_value, const py::kwargs& kwargs) {
         const auto options = creation_options(kwargs, "full_like");
-        return finish(full(t.shape(), number(fill_value, "full_like"), options.dtype.value_or(t.dtype())), options);
+        return finish(full(t.shape(), number(fill_value, "full_like: fill_value"), options.dtype.value_or(t.dtype())), options);
       },
       "input"_a, "fill_value"_a);
   m.def(
       "arange",
       [](const py::object& start, const py::object& end, const py::object& step, const py::kwargs& kwargs) {
         const auto options = creation_options(kwargs, "arange");
-        Scalar from = number(start, "arange"), by = number(step, "arange");
-        Scalar to = end.is_none() ? from : number(end, "arange");
+        Scalar from = number(start, "arange: start"), by = number(step, "arange: step");
+        Scalar to = end.is_none() ? from : number(end, "arange: end");
         if (end.is_none()) from = Scalar(0);
         const DType inferred = from.integral && to.integral && by.integral ? DType::I64 : default_float_dtype();
         return finish(arange(from.value, to.value, by.value, options.dtype.value_or(inferred)), options);
@@ -133,8 +134,8 @@ void init_tensor_creation(py::module_& m) {
         // randint(high, size) or randint(low, high, size), as torch.randint.
         if (args.size() != 2 && args.size() != 3)
           throw TypeError("randint(low=0, high, size): expected 2 or 3 positional arguments");
-        const std::int64_t low = args.size() == 3 ? args[0].cast<std::int64_t>() : 0;
-        const std::int64_t high = args[args.size() - 2].cast<std::int64_t>();
+        const std::int64_t low = args.size() == 3 ? int64_arg(args[0], "randint: low") : 0;
+        const std::int64_t high = int64_arg(args[args.size() - 2], "randint: high");
         const auto options = creation_options(kwargs, "randint");
         return finish(randint(low, high, shape_arg(args[args.size() - 1], "randint"), options.dtype.value_or(DType::I64)),
                       options);
@@ -151,8 +152,9 @@ void init_tensor_creation(py::module_& m) {
         set_default_float_dtype(d);
       },
       "d"_a, "Sets the dtype of Python floats in kael.tensor and of zeros/ones/rand/randn/... without a dtype.");
-  m.def("manual_seed", &manual_seed, "seed"_a,
-        "Reseeds the one process-wide generator that rand, randn, randint and dropout draw from.");
+  m.def("manual_seed", [](const py::object& seed) { manual_seed(seed_arg(seed, "manual_seed: seed")); }, "seed"_a,
+        "Reseeds the one process-wide generator that rand, randn, randint and dropout draw from; a seed in "
+        "-2**63 .. 2**64 - 1, negatives taken modulo 2**64 as torch.manual_seed takes them.");
   m.def("set_num_threads", &set_num_threads, "n"_a,
         "Threads the library's ops (and the engine) compute on, the caller included; 0 or less: one per "
         "physical core. Results do not depend on it.");

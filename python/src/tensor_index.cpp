@@ -23,7 +23,9 @@ bool is_int(const py::handle& item) {
 // A list or tuple of ints inside a subscript is an integer index, as in NumPy.
 Tensor index_tensor(const py::handle& item) {
   if (py::isinstance<Tensor>(item)) return item.cast<Tensor>();
-  return from_vector(item.cast<std::vector<std::int64_t>>(), {static_cast<std::int64_t>(py::len(item))});
+  std::vector<std::int64_t> ids;
+  for (const py::handle id : item) ids.push_back(int64_arg(id, "index"));
+  return from_vector(ids, {static_cast<std::int64_t>(ids.size())});
 }
 
 bool is_advanced(const py::handle& item) {
@@ -37,6 +39,15 @@ Tensor true_positions(const Tensor& mask) {
   for (std::size_t i = 0; i < values.size(); ++i)
     if (values[i]) positions.push_back(static_cast<std::int64_t>(i));
   return from_vector(positions, {static_cast<std::int64_t>(positions.size())});
+}
+
+// Negative ids counted from the end, as t[ids] does in torch and NumPy (index_select does not);
+// ids below -size stay negative for index_select to refuse.
+Tensor from_end(const Tensor& ids, std::int64_t size) {
+  std::vector<std::int64_t> values = ids.contiguous().to_vector<std::int64_t>();
+  for (auto& id : values)
+    if (id < 0 && id >= -size) id += size;
+  return from_vector(values, ids.shape());
 }
 
 // t[index] along `dim` for an integer tensor or a mask over dims dim.. dim+mask.dim()-1.
@@ -54,7 +65,7 @@ Tensor advanced(const Tensor& t, int dim, const Tensor& index) {
   }
   if (is_floating(index.dtype()))
     throw IndexError(str("index: tensors used as indices must be integer or bool, not ", dtype_name(index.dtype())));
-  Tensor picked = index_select(t, dim, index.reshape({-1}).to(DType::I64));
+  Tensor picked = index_select(t, dim, from_end(index.reshape({-1}).to(DType::I64), shape[static_cast<std::size_t>(dim)]));
   Shape out(shape.begin(), shape.begin() + dim);
   out.insert(out.end(), index.shape().begin(), index.shape().end());
   out.insert(out.end(), shape.begin() + dim + 1, shape.end());
@@ -105,7 +116,7 @@ Indexed subscript(const Tensor& t, const py::handle& key) {
       PySlice_AdjustIndices(static_cast<Py_ssize_t>(out.result.size(dim)), &start, &stop, step);
       out.result = out.result.slice(dim++, start, stop, step);
     } else if (is_int(item)) {
-      out.result = out.result.select(dim, item.cast<std::int64_t>());
+      out.result = out.result.select(dim, int64_arg(item, "index"));
     } else if (is_advanced(item)) {
       const Tensor index = index_tensor(item);
       out.result = advanced(out.result, dim, index);
@@ -146,7 +157,7 @@ void assign(Tensor& t, const py::handle& key, const py::handle& value) {
   }
   Indexed target = subscript(t, key);
   if (!target.is_view) throw IndexError("index: assignment through a tensor or list index is not supported (use a mask)");
-  if (auto s = scalar_arg(value)) {
+  if (auto s = scalar_arg(value, "index_put: value")) {
     target.result.fill_(s->value);
   } else if (py::isinstance<Tensor>(value)) {
     target.result.copy_(value.cast<Tensor>());
@@ -213,7 +224,7 @@ void init_tensor_index(py::module_& m) {
       .def_property_readonly("T", [](const Tensor& t) { return t.T(); }, "The dims reversed.")
       .def("unsqueeze", &Tensor::unsqueeze, "dim"_a)
       .def("squeeze",
-           [](const Tensor& t, const py::object& dim) { return dim.is_none() ? t.squeeze() : t.squeeze(dim.cast<int>()); },
+           [](const Tensor& t, const py::object& dim) { return dim.is_none() ? t.squeeze() : t.squeeze(int_arg(dim, "squeeze: dim")); },
            "dim"_a = py::none())
       .def("select", &Tensor::select, "dim"_a, "index"_a)
       .def("narrow", &Tensor::narrow, "dim"_a, "start"_a, "length"_a);
@@ -223,7 +234,7 @@ void init_tensor_index(py::module_& m) {
         "input"_a, "shape"_a);
   m.def("permute", [](const Tensor& t, const std::vector<int>& dims) { return t.permute(dims); }, "input"_a, "dims"_a);
   m.def("unsqueeze", &Tensor::unsqueeze, "input"_a, "dim"_a);
-  m.def("squeeze", [](const Tensor& t, const py::object& dim) { return dim.is_none() ? t.squeeze() : t.squeeze(dim.cast<int>()); },
+  m.def("squeeze", [](const Tensor& t, const py::object& dim) { return dim.is_none() ? t.squeeze() : t.squeeze(int_arg(dim, "squeeze: dim")); },
         "input"_a, "dim"_a = py::none());
   m.def("flatten", [](const py::object& t, int start_dim, int end_dim) { return t.attr("flatten")(start_dim, end_dim); },
         "input"_a, "start_dim"_a = 0, "end_dim"_a = -1);

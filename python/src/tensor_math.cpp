@@ -125,11 +125,11 @@ py::object values_indices(const py::object& type, std::pair<Tensor, Tensor> resu
 
 std::optional<int> optional_dim(const py::object& dim) {
   if (dim.is_none()) return std::nullopt;
-  return dim.cast<int>();
+  return int_arg(dim, "dim");
 }
 
 int correction_arg(const py::object& correction, const py::object& unbiased) {
-  if (!correction.is_none()) return correction.cast<int>();
+  if (!correction.is_none()) return int_arg(correction, "correction");
   if (!unbiased.is_none()) return unbiased.cast<bool>() ? 1 : 0;
   return 1;
 }
@@ -264,7 +264,7 @@ void init_tensor_math(py::module_& m) {
         [is_max, value_type](const Tensor& a, const py::object& dim, bool keepdim) -> py::object {
           if (dim.is_none()) return py::cast(is_max ? max(a) : min(a));
           if (py::isinstance<Tensor>(dim)) return py::cast(is_max ? maximum(a, dim.cast<Tensor>()) : minimum(a, dim.cast<Tensor>()));
-          const int d = dim.cast<int>();
+          const int d = int_arg(dim, is_max ? "max: dim" : "min: dim");
           return values_indices(value_type, is_max ? max(a, d, keepdim) : min(a, d, keepdim));
         },
         py::arg("dim") = py::none(), py::arg("keepdim") = false);

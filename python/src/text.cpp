@@ -14,17 +14,17 @@ namespace {
 // tiktoken's allowed_special: "all", or a collection of special-token strings.
 bool allows_endoftext(const py::object& allowed_special) {
   if (py::isinstance<py::str>(allowed_special)) {
-    const auto value = allowed_special.cast<std::string>();
+    const auto value = utf8_arg(allowed_special, "allowed_special");
     return value == "all" || value == "<|endoftext|>";
   }
   for (auto item : allowed_special)
-    if (py::isinstance<py::str>(item) && item.cast<std::string>() == "<|endoftext|>") return true;
+    if (py::isinstance<py::str>(item) && utf8_arg(item, "allowed_special") == "<|endoftext|>") return true;
   return false;
 }
 
 std::string text_bytes(const py::object& text) {
   if (py::isinstance<py::bytes>(text)) return text.cast<std::string>();
-  if (py::isinstance<py::str>(text)) return text.cast<std::string>();  // UTF-8
+  if (py::isinstance<py::str>(text)) return utf8_arg(text, "text");
   throw kael::TypeError("text must be str or bytes");
 }
 }  // namespace

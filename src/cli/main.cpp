@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/command.hpp"
+#include "cli/integer_options.hpp"
 #include "kael/core/error.hpp"
 #include "kael/model/gpt2.hpp"
 #include "kael/version.hpp"
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
     RunFn run = command.setup(app);
     runs.emplace_back(app.get_subcommand(command.name), std::move(run));
   }
+  require_decimal_integers(app);
 
   // CLI11 would take an unknown first word for a stray argument, and say of a missing one only
   // that a subcommand is required; either way, say which subcommands kael has.

@@ -12,8 +12,6 @@
 //     JSON string cannot hold it).
 #include <charconv>
 #include <cstdio>
-#include <iostream>
-#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -23,6 +21,7 @@
 #include "cli/default_model.hpp"
 #include "kael/core/error.hpp"
 #include "kael/core/file.hpp"
+#include "kael/core/json.hpp"
 #include "kael/text/tokenizer.hpp"
 
 namespace kael::cli {
@@ -32,18 +31,42 @@ void write_stdout(std::string_view bytes) {
   if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size()) throw Error("cannot write to stdout");
 }
 
+// Input is tokenized in memory, at about 20 bytes per byte at worst: a whole input, and one
+// --jsonl line, may hold this much.
+constexpr std::size_t kMaxInputBytes = std::size_t{1} << 30;
+
+[[noreturn]] void throw_too_long(const std::string& what) {
+  throw ValueError(str(what, " is longer than ", kMaxInputBytes, " bytes"));
+}
+
 std::string read_all(std::FILE* in, const std::string& name) {
   std::string bytes;
   char buffer[1 << 16];
   std::size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), in)) > 0) bytes.append(buffer, n);
+  while ((n = std::fread(buffer, 1, sizeof(buffer), in)) > 0) {
+    if (bytes.size() + n > kMaxInputBytes) throw_too_long(name);
+    bytes.append(buffer, n);
+  }
   if (std::ferror(in)) throw Error("cannot read " + name);
   return bytes;
 }
 
 std::string read_file(const std::string& path) {
   if (path == "-") return read_all(stdin, "stdin");
-  return read_regular_file(path, "--file");
+  return read_regular_file(path, "--file", kMaxInputBytes);
+}
+
+// The next line of stdin, without its '\n', into `line`; false at the end of the input.
+bool read_stdin_line(std::string& line, std::size_t number) {
+  line.clear();
+  int c;
+  while ((c = getc_unlocked(stdin)) != EOF) {
+    if (c == '\n') return true;
+    if (line.size() == kMaxInputBytes) throw_too_long(str("stdin line ", number));
+    line.push_back(static_cast<char>(c));
+  }
+  if (std::ferror(stdin)) throw Error("cannot read stdin");
+  return !line.empty();
 }
 
 // Appends "1 2 3" (or "[1,2,3]") to out.
@@ -73,13 +96,8 @@ struct TokenizeArgs {
 
 int run_jsonl_tokenize(const text::Tokenizer& tokenizer, bool allow_special) {
   std::string line, out;
-  for (std::size_t number = 1; std::getline(std::cin, line); ++number) {
-    nlohmann::json value;
-    try {
-      value = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      throw ValueError(str("stdin line ", number, ": expected a JSON string (", e.what(), ")"));
-    }
+  for (std::size_t number = 1; read_stdin_line(line, number); ++number) {
+    const nlohmann::json value = json::parse(line, str("stdin line ", number));
     if (!value.is_string()) throw ValueError(str("stdin line ", number, ": expected a JSON string, found ", value.type_name()));
     out.clear();
     append_ids(out, tokenizer.encode(value.get_ref<const std::string&>(), allow_special), true);
@@ -87,7 +105,6 @@ int run_jsonl_tokenize(const text::Tokenizer& tokenizer, bool allow_special) {
     write_stdout(out);
     std::fflush(stdout);  // one answer per question, so a caller can drive it line by line
   }
-  if (std::cin.bad()) throw Error("cannot read stdin");
   return 0;
 }
 
@@ -151,10 +168,10 @@ std::vector<std::int32_t> parse_id_list(std::string_view list) {
 
 int run_jsonl_detokenize(const text::Tokenizer& tokenizer) {
   std::string line, out;
-  for (std::size_t number = 1; std::getline(std::cin, line); ++number) {
+  for (std::size_t number = 1; read_stdin_line(line, number); ++number) {
     std::vector<std::int32_t> ids;
     try {
-      const nlohmann::json value = nlohmann::json::parse(line);
+      const nlohmann::json value = json::parse(line, "the line");
       if (!value.is_array()) throw ValueError("not an array");
       for (const auto& id : value) {
         if (!id.is_number_integer() || id.get<std::int64_t>() < 0 || id.get<std::int64_t>() > INT32_MAX)
@@ -169,7 +186,6 @@ int run_jsonl_detokenize(const text::Tokenizer& tokenizer) {
     write_stdout(out);
     std::fflush(stdout);
   }
-  if (std::cin.bad()) throw Error("cannot read stdin");
   return 0;
 }
 

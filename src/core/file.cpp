@@ -47,12 +47,17 @@ int open_regular_file(const std::filesystem::path& path, std::string_view what) 
   return fd;
 }
 
-std::string read_regular_file(const std::filesystem::path& path, std::string_view what) {
+std::string read_regular_file(const std::filesystem::path& path, std::string_view what, std::uint64_t max_bytes) {
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
   } const file{open_regular_file(path, what)};
   const int fd = file.fd;
+  const auto too_large = [&] {
+    return Error(str(what, " '", path.string(), "' is larger than the limit of ", max_bytes, " bytes"));
+  };
+  struct stat info {};
+  if (::fstat(fd, &info) == 0 && static_cast<std::uint64_t>(info.st_size) > max_bytes) throw too_large();
   std::string bytes;
   char buffer[1 << 16];
   for (;;) {
@@ -60,6 +65,7 @@ std::string read_regular_file(const std::filesystem::path& path, std::string_vie
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) throw Error(str("cannot read ", what, " '", path.string(), "': ", std::strerror(errno)));
     if (got == 0) break;
+    if (static_cast<std::uint64_t>(got) > max_bytes - bytes.size()) throw too_large();  // it grew meanwhile
     bytes.append(buffer, static_cast<std::size_t>(got));
   }
   return bytes;

@@ -134,7 +134,7 @@ Tensor Tensor::allocate(DType dtype, Shape shape, bool zeroed) {
   t.shape_ = std::move(shape);
   t.owner_ = allocate_aligned(bytes, zeroed);
   t.data_ = static_cast<std::byte*>(t.owner_.get());
-  t.version_ = std::make_shared<std::uint64_t>(0);
+  t.version_ = std::make_shared<std::atomic<std::uint64_t>>(0);
   return t;
 }
 
@@ -159,7 +159,7 @@ Tensor Tensor::borrow(DType dtype, Shape shape, std::byte* data, std::shared_ptr
   t.owner_ = std::move(owner);
   t.data_ = data;
   t.borrowed_ = true;
-  t.version_ = std::make_shared<std::uint64_t>(0);
+  t.version_ = std::make_shared<std::atomic<std::uint64_t>>(0);
   return t;
 }
 

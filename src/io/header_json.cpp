@@ -5,35 +5,10 @@
 #include <vector>
 
 #include "kael/core/error.hpp"
+#include "kael/core/json.hpp"
 #include "kael/core/utf8.hpp"
 
 namespace kael::io {
-
-namespace {
-
-// nlohmann builds the document without recursion, but destroying or walking a deeply nested
-// one may not be, so the depth is bounded by a plain scan before the parser sees the bytes.
-void check_depth(std::string_view text, std::string_view source) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > kMaxJsonDepth)
-        throw ValueError(str(source, ": header JSON nests deeper than ", kMaxJsonDepth, " levels (at byte ", i, ")"));
-    } else if (c == '}' || c == ']') {
-      --depth;  // a stray closer is a parse error there, and the parser stops before any deeper nesting
-    }
-  }
-}
-
-}  // namespace
 
 nlohmann::json parse_header_json(std::string_view text, std::string_view source) {
   if (auto bad = utf8::find_invalid(text))
@@ -50,8 +25,6 @@ nlohmann::json parse_header_json(std::string_view text, std::string_view source)
                          start == std::string_view::npos
                              ? std::string("nothing")
                              : str("byte ", static_cast<int>(static_cast<unsigned char>(text[start])))));
-  check_depth(text, source);
-
   // One set of seen keys per open object; a repeated key is refused as soon as it appears.
   std::vector<std::set<std::string>> open_objects;
   auto on_event = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
@@ -67,14 +40,9 @@ nlohmann::json parse_header_json(std::string_view text, std::string_view source)
     }
     return true;
   };
-  try {
-    // Comments are not JSON; trailing whitespace (the writer's padding) is allowed by the parser,
-    // anything else after the document is a parse error.
-    return nlohmann::json::parse(text.begin(), text.end(), on_event, /*allow_exceptions=*/true,
-                                 /*ignore_comments=*/false);
-  } catch (const nlohmann::json::exception& e) {
-    throw ValueError(str(source, ": header is not valid JSON: ", e.what()));
-  }
+  // Trailing whitespace (the writer's padding) is allowed by the parser; anything else after
+  // the document is a parse error.
+  return json::parse(text, str(source, ": header"), kMaxJsonDepth, on_event);
 }
 
 }  // namespace kael::io

@@ -8,6 +8,7 @@
 
 #include "kael/core/error.hpp"
 #include "kael/core/file.hpp"
+#include "kael/core/json.hpp"
 #include "kael/model/gpt2.hpp"
 
 namespace kael::model {
@@ -81,12 +82,7 @@ void Config::validate(std::string_view source) const {
 }
 
 Config Config::from_json(std::string_view text, std::string_view source) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::exception& e) {
-    throw ValueError(str(source, ": not valid JSON: ", e.what()));
-  }
+  const json doc = kael::json::parse(text, source);
   if (!doc.is_object()) throw ValueError(str(source, ": is a JSON ", doc.type_name(), ", expected an object"));
 
   Config config;
@@ -117,7 +113,7 @@ Config Config::from_json(std::string_view text, std::string_view source) {
 }
 
 Config Config::from_json_file(const std::filesystem::path& path) {
-  return from_json(read_regular_file(path, "config file"), str("'", path.string(), "'"));
+  return from_json(read_regular_file(path, "config file", kMaxConfigBytes), str("'", path.string(), "'"));
 }
 
 Config Config::from_directory(const std::filesystem::path& dir) {

@@ -1,14 +1,11 @@
 // API keys and CORS origins (access.hpp).
 #include "serve/access.hpp"
 
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <span>
 #include <sstream>
 
 #include "kael/core/error.hpp"
+#include "kael/core/file.hpp"
 #include "kael/io/checksums.hpp"
 #include "serve/http_message.hpp"  // iequals, trim
 
@@ -65,15 +62,10 @@ bool KeySet::matches(std::string_view token) const {
 }
 
 std::vector<std::string> read_key_file(const std::string& path) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) throw Error(str("cannot read --api-key-file ", path, ": it is a directory"));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(str("cannot read --api-key-file ", path, ": ", std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw Error(str("cannot read --api-key-file ", path, ": ", std::strerror(errno)));
+  // A FIFO or device is refused at once (never waited on, never read without end).
+  constexpr std::uint64_t kMaxKeyFileBytes = 1 << 20;  // thousands of keys
   std::vector<std::string> keys;
-  std::istringstream lines(text.str());
+  std::istringstream lines(read_regular_file(path, "--api-key-file", kMaxKeyFileBytes));
   for (std::string line; std::getline(lines, line);) {
     const std::string_view key = trim(line);
     if (key.empty() || key.front() == '#') continue;

@@ -32,8 +32,8 @@ class KeySet {
 };
 
 // The keys of an --api-key-file: one a line; surrounding spaces and tabs are trimmed, and
-// blank lines and lines starting with '#' are skipped. Error when the file cannot be read or
-// holds no key (an empty file would silently leave the server open).
+// blank lines and lines starting with '#' are skipped. Error when the file cannot be read, is
+// not a regular file, is larger than 1 MiB, or holds no key (an empty file would silently leave the server open).
 std::vector<std::string> read_key_file(const std::string& path);
 
 // The token of an `Authorization: Bearer TOKEN` header value ("Bearer" case-insensitive), or

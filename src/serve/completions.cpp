@@ -251,17 +251,25 @@ Response handle_completion(ServerContext& context, const std::string& body) {
   // best_of candidates, candidate i sampled with seed + i. Each Sequence is built here, not on
   // the scheduler thread, so its own checks fail as a 400 before anything is queued or streamed.
   Jobs jobs;
+  const Clock::time_point deadline = Clock::now() + context.timeout;  // one for every candidate
   for (int i = 0; i < request.best_of; ++i) {
     CompletionRequest one = request;
     one.options.sampling.seed = request.options.sampling.seed + static_cast<std::uint64_t>(i);
     generate::Sequence sequence(context.tokenizer, one.prompt_ids, one.options, context.model.config().n_positions);
-    jobs.push_back(std::make_shared<Job>(std::move(one), std::move(sequence), Clock::now() + context.timeout));
+    jobs.push_back(std::make_shared<Job>(std::move(one), std::move(sequence), deadline));
   }
 
   for (const auto& job : jobs) {
     const auto admission = context.scheduler.submit(job);
     if (admission == Scheduler::Admission::accepted) continue;
     cancel_all(jobs);  // the ones already queued end at the scheduler's next look
+    if (admission == Scheduler::Admission::never_fits) {  // a 4xx: no retry, here or elsewhere, can help
+      const auto& pool = *context.scheduler.kv_pool();
+      throw HttpError(400, str("the request needs ", context.scheduler.blocks_needed(*job), " KV blocks of ",
+                               pool.block_positions(), " positions (prompt + max_tokens) but the server's KV memory "
+                               "holds ", pool.total_blocks(), "; lower max_tokens or shorten the prompt"),
+                      "max_tokens");
+    }
     if (admission == Scheduler::Admission::queue_full) {
       context.metrics.count_rejected();
       throw HttpError(503, str("the server is busy: ", context.scheduler.options().max_batch, " running and ",

@@ -47,6 +47,10 @@ bool is_disconnect(beast::error_code ec) {
          ec == net::error::bad_descriptor;
 }
 
+// The most client bytes a connection holds unparsed: a head (the parser refuses more first) or
+// a chunk-size line or trailer, plus one read.
+std::size_t buffer_limit(const HttpLimits& limits) { return limits.max_head_bytes + kReadBytes; }
+
 std::string error_body(const HttpError& error) {
   return dump(error_json(error.what(), error.status() >= 500 ? "server_error" : "invalid_request_error", error.param(),
                          error.status()));
@@ -55,7 +59,7 @@ std::string error_body(const HttpError& error) {
 }  // namespace
 
 Connection::Connection(tcp::socket socket, ConnectionHost& host)
-    : socket_(std::move(socket)), timer_(socket_.get_executor()), host_(host) {}
+    : socket_(std::move(socket)), timer_(socket_.get_executor()), buffer_(buffer_limit(host.limits)), host_(host) {}
 
 Connection::~Connection() {
   if (counted_in_flight_) host_.in_flight.fetch_sub(1, std::memory_order_relaxed);
@@ -144,24 +148,35 @@ HttpError Connection::head_error(beast::error_code ec) const {
   if (ec == http::error::header_limit || ec == http::error::buffer_overflow)
     return HttpError(431, str("the request head exceeds ", limits.max_head_bytes, " bytes"));
   const std::string_view input(static_cast<const char*>(buffer_.data().data()), buffer_.size());
-  const auto content_length = raw_field(input, "Content-Length");
-  const auto too_large = [&] {
-    return HttpError(413, str("the request body is too large: Content-Length ", quote_prefix(content_length.value_or("")),
+  const auto too_large = [&](std::string_view length) {
+    return HttpError(413, str("the request body is too large: Content-Length ", quote_prefix(length),
                               " exceeds the limit of ", limits.max_body_bytes, " bytes (--max-body)"));
   };
-  if (ec == http::error::body_limit) return too_large();  // said by Content-Length: no byte of the body is read
-  if (ec == http::error::bad_content_length || ec == http::error::multiple_content_length) {
-    const auto& value = content_length;
-    if (value && is_digits(*value)) return too_large();  // a number too large for 64 bits
-    if (ec == http::error::multiple_content_length) return HttpError(400, "conflicting Content-Length fields");
-    if (raw_field(input, "Transfer-Encoding"))
-      return HttpError(400, "a request must not carry both Content-Length and Transfer-Encoding");
-    return HttpError(400, str("Content-Length must be a decimal number of bytes, found ", quote_prefix(value.value_or(""))));
+  // Said by Content-Length once the head was read whole (the parser knows the number; the head's
+  // bytes are gone from the buffer): no byte of the body is read.
+  if (ec == http::error::body_limit)
+    return too_large(parser_->content_length() ? std::to_string(*parser_->content_length()) : std::string("?"));
+  // Beast stops at the first Content-Length that conflicts: with an earlier different one
+  // (multiple_content_length), with an earlier Transfer-Encoding or Content-Length (the fields
+  // before it are gone from the buffer, the parser remembers them), or by not being a number.
+  // Each is a malformed framing (400), except a lone number too large for 64 bits (413).
+  if (ec == http::error::multiple_content_length) return HttpError(400, "conflicting Content-Length fields");
+  if (ec == http::error::bad_content_length) {
+    if (parser_->chunked()) return HttpError(400, "a request must not carry both Content-Length and Transfer-Encoding");
+    const std::string value = raw_field(input, "Content-Length").value_or("");
+    if (!is_digits(value))
+      return HttpError(400, str("Content-Length must be a decimal number of bytes, found ", quote_prefix(value)));
+    if (parser_->content_length()) return HttpError(400, "conflicting Content-Length fields");
+    return too_large(value);  // digits only: past 64 bits
   }
   if (ec == http::error::bad_transfer_encoding)
     return HttpError(400, "a request must carry one Transfer-Encoding and not both it and Content-Length");
   if (ec == http::error::bad_version) {
     const std::string_view line = input.substr(0, input.find('\n'));
+    // Beast reads the version, then wants CRLF: a bare LF after "HTTP/1.1" is a malformed line,
+    // not an unsupported version.
+    if (line.size() < input.size() && !line.ends_with('\r'))
+      return HttpError(400, str("malformed request line: it must end with CRLF, not a bare LF: ", quote_prefix(line)));
     const std::string_view version = trim(line.substr(line.rfind(' ') + 1));
     if (version.rfind("HTTP/", 0) == 0)
       return HttpError(505, str("HTTP version ", quote_prefix(version), " is not supported (HTTP/1.0 and HTTP/1.1 are)"));
@@ -239,6 +254,10 @@ HttpError Connection::body_error(beast::error_code ec) const {
   if (ec == http::error::body_limit)
     return HttpError(413, str("the request body is too large: the chunked body exceeds the limit of ",
                               limits.max_body_bytes, " bytes (--max-body)"));
+  // Beast bounds neither a chunk-size line (its extensions) nor the trailer: the buffer does.
+  if (ec == http::error::buffer_overflow)
+    return HttpError(413, str("a chunk-size line or the trailer of the chunked body exceeds ", buffer_.max_size(),
+                              " bytes"));
   return HttpError(400, str("malformed chunked body: ", ec.message()));
 }
 

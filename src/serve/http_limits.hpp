@@ -11,6 +11,8 @@ namespace kael::serve {
 struct HttpLimits {
   std::size_t max_body_bytes = 1 << 20;          // decoded body, Content-Length or chunked: 413
   std::size_t max_head_bytes = 32 * 1024;        // request line + headers: 431
+  // The connection's buffer holds at most max_head_bytes + 16 KiB of client bytes not yet
+  // parsed, which also bounds a chunk-size line (its extensions) and a trailer: 413.
   std::size_t max_headers = 100;                 // header fields: 431
   int max_connections = 256;                     // open connections; the next one gets 503
   std::chrono::milliseconds head_timeout{10000}; // whole request head: 408 (from its first byte on a kept-alive connection)

@@ -157,7 +157,7 @@ std::string Metrics::render(int queue_depth, int active_sequences, int max_batch
   batch_size_.render(out, "kael_batch_size", "Sequences per decode step.");
   step_seconds_.render(out, "kael_decode_step_seconds", "Duration of one batched decode step.");
   ttft_seconds_.render(out, "kael_time_to_first_token_seconds", "From request arrival to its first token.");
-  request_seconds_.render(out, "kael_request_duration_seconds", "From request arrival to its last token.");
+  request_seconds_.render(out, "kael_request_duration_seconds", "From request arrival to its end: finished, cancelled or timed out.");
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "kael/core/error.hpp"
+#include "kael/core/json.hpp"
 #include "serve/http_error.hpp"
 
 namespace kael::serve {
@@ -19,14 +20,26 @@ using Json = nlohmann::json;
 
 HttpError bad(const std::string& param, const std::string& message) { return HttpError(400, message, param); }
 
-// Parses `body` as a JSON object. Deeply nested input is fine: nlohmann's parser and
-// destructor do not recurse per level, and the body size is capped before we get here.
+// Parses `body` as a JSON object, its nesting bounded by the one entry point (messages quote
+// values with dump(), which recurses per level).
 Json parse_object(std::string_view body) {
-  Json value = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded()) throw HttpError(400, "the request body is not valid JSON");
+  Json value;
+  try {
+    value = json::parse(body, "the request body");
+  } catch (const ValueError& e) {
+    throw HttpError(400, e.what());
+  }
   if (!value.is_object())
     throw HttpError(400, str("the request body must be a JSON object, found ", value.type_name()));
   return value;
+}
+
+// A value quoted in a message: its JSON text, cut short (a field may hold most of the body).
+std::string shown(const Json& value) {
+  constexpr std::size_t kMax = 64;
+  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (text.size() > kMax) text = str(text.substr(0, kMax), "... (", text.size(), " bytes)");
+  return text;
 }
 
 // Typed access to optional fields: absent and null both mean "use the default".
@@ -188,7 +201,7 @@ std::map<std::int32_t, float> read_logit_bias(const Fields& fields, const Reques
       throw bad("logit_bias", str("token id ", key, " in 'logit_bias' is outside the vocabulary [0, ", limits.vocab_size, ")"));
     if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < -100.0 ||
         value.get<double>() > 100.0)
-      throw bad("logit_bias", str("'logit_bias' values must be numbers in [-100, 100], found ", value.dump(),
+      throw bad("logit_bias", str("'logit_bias' values must be numbers in [-100, 100], found ", shown(value),
                                   " for token ", key));
     out[static_cast<std::int32_t>(id)] = static_cast<float>(value.get<double>());
   }
@@ -240,7 +253,7 @@ void read_beam_search(const Json& body, const Fields& fields, CompletionRequest&
     else if (es->is_string() && es->get<std::string>() == "never")
       b.early_stopping = generate::EarlyStopping::never;
     else
-      throw bad("early_stopping", str("'early_stopping' must be true, false or \"never\", found ", es->dump()));
+      throw bad("early_stopping", str("'early_stopping' must be true, false or \"never\", found ", shown(*es)));
   }
   b.max_new_tokens = out.options.max_new_tokens;
   if (b.max_new_tokens < 1) throw bad("max_tokens", "beam search needs 'max_tokens' >= 1");

@@ -30,9 +30,10 @@ JobOutcome ended(generate::Sequence& sequence) {
           .completion_tokens = static_cast<int>(sequence.ids().size())};
 }
 
-// Positions a job's sequence may reach: its prompt and max_tokens, within the context.
-std::int64_t positions_needed(Job& job, int n_positions) {
-  const auto wanted = static_cast<std::int64_t>(job.sequence().prompt_ids().size()) + job.request().options.max_new_tokens;
+// Positions a job's sequence may reach: its prompt and max_tokens, within the context. From the
+// request, which is constant (submit() reads it on an HTTP thread).
+std::int64_t positions_needed(const Job& job, int n_positions) {
+  const auto wanted = static_cast<std::int64_t>(job.request().prompt_ids.size()) + job.request().options.max_new_tokens;
   return std::min<std::int64_t>(wanted, n_positions);
 }
 
@@ -59,17 +60,41 @@ Scheduler::Scheduler(const model::GPT2& model, const SchedulerOptions& options, 
 
 Scheduler::~Scheduler() { stop(); }
 
+std::int64_t Scheduler::blocks_needed(const Job& job) const {
+  return pool_->blocks_for(positions_needed(job, model_.config().n_positions));
+}
+
 Scheduler::Admission Scheduler::submit(std::shared_ptr<Job> job) {
+  if (blocks_needed(*job) > pool_->total_blocks()) return Admission::never_fits;
   {
     std::lock_guard lock(mutex_);
     if (stopping_) return Admission::shutting_down;
-    // Free slots count as room too: a job admitted at the next iteration never waits.
-    const std::size_t free_slots = static_cast<std::size_t>(options_.max_batch - active_count());
-    if (queue_.size() >= static_cast<std::size_t>(options_.max_queue) + free_slots) return Admission::queue_full;
     queue_.push_back(std::move(job));
+    if (waiting_locked() > static_cast<std::size_t>(options_.max_queue)) {
+      queue_.pop_back();
+      return Admission::queue_full;
+    }
   }
   wake_.notify_one();
   return Admission::accepted;
+}
+
+// The queued jobs the next admission would not start: it takes them in order while a batch
+// slot is free and the pool has the blocks of each (the prefix cache may lower a job's need;
+// counting without it never lets more wait than the bound). admit() changes the pool, the
+// queue and the running count under mutex_, so this sees them agree.
+std::size_t Scheduler::waiting_locked() const {
+  std::int64_t slots = options_.max_batch - active_count();
+  std::int64_t blocks = pool_->free_blocks();
+  std::size_t startable = 0;
+  for (const auto& job : queue_) {
+    const std::int64_t need = blocks_needed(*job);
+    if (slots <= 0 || need > blocks) break;
+    --slots;
+    blocks -= need;
+    ++startable;
+  }
+  return queue_.size() - startable;
 }
 
 void Scheduler::stop() {
@@ -142,14 +167,6 @@ void Scheduler::admit() {
       queue_.pop_front();
     };
     const std::int64_t positions = positions_needed(*job, model_.config().n_positions);
-    if (pool_->blocks_for(positions) > pool_->total_blocks()) {  // would wait forever
-      pop();
-      metrics_.count_finished(FinishReason::error);
-      job->finish(failure(503, "server_error",
-                          str("the request needs ", pool_->blocks_for(positions), " KV blocks (", positions,
-                              " positions: prompt + max_tokens) but the KV memory holds ", pool_->total_blocks())));
-      continue;
-    }
     std::optional<model::Session> session;
     try {
       session = take_session();
@@ -160,27 +177,36 @@ void Scheduler::admit() {
       continue;
     }
     const auto& prompt = job->sequence().prompt_ids();
-    const int reused = session->attach_prefix(prompt);  // positions already computed
+    int reused = 0;
     bool reserved = false;
-    try {
-      reserved = session->reserve(static_cast<int>(positions));
-    } catch (const std::exception& e) {  // the system is out of memory for a new block
-      pop();
-      session->reset();
+    std::string error;
+    {
+      // Blocks taken, the job off the queue and the running count move together, so submit()
+      // never counts a job's blocks twice nor a slot that is already taken.
+      std::lock_guard lock(mutex_);
+      try {
+        reused = session->attach_prefix(prompt);  // positions already computed
+        reserved = session->reserve(static_cast<int>(positions));
+      } catch (const std::exception& e) {  // the system is out of memory for a new block
+        error = e.what();
+      }
+      if (reserved) {
+        queue_.pop_front();
+        active_.push_back(Slot{std::move(job), std::move(*session), static_cast<std::size_t>(reused)});
+        active_count_.store(static_cast<int>(active_.size()), std::memory_order_relaxed);
+      } else {
+        session->reset();
+        if (!error.empty()) queue_.pop_front();
+      }
+    }
+    if (!reserved) {
       spare_sessions_.push_back(std::move(*session));
+      if (error.empty()) return;  // the KV memory is taken: the job waits at the head of the queue
       metrics_.count_finished(FinishReason::error);
-      job->finish(failure(503, "server_error", str("cannot start the request: ", e.what())));
+      job->finish(failure(503, "server_error", str("cannot start the request: ", error)));
       continue;
     }
-    if (!reserved) {  // the KV memory is taken: the job waits at the head of the queue
-      session->reset();
-      spare_sessions_.push_back(std::move(*session));
-      return;
-    }
-    pop();
     if (prefix_cache_blocks_ > 0) metrics_.count_prefix_lookup(reused);
-    active_.push_back(Slot{std::move(job), std::move(*session), static_cast<std::size_t>(reused)});
-    active_count_.store(static_cast<int>(active_.size()), std::memory_order_relaxed);
     Slot& added = active_.back();
     if (added.job->sequence().finished())  // max_tokens = 0: nothing to run
       end(added, ended(added.job->sequence()));
@@ -200,16 +226,26 @@ void Scheduler::sweep_queue() {
       return drop;
     });
   }
+  // What the queue waits for: a slot while the batch is full, else the KV memory its head needs.
+  const bool batch_full = active_.size() >= static_cast<std::size_t>(options_.max_batch);
   for (auto& job : dropped) {
-    if (job->cancelled()) {
+    // The deadline first: when one choice of a request times out, its client cancels the
+    // others, which timed out all the same.
+    if (now >= job->deadline())
+      time_out(*job, str("the request timed out after ", seconds_since(job->created()), " s waiting for ",
+                         batch_full ? "a batch slot" : "KV memory (running requests hold the blocks it needs)"));
+    else {
       metrics_.count_finished(FinishReason::cancelled);
       job->finish({.finish_reason = FinishReason::cancelled, .prompt_tokens = prompt_tokens(job->sequence())});
-    } else {
-      metrics_.count_finished(FinishReason::timeout);
-      job->finish(failure(504, "timeout", str("the request timed out after ", seconds_since(job->created()),
-                                               " s waiting for a batch slot")));
     }
   }
+}
+
+// A timed-out request: counted as such, its duration observed like any other's, and a 504.
+void Scheduler::time_out(Job& job, std::string message) {
+  metrics_.count_finished(FinishReason::timeout);
+  metrics_.observe_request(seconds_since(job.created()));
+  job.finish(failure(504, "timeout", std::move(message)));
 }
 
 void Scheduler::drop_cancelled_and_expired() {
@@ -217,15 +253,13 @@ void Scheduler::drop_cancelled_and_expired() {
   for (auto& slot : active_) {
     auto& sequence = slot.job->sequence();
     if (sequence.finished()) continue;
-    if (slot.job->cancelled()) {
+    if (now >= slot.job->deadline()) {  // before the cancel flag: see sweep_queue
+      sequence.cancel();
+      time_out(*slot.job, str("the request timed out after ", seconds_since(slot.job->created()), " s with ",
+                              sequence.ids().size(), " tokens generated"));
+    } else if (slot.job->cancelled()) {
       sequence.cancel();
       end(slot, ended(sequence));
-    } else if (now >= slot.job->deadline()) {
-      sequence.cancel();
-      metrics_.count_finished(FinishReason::timeout);
-      slot.job->finish(failure(504, "timeout",
-                               str("the request timed out after ", seconds_since(slot.job->created()), " s with ",
-                                   sequence.ids().size(), " tokens generated")));
     }
   }
 }

@@ -32,7 +32,7 @@ namespace kael::serve {
 
 struct SchedulerOptions {
   int max_batch = 16;      // sequences decoding together
-  int max_queue = 64;      // jobs waiting for a slot; more are refused (503)
+  int max_queue = 64;      // jobs waiting for a slot or KV memory; more are refused (503)
   int prefill_chunk = 128;  // prompt tokens prefilled per loop iteration, all sequences together
   std::int64_t kv_blocks = 0;  // the KV pool's blocks (--kv-memory-mb); 0: max_batch full contexts
   // Blocks of recent prompts kept (--prefix-cache-mb), at most the pool's; 0: no caching;
@@ -49,8 +49,14 @@ class Scheduler {
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  enum class Admission { accepted, queue_full, shutting_down };
+  // never_fits: the job's prompt + max_tokens positions need more KV blocks than the pool has,
+  // so it could never start. queue_full: taking it would leave more than max_queue jobs
+  // waiting (a job the next iteration starts at once, with a free slot and free blocks, does
+  // not wait).
+  enum class Admission { accepted, queue_full, never_fits, shutting_down };
   Admission submit(std::shared_ptr<Job> job);
+  // The KV blocks a job takes at admission (its prompt + max_tokens positions, within the context).
+  std::int64_t blocks_needed(const Job& job) const;
   // Ends every queued and running job with a 503 and joins the thread. Idempotent.
   void stop();
 
@@ -75,6 +81,8 @@ class Scheduler {
   void drop_cancelled_and_expired();
   void prefill();
   void decode();
+  std::size_t waiting_locked() const;  // under mutex_
+  void time_out(Job& job, std::string message);
   void accept(Slot& slot, std::span<const float> logits);
   void end(Slot& slot, JobOutcome outcome);
   void fail(Slot& slot, int status, std::string type, std::string message);
@@ -87,7 +95,9 @@ class Scheduler {
   Metrics& metrics_;
   std::shared_ptr<model::KvPool> pool_;  // every slot's KV blocks
 
-  mutable std::mutex mutex_;  // guards queue_ and stopping_
+  // Guards queue_ and stopping_, and makes admission's changes to the pool, the queue and the
+  // running count one step for submit().
+  mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;
   bool stopping_ = false;

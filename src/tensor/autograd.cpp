@@ -33,25 +33,104 @@ bool any_requires_grad(std::initializer_list<const Tensor*> inputs) {
   return false;
 }
 
-Tensor record(const std::string& name, Tensor output, const std::vector<const Tensor*>& inputs,
-              std::function<std::vector<Tensor>(const Tensor&)> backward) {
+Tensor Meta::grad() const {
+  const std::lock_guard lock(mutex_);
+  return grad_;
+}
+
+void Meta::set_grad(Tensor grad) {
+  const std::lock_guard lock(mutex_);
+  grad_ = std::move(grad);
+}
+
+void Meta::accumulate_grad(const Tensor& gradient) {
+  const std::lock_guard lock(mutex_);
+  grad_ = grad_.defined() ? add(grad_, gradient).detach() : tensor_detail::dense_copy(gradient);
+}
+
+void Meta::add_hook(Hook hook) {
+  const std::lock_guard lock(mutex_);
+  hooks_.push_back(std::move(hook));
+}
+
+std::vector<Hook> Meta::hooks() const {
+  const std::lock_guard lock(mutex_);
+  return hooks_;
+}
+
+Node::Node(std::string name, std::vector<std::shared_ptr<Meta>> inputs, BackwardFn backward, bool view)
+    : name(std::move(name)), view(view), inputs_(std::move(inputs)), backward_(std::move(backward)) {}
+
+// torch's deleteNode: each node popped here has its inputs taken before it dies at the end of
+// the iteration, so its own ~Node finds nothing to free and the depth stays one.
+Node::~Node() {
+  std::vector<std::shared_ptr<Node>> stack;
+  release_inputs(stack);
+  while (!stack.empty()) {
+    const std::shared_ptr<Node> node = std::move(stack.back());
+    stack.pop_back();
+    node->release_inputs(stack);
+  }
+}
+
+void Node::release_inputs(std::vector<std::shared_ptr<Node>>& stack) {
+  for (auto& input : inputs_) {
+    // A count of one cannot grow under us: nothing else holds the pointer to copy it (the one
+    // weak_ptr to a Meta, Node::retained_, is locked only by a backward that reached its node
+    // through strong links, which this count says do not exist). A count above one may fall
+    // to zero on another thread, whose own ~Node then frees the rest of the chain the same way.
+    if (input && input.use_count() == 1 && input->grad_fn && input->grad_fn.use_count() == 1)
+      stack.push_back(std::move(input->grad_fn));
+    input.reset();
+  }
+  inputs_.clear();
+}
+
+std::vector<Tensor> Node::apply(const Tensor& grad_output, bool retain_graph) {
+  const std::lock_guard lock(mutex_);
+  if (!backward_)
+    throw ValueError(str("backward through the graph a second time (at ", name,
+                         "): its saved values were freed by the first backward; pass retain_graph = true to keep them"));
+  std::vector<Tensor> grads = backward_(grad_output);
+  if (!retain_graph) backward_ = nullptr;  // frees the saved tensors
+  return grads;
+}
+
+void Node::add_pre_hook(Hook hook) {
+  const std::lock_guard lock(hooks_mutex_);
+  pre_hooks_.push_back(std::move(hook));
+}
+
+std::vector<Hook> Node::pre_hooks() const {
+  const std::lock_guard lock(hooks_mutex_);
+  return pre_hooks_;
+}
+
+void Node::set_retained(const std::shared_ptr<Meta>& output) {
+  const std::lock_guard lock(hooks_mutex_);
+  retained_ = output;
+}
+
+std::shared_ptr<Meta> Node::retained() const {
+  const std::lock_guard lock(hooks_mutex_);
+  return retained_.lock();
+}
+
+Tensor record(const std::string& name, Tensor output, const std::vector<const Tensor*>& inputs, BackwardFn backward,
+              bool view) {
   if (!grad_mode) return output;
-  auto node = std::make_shared<Node>();
+  std::vector<std::shared_ptr<Meta>> metas;
+  metas.reserve(inputs.size());
   bool needed = false;
   for (const Tensor* input : inputs) {
-    if (input->requires_grad()) {
-      node->inputs.push_back(input->autograd_meta());
-      needed = true;
-    } else {
-      node->inputs.push_back(nullptr);
-    }
+    const bool wanted = input->requires_grad();
+    metas.push_back(wanted ? input->autograd_meta() : nullptr);
+    needed = needed || wanted;
   }
   if (!needed) return output;
-  node->name = name;
-  node->backward = std::move(backward);
   auto meta = std::make_shared<Meta>();
   meta->requires_grad = true;
-  meta->grad_fn = std::move(node);
+  meta->grad_fn = std::make_shared<Node>(name, std::move(metas), std::move(backward), view);
   output.set_autograd_meta(std::move(meta));
   return output;
 }
@@ -67,8 +146,8 @@ std::vector<Node*> topological_order(Node* root) {
   seen.insert(root);
   while (!stack.empty()) {
     auto& [node, next] = stack.back();
-    if (next < node->inputs.size()) {
-      const auto& input = node->inputs[next++];
+    if (next < node->inputs().size()) {
+      const auto& input = node->inputs()[next++];
       if (input && input->grad_fn && seen.insert(input->grad_fn.get()).second)
         stack.emplace_back(input->grad_fn.get(), 0);
     } else {
@@ -78,18 +157,6 @@ std::vector<Node*> topological_order(Node* root) {
   }
   return {order.rbegin(), order.rend()};
 }
-
-void accumulate(Tensor& slot, const Tensor& gradient) {
-  if (!slot.defined()) {
-    slot = tensor_detail::dense_copy(gradient);  // never alias an op's value
-  } else {
-    slot = add(slot, gradient).detach();
-  }
-}
-
-}  // namespace
-
-namespace {
 
 // The gradients autograd::grad asks for: filled instead of accumulating into any leaf.
 struct Capture {
@@ -122,31 +189,24 @@ void execute(Node* root_node, const Tensor& grad_root, bool retain_graph, Captur
   for (Node* node : topological_order(root_node)) {
     auto found = pending.find(node);
     if (found == pending.end()) continue;
-    if (node->released)
-      throw ValueError(str("backward through the graph a second time (at ", node->name,
-                           "): its saved values were freed by the first backward; pass retain_graph = true to keep them"));
-    const Tensor grad_output = run_hooks(node->pre_hooks, std::move(found->second));
+    const Tensor grad_output = run_hooks(node->pre_hooks(), std::move(found->second));
     pending.erase(found);
-    if (auto kept = node->retained.lock()) accumulate(kept->grad, grad_output);
+    const std::vector<Tensor> grads = node->apply(grad_output, retain_graph);
+    if (auto kept = node->retained()) kept->accumulate_grad(grad_output);
     if (capture) {
       if (auto out = captured_outputs.find(node); out != captured_outputs.end()) add_captured(*capture, out->second, grad_output);
     }
-    std::vector<Tensor> grads = node->backward(grad_output);
-    for (std::size_t i = 0; i < node->inputs.size(); ++i) {
-      const auto& input = node->inputs[i];
+    for (std::size_t i = 0; i < node->inputs().size(); ++i) {
+      const auto& input = node->inputs()[i];
       if (!input || i >= grads.size() || !grads[i].defined()) continue;
       if (input->grad_fn) {
         auto [slot, fresh] = pending.try_emplace(input->grad_fn.get(), grads[i]);
         if (!fresh) slot->second = add(slot->second, grads[i]);
       } else if (capture) {
-        add_captured(*capture, input.get(), run_hooks(input->hooks, grads[i]));
+        add_captured(*capture, input.get(), run_hooks(input->hooks(), grads[i]));
       } else {
-        accumulate(input->grad, run_hooks(input->hooks, grads[i]));
+        input->accumulate_grad(run_hooks(input->hooks(), grads[i]));
       }
-    }
-    if (!retain_graph) {
-      node->backward = nullptr;  // frees the saved tensors
-      node->released = true;
     }
   }
 }
@@ -159,7 +219,7 @@ void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph
     throw ValueError("backward: the tensor does not require a gradient and has no grad_fn");
   NoGradGuard no_grad;  // the backward's own arithmetic records nothing
   if (!root_meta->grad_fn) {
-    accumulate(root_meta->grad, run_hooks(root_meta->hooks, grad_root));
+    root_meta->accumulate_grad(run_hooks(root_meta->hooks(), grad_root));
     return;
   }
   execute(root_meta->grad_fn.get(), grad_root, retain_graph, nullptr);
@@ -177,8 +237,7 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
     capture.grads.emplace(inputs[i].autograd_meta().get(), Tensor());
   }
   // One node joins the outputs, so that a single walk from it reaches all of them in order.
-  auto join = std::make_shared<Node>();
-  join->name = "grad";
+  std::vector<std::shared_ptr<Meta>> joined;
   std::vector<Tensor> seeds;
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& out = outputs[i];
@@ -193,10 +252,10 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
       throw ValueError(str("grad: grad_outputs[", i, "] has shape ", shape_to_string(seed.shape()), ", the output ",
                            shape_to_string(out.shape())));
     }
-    join->inputs.push_back(out.autograd_meta());
+    joined.push_back(out.autograd_meta());
     seeds.push_back(seed.detach());
   }
-  join->backward = [seeds](const Tensor&) { return seeds; };
+  const auto join = std::make_shared<Node>("grad", std::move(joined), [seeds](const Tensor&) { return seeds; });
   {
     NoGradGuard no_grad;
     execute(join.get(), Tensor(), retain_graph, &capture);
@@ -215,8 +274,8 @@ void register_hook(const Tensor& t, Hook hook) {
   const auto& meta = t.autograd_meta();
   if (!meta || !meta->requires_grad)
     throw ValueError("register_hook: cannot register a hook on a tensor that does not require a gradient");
-  if (meta->grad_fn) meta->grad_fn->pre_hooks.push_back(std::move(hook));
-  else meta->hooks.push_back(std::move(hook));
+  if (meta->grad_fn) meta->grad_fn->add_pre_hook(std::move(hook));
+  else meta->add_hook(std::move(hook));
 }
 
 void retain_grad(const Tensor& t) {
@@ -224,7 +283,7 @@ void retain_grad(const Tensor& t) {
   if (!meta || !meta->requires_grad)
     throw ValueError("retain_grad: cannot retain the gradient of a tensor that does not require one");
   if (!meta->grad_fn) return;  // leaves keep theirs anyway
-  meta->grad_fn->retained = meta;  // weak: the node must not keep its own output's state alive
+  meta->grad_fn->set_retained(meta);
 }
 
 }  // namespace kael::autograd

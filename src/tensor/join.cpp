@@ -75,18 +75,20 @@ Tensor index_select(const Tensor& a, int dim, const Tensor& index) {
   {
     autograd::NoGradGuard no_grad;
     for (std::int64_t i = 0; i < ids.numel(); ++i) {
-      if (p[i] < -size || p[i] >= size)
-        throw IndexError(str("index_select: index ", p[i], " out of range for dim ", at, " of size ", size, " (shape ",
+      // torch's rule: ids are in [0, size), negative ones too are an error (t[ids] in Python
+      // counts them from the end before it gets here).
+      if (p[i] < 0 || p[i] >= size)
+        throw IndexError(str("index_select: index ", p[i], " out of range [0, ", size, ") for dim ", at, " (shape ",
                              shape_to_string(a.shape()), ")"));
-      out.select(at, i).copy_(a.select(at, p[i] < 0 ? p[i] + size : p[i]));
+      out.select(at, i).copy_(a.select(at, p[i]));
     }
   }
   const Shape from = a.shape();
-  return autograd::record("index_select", std::move(out), {&a}, [ids, at, from, size](const Tensor& g) {
+  return autograd::record("index_select", std::move(out), {&a}, [ids, at, from](const Tensor& g) {
     Tensor grad = Tensor::zeros(g.dtype(), from);
     const std::int64_t* q = ids.data<std::int64_t>();
     for (std::int64_t i = 0; i < ids.numel(); ++i) {
-      Tensor row = grad.select(at, q[i] < 0 ? q[i] + size : q[i]);
+      Tensor row = grad.select(at, q[i]);
       row.copy_(add(row, g.select(at, i)));  // repeated ids add up
     }
     return std::vector<Tensor>{grad};

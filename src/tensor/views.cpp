@@ -20,10 +20,9 @@ Tensor view_of(const char* op, const Tensor& base, Shape shape, std::vector<std:
                std::function<Tensor(const Tensor&)> backward) {
   Tensor v = base.as_strided(std::move(shape), std::move(strides), offset);
   if (!autograd::any_requires_grad({&base})) return v;
-  v = autograd::record(op, std::move(v), {&base},
-                       [backward = std::move(backward)](const Tensor& g) { return std::vector<Tensor>{backward(g)}; });
-  v.autograd_meta()->grad_fn->view = true;
-  return v;
+  return autograd::record(
+      op, std::move(v), {&base},
+      [backward = std::move(backward)](const Tensor& g) { return std::vector<Tensor>{backward(g)}; }, /*view=*/true);
 }
 
 // torch's computeStride: the strides that let `shape` view a tensor of (old_shape,
@@ -366,7 +365,7 @@ std::vector<bool> Tensor::to_vector<bool>() const {
 
 // --- autograd ---
 
-bool Tensor::requires_grad() const { return autograd_ && autograd_->requires_grad; }
+bool Tensor::requires_grad() const { return autograd_ && autograd_->requires_grad.load(std::memory_order_relaxed); }
 
 Tensor& Tensor::requires_grad_(bool enabled) {
   if (autograd_ && autograd_->grad_fn) {
@@ -383,10 +382,29 @@ Tensor& Tensor::requires_grad_(bool enabled) {
 
 bool Tensor::is_leaf() const { return !autograd_ || !autograd_->grad_fn; }
 
-Tensor Tensor::grad() const { return autograd_ ? autograd_->grad : Tensor(); }
+Tensor Tensor::grad() const { return autograd_ ? autograd_->grad() : Tensor(); }
 
 void Tensor::zero_grad() {
-  if (autograd_) autograd_->grad = Tensor();
+  if (autograd_) autograd_->set_grad(Tensor());
+}
+
+void Tensor::set_grad(const Tensor& grad) {
+  if (!grad.defined()) {
+    zero_grad();
+    return;
+  }
+  // torch's rules for `t.grad = g`, except that torch lets an integer tensor hold a gradient of
+  // its own dtype: kael's gradients are floating only, as requires_grad_ is.
+  if (!is_floating(dtype_))
+    throw TypeError(str("grad: only floating tensors can hold a gradient, this one is ", dtype_name(dtype_)));
+  if (grad.dtype() != dtype_)
+    throw TypeError(str("grad: assigned a gradient of dtype ", dtype_name(grad.dtype()), " to a tensor of dtype ",
+                        dtype_name(dtype_), "; the gradient must have the tensor's dtype"));
+  if (grad.shape() != shape_)
+    throw ValueError(str("grad: assigned a gradient of shape ", shape_to_string(grad.shape()), " to a tensor of shape ",
+                         shape_to_string(shape_)));
+  if (!autograd_) autograd_ = std::make_shared<autograd::Meta>();
+  autograd_->set_grad(grad.detach());
 }
 
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const {

@@ -91,8 +91,8 @@ std::unique_ptr<Tokenizer::Impl> build_tokenizer(const std::string& vocab_json, 
 }
 
 Tokenizer Tokenizer::from_files(const std::filesystem::path& vocab_json, const std::filesystem::path& merges_txt) {
-  const std::string vocab = read_regular_file(vocab_json, "vocab file");
-  const std::string merges = read_regular_file(merges_txt, "merges file");
+  const std::string vocab = read_regular_file(vocab_json, "vocab file", kMaxTokenizerFileBytes);
+  const std::string merges = read_regular_file(merges_txt, "merges file", kMaxTokenizerFileBytes);
   return Tokenizer(build_tokenizer(vocab, vocab_json.string(), merges, merges_txt.string()));
 }
 

@@ -17,6 +17,7 @@ def gpt(gpt2_f16_dir):
     return kael.GPT(SHAPE).load_gpt2(gpt2_f16_dir / "model.safetensors").to("cpu").eval()
 
 
+@kael.no_grad()  # inference, as the book runs it: outputs that need no grad read as numpy
 def test_every_position_equals_transformers(gpt, gpt2_f16_dir):
     import torch
 
@@ -28,6 +29,7 @@ def test_every_position_equals_transformers(gpt, gpt2_f16_dir):
     np.testing.assert_allclose(out, expected, atol=1e-3, rtol=0)
 
 
+@kael.no_grad()  # inference, as the book runs it: outputs that need no grad read as numpy
 def test_kv_cache_continues_the_sequence(gpt):
     ids = np.array([gpt2_reference.prompt_ids(12, seed=3)])
     full = gpt(ids)
@@ -41,6 +43,7 @@ def test_kv_cache_continues_the_sequence(gpt):
     gpt.reset_kv_cache()
 
 
+@kael.no_grad()  # inference, as the book runs it: outputs that need no grad read as numpy
 def test_any_safetensors_file_or_its_directory(gpt, gpt2_f16_dir, tmp_path):
     shutil.copy(gpt2_f16_dir / "model.safetensors", tmp_path / "weights.safetensors")
     other = kael.GPT(SHAPE).load_gpt2(tmp_path / "weights.safetensors")

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from conftest import kael_binary
-from test_serve_support import HOST, Server, parse_sse, small_checkpoint
+from test_serve_support import HOST, Server, parse_sse, small_checkpoint, wait_until
 
 # A server's memory may grow this much over its idle size during a test: far below what the
 # attacks cost before (2.7 GB for four chunked uploads, 2 GB for one 50 MB word).
@@ -572,4 +572,123 @@ def test_a_client_that_sends_its_whole_oversized_body_reads_the_413(model_dir, t
                                         capture_output=True, timeout=60)
                 answer, _, code = result.stdout.rpartition(b"\n")
                 assert code == b"413" and b"exceeds the limit" in answer, (extra, result.stdout[-300:], result.stderr)
+        server.assert_healthy()
+
+
+# ---- 15. JSON nested deeper than any message, copy or comparison can walk
+
+DEEP = "[" * 50_000 + "]" * 50_000  # about 100 KB, far under --max-body
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/v1/completions", '{"prompt": "Hi", "logit_bias": {"1": ' + DEEP + "}}"),
+    ("/v1/completions", '{"prompt": "Hi", "max_tokens": 2, "use_beam_search": true, "best_of": 2, "early_stopping": '
+     + DEEP + "}"),
+    ("/v1/completions", '{"prompt": ' + DEEP + "}"),
+    ("/tokenize", '{"text": ' + DEEP + "}"),
+    ("/detokenize", '{"ids": ' + DEEP + "}"),
+])
+def test_deeply_nested_json_is_a_400_not_a_crash(model_dir, path, body):
+    with Guarded(model_dir) as server:
+        status, answer = server.request("POST", path, body.encode(), headers={"Content-Type": "application/json"})
+        assert status == 400, answer[:300]
+        assert "the request body nests deeper than 64 levels" in json.loads(answer)["error"]["message"]
+        server.assert_healthy()
+
+
+def test_a_deeply_nested_config_json_is_a_clear_error(model_dir, tmp_path, kael):
+    deep = tmp_path / "deep-config"
+    shutil.copytree(model_dir, deep)
+    config = json.loads((model_dir / "config.json").read_text())
+    (deep / "config.json").write_text(json.dumps(config)[:-1] + ', "n_layer": ' + DEEP + "}")
+    result = cli(kael, "generate", "--model", deep, "hi")
+    assert result.returncode == 1 and "config.json' nests deeper than 64 levels" in result.stderr, result.stderr
+    result = subprocess.run([str(kael_binary()), "serve", "--model", str(deep), "--port", "0"], capture_output=True,
+                            timeout=60)
+    assert result.returncode == 1 and b"nests deeper than 64 levels" in result.stderr, result.stderr
+
+
+# ---- 16. a chunked body whose framing never ends
+
+@pytest.mark.parametrize("framing", [
+    b"5;ext=",                        # a chunk extension that never ends
+    b"3\r\nabc\r\n0\r\nX-Trailer: ",  # a trailer that never ends
+])
+def test_a_chunk_line_or_trailer_that_never_ends_is_cut_off(model_dir, framing):
+    with Guarded(model_dir) as server:
+        with socket.create_connection((HOST, server.port), timeout=10) as sock:
+            sock.sendall(b"POST /tokenize HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" + framing)
+            try:
+                for _ in range(256):  # 16 MiB offered; before, each byte stayed in the connection's buffer
+                    sock.sendall(b"x" * 65536)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            response = read_all(sock)
+        assert status_of(response) == 413, response[:300]
+        assert "a chunk-size line or the trailer of the chunked body exceeds 49152 bytes" in error_message(response)
+        server.assert_healthy()
+
+
+# ---- 17. framing and line endings: the status says what is wrong
+
+@pytest.mark.parametrize("head, status, message", [
+    (b"POST /tokenize HTTP/1.1\r\nContent-Length: 14\r\nContent-Length: 15\r\n\r\n", 400, "conflicting Content-Length"),
+    (b"POST /tokenize HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 14\r\n\r\n", 400,
+     "not carry both Content-Length and Transfer-Encoding"),
+    (b"POST /tokenize HTTP/1.1\r\nContent-Length: 14\r\nTransfer-Encoding: chunked\r\n\r\n", 400,
+     "not both it and Content-Length"),
+    (b"POST /tokenize HTTP/1.1\nContent-Length: 14\n\n", 400, "must end with CRLF, not a bare LF"),
+    (b"POST /tokenize HTTP/1.1\r\nContent-Length: 5000000\r\n\r\n", 413,
+     "Content-Length '5000000' exceeds the limit of 1048576 bytes"),
+])
+def test_framing_errors_get_the_status_that_names_them(model_dir, head, status, message):
+    with Guarded(model_dir) as server:
+        response = exchange(server.port, head + b'{"text": "hi"}')
+        assert status_of(response) == status and message in error_message(response), response
+        server.assert_healthy()
+
+
+# ---- 18. integer options out of range
+
+@pytest.mark.parametrize("args, message", [
+    (["generate", "hi", "--seed", "18446744073709551616"],
+     "--seed: 18446744073709551616 is out of range: expected an integer in [0, 18446744073709551615]"),
+    (["serve", "--max-body", "-1"], "--max-body: '-1' is not a decimal integer in [0, 18446744073709551615]"),
+    (["serve", "--max-body", "0x100000"], "'0x100000' is not a decimal integer"),
+])
+def test_integer_options_past_their_range_are_option_errors(kael, args, message):
+    result = cli(kael, *args, timeout=30)
+    assert result.returncode != 0 and message in result.stderr, result.stderr
+
+
+# ---- 19. timeouts in /metrics: n candidates past --timeout
+
+def test_timed_out_candidates_count_as_timeouts_and_in_the_duration_histogram(serve_model_dir):
+    with Guarded(serve_model_dir, "--timeout", 0.05, "--threads", 1) as server:
+        status, body = server.request("POST", "/v1/completions",
+                                      json.dumps({"prompt": "Slowly:", "max_tokens": 500, "n": 3, "ignore_eos": True}).encode())
+        assert status == 504 and "timed out" in json.loads(body)["error"]["message"], body
+        assert wait_until(lambda: server.get_json("/health")["active"] == 0, timeout=5)
+        assert server.metric("kael_completions_finished_total", 'reason="timeout"') == 3
+        assert server.metric("kael_completions_finished_total", 'reason="cancelled"') == 0
+        assert server.metric("kael_request_duration_seconds_count") == 3
+        server.assert_healthy()
+
+
+# ---- 20. a client that half-closes after its request (shutdown(SHUT_WR), `nc -N`)
+
+def test_a_half_closed_client_gets_immediate_answers_and_its_completion_is_cancelled(serve_model_dir):
+    # docs/behaviour.md, "Server access": its end of file cannot be told from a client that left.
+    with Guarded(serve_model_dir, "--threads", 1) as server:
+        with socket.create_connection((HOST, server.port), timeout=10) as sock:
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: k\r\n\r\n")
+            sock.shutdown(socket.SHUT_WR)
+            assert status_of(read_all(sock)) == 200
+        body = json.dumps({"prompt": "Go on:", "max_tokens": 500, "ignore_eos": True}).encode()
+        with socket.create_connection((HOST, server.port), timeout=10) as sock:
+            sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: k\r\nContent-Length: " + str(len(body)).encode()
+                         + b"\r\n\r\n" + body)
+            sock.shutdown(socket.SHUT_WR)
+            assert read_all(sock) == b""
+        assert wait_until(lambda: server.metric("kael_completions_finished_total", 'reason="cancelled"') == 1, timeout=5)
         server.assert_healthy()

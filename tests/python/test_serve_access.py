@@ -2,6 +2,7 @@
 origins (--cors-origin). The rules are in docs/behaviour.md ("Server access")."""
 import http.client
 import json
+import os
 import subprocess
 
 import pytest
@@ -111,8 +112,11 @@ def run_serve(*args, timeout=60):
 
 
 @pytest.mark.parametrize("make_args, message", [
-    (lambda d: ["--api-key-file", d / "missing"], "cannot read --api-key-file {d}/missing: No such file or directory"),
-    (lambda d: ["--api-key-file", d], "cannot read --api-key-file {d}"),
+    (lambda d: ["--api-key-file", d / "missing"], "--api-key-file not found: '{d}/missing'"),
+    (lambda d: ["--api-key-file", d], "--api-key-file '{d}' is not a regular file (it is a directory)"),
+    (lambda d: ["--api-key-file", d / "fifo"], "--api-key-file '{d}/fifo' is not a regular file (it is a FIFO)"),
+    (lambda d: ["--api-key-file", "/dev/zero"], "--api-key-file '/dev/zero' is not a regular file (it is a character device)"),
+    (lambda d: ["--api-key-file", d / "huge"], "--api-key-file '{d}/huge' is larger than the limit of 1048576 bytes"),
     (lambda d: ["--api-key-file", d / "comments"], "holds no key (blank lines and # comments only)"),
     (lambda d: ["--api-key", "has a space"], "--api-key key 1 of 1 is empty or holds a character outside printable ASCII"),
     (lambda d: ["--api-key", "ok", "--api-key", ""], "--api-key key 2 of 2 is empty"),
@@ -122,6 +126,9 @@ def run_serve(*args, timeout=60):
 ])
 def test_bad_access_options_are_clear_errors(model_dir, tmp_path, make_args, message):
     (tmp_path / "comments").write_text("# only a comment\n\n   \n")
+    os.mkfifo(tmp_path / "fifo")  # no writer: an open() that waited for one would never return
+    with open(tmp_path / "huge", "wb") as huge:
+        huge.truncate((1 << 20) + 1)
     result = run_serve("--model", model_dir, *make_args(tmp_path))
     stderr = result.stderr.decode()
     assert result.returncode != 0 and message.format(d=tmp_path) in stderr, stderr

@@ -2,6 +2,7 @@
 admitted only when the blocks of its prompt + max_tokens are free (until then it waits in the
 queue, and a full queue answers 503), and what a queued request generates equals what it
 generates alone. /metrics reports the pool's blocks."""
+import http.client
 import json
 import socket
 import subprocess
@@ -31,10 +32,25 @@ def test_requests_wait_for_kv_blocks_and_all_complete_unchanged(serve_model_dir,
         assert s.metric("kael_kv_blocks_free") == 4
         assert s.metric("kael_completions_finished_total", 'reason="length"') == 6
 
-        # One that could never fit is refused at once, with the counts.
-        status, body = s.post_json("/v1/completions", {"prompt": "Too long:", "max_tokens": 200})
-        assert status == 503 and "KV blocks" in body["error"]["message"], body
+        # One that could never fit is refused at once, with the counts, as a client error that
+        # no retry would mend (a 503 would send it round every replica behind nginx) and,
+        # streamed, before the stream starts.
+        for stream in (False, True):
+            status, body = s.post_json("/v1/completions", {"prompt": "Too long:", "max_tokens": 200, "stream": stream})
+            assert status == 400 and body["error"]["param"] == "max_tokens", body
+            assert "needs 7 KV blocks of 32 positions" in body["error"]["message"] and "holds 4" in body["error"]["message"]
         assert s.complete(prompt="after", max_tokens=3, ignore_eos=True)["usage"]["completion_tokens"] == 3
+
+
+def call(server, body):
+    """POST /v1/completions: (status, headers, parsed body)."""
+    connection = http.client.HTTPConnection(HOST, server.port, timeout=30)
+    try:
+        connection.request("POST", "/v1/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
+        response = connection.getresponse()
+        return response.status, dict(response.getheaders()), json.loads(response.read())
+    finally:
+        connection.close()
 
 
 def send_stream(port, body):
@@ -47,19 +63,21 @@ def send_stream(port, body):
 
 
 def test_a_full_queue_behind_the_kv_memory_answers_503(serve_model_dir, tmp_path):
-    # Two slots, one queue place: while one request holds every block, two wait (the free slot
-    # counts as room) and the next is refused.
-    with Server(serve_model_dir, "--kv-memory-mb", 1, "--max-batch", 2, "--max-queue", 1, "--threads", 1,
+    # 16 slots, one queue place: while one request holds every block, free slots are no room,
+    # so one request waits and each of the others is refused with 503 and Retry-After.
+    with Server(serve_model_dir, "--kv-memory-mb", 1, "--max-batch", 16, "--max-queue", 1, "--threads", 1,
                 log_dir=tmp_path) as s:
         long = {"prompt": "Go on:", "max_tokens": 120, "ignore_eos": True}
         running = send_stream(s.port, long)
         assert wait_until(lambda: s.get_json("/health")["active"] == 1, timeout=10)
         assert s.metric("kael_kv_blocks_used") == 4
-        waiting = [send_stream(s.port, long) for _ in range(2)]
-        assert wait_until(lambda: s.get_json("/health")["queued"] == 2, timeout=10)
-        assert s.get_json("/health")["active"] == 1  # a free slot, but no memory for them
-        status, body = s.post_json("/v1/completions", {"prompt": "one more", "max_tokens": 2})
-        assert status == 503 and "busy" in body["error"]["message"], body
+        waiting = [send_stream(s.port, long)]
+        assert wait_until(lambda: s.get_json("/health")["queued"] == 1, timeout=10)
+        for _ in range(5):
+            status, headers, body = call(s, {"prompt": "one more", "max_tokens": 2})
+            assert status == 503 and "busy" in body["error"]["message"] and headers["Retry-After"] == "1", body
+        health = s.get_json("/health")
+        assert health["active"] == 1 and health["queued"] == 1, health
         for sock in [running, *waiting]:
             sock.close()
         assert wait_until(lambda: s.get_json("/health")["active"] == 0 and s.get_json("/health")["queued"] == 0,

@@ -7,6 +7,7 @@
 // layer (src/tensor/, include/kael/tensor/); the core layer keeps only storage and layout.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -105,10 +106,11 @@ class Tensor {
   bool defined() const { return owner_ != nullptr; }
   Device device() const { return device_; }
   // Bumped by every in-place write through the tensor library; shared by all views of the
-  // same bytes, so autograd can tell that a value it saved has changed since.
-  std::uint64_t version() const { return version_ ? *version_ : 0; }
+  // same bytes, so autograd can tell that a value it saved has changed since. Atomic: a
+  // backward on one thread reads it while another thread may write the storage.
+  std::uint64_t version() const { return version_ ? version_->load(std::memory_order_relaxed) : 0; }
   void bump_version() const {
-    if (version_) ++*version_;
+    if (version_) version_->fetch_add(1, std::memory_order_relaxed);
   }
   // A view of the same bytes with another shape and strides (in elements, from `offset`).
   Tensor as_strided(Shape shape, std::vector<std::int64_t> strides, std::int64_t offset = 0) const;
@@ -151,6 +153,9 @@ class Tensor {
   Tensor& requires_grad_(bool enabled = true);
   bool is_leaf() const;
   Tensor grad() const;  // undefined (defined() false) until a backward reaches this leaf
+  // Assigns the gradient (torch's `t.grad = g`): a floating tensor's, of its dtype and shape;
+  // an undefined `grad` drops it. TypeError / ValueError otherwise.
+  void set_grad(const Tensor& grad);
   void zero_grad();     // drops the gradient, as PyTorch's set_to_none
   // Gradient of this tensor with respect to every leaf that requires one. Without `gradient`
   // the tensor must hold one element. The graph is freed after, unless retain_graph.
@@ -194,7 +199,7 @@ class Tensor {
   std::byte* data_ = nullptr;
   bool borrowed_ = false;
   Device device_ = Device::cpu();
-  std::shared_ptr<std::uint64_t> version_;        // shared by the views of one storage
+  std::shared_ptr<std::atomic<std::uint64_t>> version_;  // shared by the views of one storage
   std::shared_ptr<autograd::Meta> autograd_;      // null: no gradient, no history
 };
 

@@ -17,6 +17,9 @@
 
 namespace kael::model {
 
+// Largest config.json read (Error past it): GPT-2's is under 1 KiB.
+inline constexpr std::uint64_t kMaxConfigBytes = 1 << 20;
+
 struct Config {
   int n_layer = 12;
   int n_head = 12;

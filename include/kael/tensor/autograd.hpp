@@ -5,8 +5,10 @@
 // backward that needs it is an error naming the op, never a silent wrong gradient.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -20,12 +22,31 @@ struct Node;
 // result replaces that gradient, an undefined one leaves it.
 using Hook = std::function<Tensor(const Tensor&)>;
 
-// The autograd state of one tensor (shared by its copies).
+// The autograd state of one tensor (shared by its copies). requires_grad and grad_fn are set
+// before the tensor is shared; the gradient and the hooks may be read, accumulated and added
+// by backwards running on several threads at once, so they live behind a lock (torch locks
+// them the same way). Hooks run on a copy of the list, outside the lock.
 struct Meta {
-  bool requires_grad = false;
-  Tensor grad;                     // leaves: the accumulated gradient; non-leaves: set by retain_grad
-  std::shared_ptr<Node> grad_fn;   // non-leaves: the op that produced the tensor
-  std::vector<Hook> hooks;         // leaves' hooks (a non-leaf's live on its grad_fn)
+  std::atomic<bool> requires_grad = false;
+  std::shared_ptr<Node> grad_fn;  // non-leaves: the op that produced the tensor; never reassigned
+
+  // Leaves: the accumulated gradient (undefined until a backward reaches the leaf); non-leaves:
+  // kept by retain_grad.
+  Tensor grad() const;
+  // Replaces the gradient as is (Tensor::set_grad checks dtype and shape first).
+  void set_grad(Tensor grad);
+  // grad += gradient, out of place (a tensor that grad() returned earlier keeps its values);
+  // the first gradient is copied, never aliased.
+  void accumulate_grad(const Tensor& gradient);
+
+  // A leaf's hooks (a non-leaf's live on its grad_fn): added, and copied to be run.
+  void add_hook(Hook hook);
+  std::vector<Hook> hooks() const;
+
+ private:
+  mutable std::mutex mutex_;
+  Tensor grad_;
+  std::vector<Hook> hooks_;
 };
 
 // A value an op saved for its backward, with the version it had then.
@@ -41,16 +62,51 @@ class SavedTensor {
   std::uint64_t version_ = 0;
 };
 
-// One recorded op: its inputs' autograd state and a function from the gradient of its output
-// to the gradients of its inputs (an undefined Tensor where an input needs none).
+// From the gradient of an op's output to the gradients of its inputs (an undefined Tensor
+// where an input needs none). Captures only values without history (SavedTensor, detached
+// or integer tensors), so the graph's only links are Node::inputs.
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
+
+// One recorded op: its inputs' autograd state and its backward.
 struct Node {
-  std::string name;  // the op, for error messages ("mul", "matmul", ...)
-  std::vector<std::shared_ptr<Meta>> inputs;  // null for inputs that need no gradient
-  std::function<std::vector<Tensor>(const Tensor& grad_output)> backward;
-  bool released = false;  // the saved values are gone (backward ran without retain_graph)
-  bool view = false;      // the output shares its input's bytes (view, select, slice, ...)
-  std::vector<Hook> pre_hooks;  // run on the gradient of the output before `backward`
-  std::weak_ptr<Meta> retained;  // retain_grad: the output that keeps its gradient (after the hooks)
+  Node(std::string name, std::vector<std::shared_ptr<Meta>> inputs, BackwardFn backward, bool view = false);
+  // Frees the nodes that only this one kept alive, and theirs, in a loop: a graph a million
+  // ops deep would overflow the stack if each ~Node freed the next by recursion.
+  ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  const std::string name;  // the op, for error messages ("mul", "matmul", ...)
+  // The output shares its single input's bytes (view, select, slice, ...): in-place writes
+  // check it.
+  const bool view;
+  // Null for inputs that need no gradient. Fixed at construction.
+  const std::vector<std::shared_ptr<Meta>>& inputs() const { return inputs_; }
+  // The gradients of the inputs from that of the output. Backwards through a shared graph
+  // take turns here, so none sees the saved values half freed; without retain_graph the
+  // saved values are freed after, and a later call is a ValueError naming the op.
+  std::vector<Tensor> apply(const Tensor& grad_output, bool retain_graph);
+
+  // Hooks on the gradient of the output (register_hook on a non-leaf), run before apply, on a
+  // copy taken under the lock.
+  void add_pre_hook(Hook hook);
+  std::vector<Hook> pre_hooks() const;
+  // retain_grad: the output whose state keeps its gradient (after the hooks). Weak, so the node
+  // never keeps its own output's state alive; locked only by a backward running this node,
+  // which reached it through strong links.
+  void set_retained(const std::shared_ptr<Meta>& output);
+  std::shared_ptr<Meta> retained() const;
+
+ private:
+  // Moves the inputs whose node nothing else holds onto `stack`, and drops the rest.
+  void release_inputs(std::vector<std::shared_ptr<Node>>& stack);
+
+  std::vector<std::shared_ptr<Meta>> inputs_;
+  std::mutex mutex_;  // held through apply
+  BackwardFn backward_;  // empty once a backward without retain_graph ran
+  mutable std::mutex hooks_mutex_;  // apart from mutex_: a hook may register another
+  std::vector<Hook> pre_hooks_;
+  std::weak_ptr<Meta> retained_;
 };
 
 // Whether ops record history on this thread (PyTorch's grad mode); on by default.
@@ -75,10 +131,12 @@ bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
 
 // Attaches a node to `output` (which becomes a non-leaf requiring a gradient) when any of
 // `inputs` requires one; the backward receives the gradient of `output`. Returns output.
-Tensor record(const std::string& name, Tensor output, const std::vector<const Tensor*>& inputs,
-              std::function<std::vector<Tensor>(const Tensor&)> backward);
+// A view op passes view = true (its output shares the single input's bytes).
+Tensor record(const std::string& name, Tensor output, const std::vector<const Tensor*>& inputs, BackwardFn backward,
+              bool view = false);
 
-// Runs the backward from `root` with d(root) = grad_root (see Tensor::backward).
+// Runs the backward from `root` with d(root) = grad_root (see Tensor::backward). Safe to call
+// on several threads at once, on graphs that share leaves or nodes (docs/tensor.md, "Threads").
 void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph);
 
 // torch.autograd.grad: the gradients of `outputs` (weighted by grad_outputs, which may be empty

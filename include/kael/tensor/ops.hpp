@@ -204,8 +204,10 @@ Tensor as_strided_scatter(const Tensor& input, const Tensor& src, const Shape& s
                           const std::vector<std::int64_t>& stride, std::int64_t offset = 0);
 // I64 (ids..., num_classes) with a 1 at each id; num_classes -1 means max(ids) + 1.
 Tensor one_hot(const Tensor& ids, std::int64_t num_classes = -1);
+// The entries of `a` at the ids of a 1-D integer index along dim; IndexError for an id
+// outside [0, size), negative ones included (torch's rule).
 Tensor index_select(const Tensor& a, int dim, const Tensor& index);
-// weight (num, dim) rows picked by integer ids of any shape: (ids..., dim).
+// weight (num, dim) rows picked by integer ids of any shape: (ids..., dim); ids in [0, num).
 Tensor embedding(const Tensor& ids, const Tensor& weight);
 // torch.nn.functional.cross_entropy with class ids: logits (N, C), (C) or (N, C, d...) and
 // integer targets (N), () or (N, d...). Targets equal to ignore_index count for nothing;

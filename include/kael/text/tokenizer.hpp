@@ -14,6 +14,9 @@
 namespace kael::text {
 
 inline constexpr std::int32_t kEndOfText = 50256;
+// Largest vocab.json or merges.txt read (Error past it): GPT-2's are about 1 MiB and 0.5 MiB,
+// and the largest public BPE vocabularies (250k tokens) are under 20 MiB.
+inline constexpr std::uint64_t kMaxTokenizerFileBytes = 64 << 20;
 
 class Tokenizer {
  public:

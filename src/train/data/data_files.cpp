@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "kael/core/error.hpp"
+#include "kael/core/json.hpp"
 #include "kael/train/data.hpp"
 #include "kael/core/file.hpp"
 
@@ -53,12 +54,7 @@ std::vector<std::string> jsonl_documents(const fs::path& file, const std::string
   for (std::size_t number = 1; std::getline(lines, line); ++number) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const auto where = [&] { return str("data file '", file.string(), "' line ", number); };
-    nlohmann::json record;
-    try {
-      record = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      throw ValueError(str(where(), ": not JSON (", e.what(), ")"));
-    }
+    const nlohmann::json record = json::parse(line, where());
     if (!record.is_object()) throw ValueError(str(where(), ": expected a JSON object, found ", record.type_name()));
     const auto text = record.find("text");
     if (text == record.end()) throw ValueError(str(where(), ": the record has no \"text\" field"));
@@ -89,7 +85,10 @@ std::vector<fs::path> list_data_files(std::span<const fs::path> inputs) {
 }
 
 std::vector<std::string> read_documents(const fs::path& file) {
-  std::string bytes = read_regular_file(file, "data file");
+  // A data file is read whole and tokenized in memory: far more than a machine's memory is
+  // refused at once rather than grown into.
+  constexpr std::uint64_t kMaxDataFileBytes = std::uint64_t{64} << 30;
+  std::string bytes = read_regular_file(file, "data file", kMaxDataFileBytes);
   if (file.extension() == ".jsonl") return jsonl_documents(file, bytes);
   std::vector<std::string> documents;
   documents.push_back(std::move(bytes));

@@ -13,6 +13,7 @@
 #include "io/posix_file.hpp"
 #include "kael/core/error.hpp"
 #include "kael/core/file.hpp"
+#include "kael/text/tokenizer.hpp"
 #include "kael/train/data.hpp"
 #include "train/data/hash.hpp"
 #include "train/data/text_pieces.hpp"
@@ -35,7 +36,7 @@ std::string cache_key(std::span<const fs::path> files, std::span<const fs::path>
     key += str("data ", absolute.string(), " size ", info.st_size, " mtime ", mtime_ns, "\n");
   }
   for (const fs::path& file : tokenizer_files) {
-    const std::string bytes = read_regular_file(file, "tokenizer file");
+    const std::string bytes = read_regular_file(file, "tokenizer file", text::kMaxTokenizerFileBytes);
     Hash64 hash;
     hash.update(bytes);
     key += str("tokenizer ", file.filename().string(), " size ", bytes.size(), " hash ", hash.digest(), "\n");

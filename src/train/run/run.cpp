@@ -9,6 +9,7 @@
 
 #include "kael/core/cpu_clock.hpp"
 #include "kael/core/error.hpp"
+#include "kael/core/json.hpp"
 #include "kael/text/tokenizer.hpp"
 #include "train/run/checkpoint.hpp"
 #include "train/run/directory_swap.hpp"
@@ -290,14 +291,14 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
   // A fine-tuned model keeps its source's config.json (keys kael does not read included), but its
   // weights are F32 whatever the source's were.
   if (!source.model_dir.empty() && fs::exists(source_config)) {
-    auto doc = nlohmann::ordered_json::parse(read_regular_file(source_config, "config"));
+    auto doc = json::parse_ordered(read_regular_file(source_config, "config", model::kMaxConfigBytes), str("'", source_config.string(), "'"));
     doc["torch_dtype"] = "float32";
     text.config_json = doc.dump(2) + "\n";
   } else {
     text.config_json = config.to_json("float32");
   }
-  text.vocab_json = read_regular_file(vocab, "tokenizer file");
-  text.merges_txt = read_regular_file(merges, "tokenizer file");
+  text.vocab_json = read_regular_file(vocab, "tokenizer file", text::kMaxTokenizerFileBytes);
+  text.merges_txt = read_regular_file(merges, "tokenizer file", text::kMaxTokenizerFileBytes);
   // Collective: every rank checks the weights agree; rank 0 writes.
   const auto save = [&] {
     dist::check_weights_agree(model.flat_values(), world, state.step);

@@ -4,12 +4,15 @@
 
 #include "kael/core/error.hpp"
 #include "kael/core/file.hpp"
+#include "kael/core/json.hpp"
 
 namespace kael::train {
 
 namespace {
 
 using nlohmann::json;
+
+constexpr std::uint64_t kMaxStateBytes = 1 << 20;  // options and counters: a few KiB
 
 // The options that decide which weights a step produces, under their command-line names. The
 // batch is the global one: --batch sequences on each of `ranks` processes.
@@ -38,7 +41,7 @@ json implied_option(const std::string& name) { return name == "precision" ? json
 
 json parse_state(const std::filesystem::path& file) {
   try {
-    json doc = json::parse(read_regular_file(file, "training state"));
+    json doc = kael::json::parse(read_regular_file(file, "training state", kMaxStateBytes), str("training state '", file.string(), "'"));
     if (!doc.is_object() || doc.value("format", "") != "kael-training-state")
       throw ValueError("not a kael training state");
     return doc;

@@ -1,0 +1,67 @@
+"""Integers that do not fit the argument and str that has no UTF-8 get an error that names the
+argument and the range it must be in, from the bindings' one conversion helper, where pybind11
+said "Unable to cast Python instance ... to C++ type '?'". manual_seed takes what
+torch.manual_seed takes: -2**63 .. 2**64 - 1, a negative seed modulo 2**64."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import kael
+from gpt2_reference import GPT2_TOKENIZER_DIR
+
+CASES = {
+    "zeros": (lambda: kael.zeros(2**63), "zeros: size 9223372036854775808"),
+    "zeros_tuple": (lambda: kael.zeros((2, -2**63 - 1)), "zeros: size -9223372036854775809"),
+    "subscript": (lambda: kael.zeros(3)[2**63], "index 9223372036854775808"),
+    "subscript_list": (lambda: kael.zeros(3)[[0, 2**64]], "index 18446744073709551616"),
+    "randint_high": (lambda: kael.randint(0, 2**63, (2,)), "randint: high 9223372036854775808"),
+    "randint_low": (lambda: kael.randint(-2**70, 0, (2,)), "randint: low -1180591620717411303424"),
+    "full": (lambda: kael.full((2,), 2**63), "full: fill_value 9223372036854775808"),
+    "sum_dim": (lambda: kael.zeros(3).sum(2**40), "dim 1099511627776"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_an_integer_out_of_range_names_the_argument_and_the_range(case):
+    call, named = CASES[case]
+    with pytest.raises(ValueError) as error:
+        call()
+    message = str(error.value)
+    assert named in message and "out of range" in message, message
+    assert "int64" in message or "int32" in message, message
+    assert "Unable to cast" not in message
+
+
+def tokenizer() -> kael.BpeTokenizer:
+    return kael.BpeTokenizer(GPT2_TOKENIZER_DIR / "vocab.json", GPT2_TOKENIZER_DIR / "merges.txt")
+
+
+@pytest.mark.parametrize("text", ["\ud800", "ok \udfff", "\udcff"])
+def test_a_lone_surrogate_names_the_argument(text):
+    with pytest.raises(ValueError, match="text holds a lone surrogate"):
+        tokenizer().encode(text)
+    with pytest.raises(ValueError, match="allowed_special holds a lone surrogate"):
+        tokenizer().encode("hi", allowed_special=text)
+    assert tokenizer().encode(text.encode("utf-8", "surrogatepass")) is not None  # bytes pass as they are
+
+
+@pytest.mark.parametrize("seed", [-1, -2**63, 2**64 - 1, 0])
+def test_manual_seed_takes_torchs_range(seed):
+    torch.manual_seed(seed)  # torch takes it: kael must too
+    unsigned = seed % 2**64
+    assert torch.initial_seed() == unsigned
+    kael.manual_seed(seed)
+    first = kael.rand(4).tolist()
+    kael.manual_seed(unsigned)
+    assert kael.rand(4).tolist() == first
+
+
+@pytest.mark.parametrize("seed", [2**64, -2**63 - 1])
+def test_manual_seed_outside_torchs_range_names_it(seed):
+    with pytest.raises(ValueError):
+        torch.manual_seed(seed)
+    with pytest.raises(ValueError, match=r"manual_seed: seed .* out of range: it must be in \[-2\*\*63, 2\*\*64 - 1\]"):
+        kael.manual_seed(seed)
+    with pytest.raises(TypeError, match="manual_seed: seed must be an int, not float"):
+        kael.manual_seed(1.5)
