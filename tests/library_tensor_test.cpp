@@ -186,6 +186,34 @@ TEST(TensorAutograd, InPlaceOnANonLeafTakesTheOpsHistory) {
   EXPECT_THROW(v.mul_(2.0), ValueError);  // a view of a tensor with history
 }
 
+TEST(TensorAutograd, AViewTakenBeforeItsBaseIsWrittenInPlaceRefusesItsBackward) {
+  // y = 2x; v = y[0:2] before y *= 2: v holds 4 x[0:2], its history says 2 x[0:2]. torch rebuilds
+  // the view's history (d v / d x = 4); kael refuses the backward rather than give 2.
+  Tensor x = tensor({1, -2, 3}).requires_grad_();
+  Tensor y = x * 2.0;
+  const Tensor v = y.slice(0, 0, 2);
+  const Tensor copy = y;  // a C++ copy of the handle, made before the write
+  const Tensor used_before = v.select(0, 0) * 1.0;
+  y.mul_(2.0);
+  try {
+    sum(v * 1.0).backward();
+    FAIL() << "a backward through a view older than its base's in-place write must be refused";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("mul_"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("slice"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(x.grad().defined());  // nothing accumulated
+  EXPECT_THROW(v.backward(ones({2})), ValueError);      // the view as the root
+  EXPECT_THROW(v.select(0, 0).backward(), ValueError);  // a view of it, taken after the write
+  EXPECT_THROW(sum(copy).backward(), ValueError);        // the copy holds new values, old history
+  EXPECT_THROW(autograd::grad({sum(v)}, {x}), ValueError);
+  // What was computed from the view before the write, and views taken after it, are right.
+  used_before.backward(Tensor(), /*retain_graph=*/true);  // y = 2x is walked again below
+  EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{2, 0, 0}));
+  y.select(0, 1).backward();
+  EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{2, 4, 0}));
+}
+
 TEST(TensorViews, ViewOfANonContiguousTensorFollowsTorchsStrideRule) {
   const Tensor a = arange(24.0).reshape({2, 3, 4});
   const Tensor piece = split(a, 2, -1)[1];  // (2, 3, 2), strides (12, 4, 1)

@@ -58,8 +58,15 @@ std::vector<Hook> Meta::hooks() const {
   return hooks_;
 }
 
+void Meta::mark_written_in_place(const char* op) { written_by_.store(op); }
+
 Node::Node(std::string name, std::vector<std::shared_ptr<Meta>> inputs, BackwardFn backward, bool view)
-    : name(std::move(name)), view(view), inputs_(std::move(inputs)), backward_(std::move(backward)) {}
+    : name(std::move(name)), view(view), inputs_(std::move(inputs)), backward_(std::move(backward)) {
+  if (view && !inputs_.empty() && inputs_[0]) {
+    const Node* inner = inputs_[0]->grad_fn.get();
+    view_base_ = inner && inner->view && inner->view_base_ ? inner->view_base_ : inputs_[0].get();
+  }
+}
 
 // torch's deleteNode: each node popped here has its inputs taken before it dies at the end of
 // the iteration, so its own ~Node finds nothing to free and the depth stays one.
@@ -116,18 +123,45 @@ std::shared_ptr<Meta> Node::retained() const {
   return retained_.lock();
 }
 
+namespace {
+
+// Why a tensor whose autograd state is `meta` no longer holds the values its history
+// computes, or "": an in-place op wrote the tensor (through another handle: a C++ copy) or the
+// base of this view after the state was taken, and gave only the writing handle new history.
+// torch rebases such a view's history; kael refuses its backward rather than give the
+// gradient of the old values.
+std::string stale_history(const Meta& meta) {
+  if (const char* op = meta.written_in_place_by())
+    return str("a tensor was modified in place by ", op, " through another handle after this one was taken, so its "
+               "history is that of the old values; use the handle that was written");
+  if (meta.grad_fn && meta.grad_fn->view && meta.grad_fn->view_base())
+    if (const char* op = meta.grad_fn->view_base()->written_in_place_by())
+      return str("a view (made by ", meta.grad_fn->name, ") was taken before its base was modified in place by ", op,
+                 ", so its history is that of the old values; take the view after the in-place op");
+  return {};
+}
+
+}  // namespace
+
 Tensor record(const std::string& name, Tensor output, const std::vector<const Tensor*>& inputs, BackwardFn backward,
               bool view) {
   if (!grad_mode) return output;
   std::vector<std::shared_ptr<Meta>> metas;
   metas.reserve(inputs.size());
   bool needed = false;
+  std::string stale;
   for (const Tensor* input : inputs) {
     const bool wanted = input->requires_grad();
     metas.push_back(wanted ? input->autograd_meta() : nullptr);
     needed = needed || wanted;
+    if (wanted && stale.empty()) stale = stale_history(*metas.back());
   }
   if (!needed) return output;
+  // The forward stands (its values are right); its backward could not be, so it is an error.
+  if (!stale.empty())
+    backward = [message = str("backward of ", name, ": ", stale)](const Tensor&) -> std::vector<Tensor> {
+      throw ValueError(message);
+    };
   auto meta = std::make_shared<Meta>();
   meta->requires_grad = true;
   meta->grad_fn = std::make_shared<Node>(name, std::move(metas), std::move(backward), view);
@@ -218,6 +252,7 @@ void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph
   if (!root_meta || !root_meta->requires_grad)
     throw ValueError("backward: the tensor does not require a gradient and has no grad_fn");
   NoGradGuard no_grad;  // the backward's own arithmetic records nothing
+  if (const std::string stale = stale_history(*root_meta); !stale.empty()) throw ValueError(str("backward: ", stale));
   if (!root_meta->grad_fn) {
     root_meta->accumulate_grad(run_hooks(root_meta->hooks(), grad_root));
     return;
@@ -242,6 +277,8 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& out = outputs[i];
     if (!out.requires_grad()) throw ValueError(str("grad: output ", i, " does not require a gradient and has no grad_fn"));
+    if (const std::string stale = stale_history(*out.autograd_meta()); !stale.empty())
+      throw ValueError(str("grad: output ", i, ": ", stale));
     Tensor seed = grad_outputs.empty() ? Tensor() : grad_outputs[i];
     if (!seed.defined()) {
       if (out.numel() != 1)

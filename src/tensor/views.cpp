@@ -440,9 +440,22 @@ Tensor Tensor::pow(double exponent) const { return kael::pow(*this, exponent); }
 // torch's rules under grad mode: a leaf that requires a gradient cannot be written in place
 // (the write would be invisible to its gradient); any other tensor can. Its values are then
 // those of the out-of-place op, and this handle takes that op's history, whose node reads the
-// tensor's history from before the write (Python's tensor object is this handle; C++ copies
-// made before keep the history they had). A view whose base requires a gradient is refused:
-// the base's history could not see the write (Python's index assignment writes the base).
+// tensor's history from before the write (Python's tensor object is this handle). The old
+// history is marked as written: a C++ copy made before, or a view taken before, keeps it, and
+// its backward is then an error naming the op (torch rebases such a view's history instead).
+// Writing a view whose base requires a gradient is refused: the base's history could not see
+// the write (Python's index assignment writes the base).
+
+namespace {
+
+// After an in-place write that records history: `t` takes `result`'s, and its old state is
+// marked, so that views taken before the write (and C++ copies of t) refuse their backward.
+void take_history(Tensor& t, const Tensor& result, const char* op) {
+  if (const auto& old = t.autograd_meta()) old->mark_written_in_place(op);
+  t.set_autograd_meta(result.autograd_meta());
+}
+
+}  // namespace
 
 namespace tensor_detail {
 
@@ -465,7 +478,7 @@ Tensor& assign_in_place(Tensor& t, const char* op, const std::function<Tensor(co
                          shape_to_string(t.shape()), " (an in-place op cannot change the shape)"));
   convert_into(t, result);
   t.bump_version();
-  if (autograd::grad_mode_enabled() && result.requires_grad()) t.set_autograd_meta(result.autograd_meta());
+  if (autograd::grad_mode_enabled() && result.requires_grad()) take_history(t, result, op);
   return t;
 }
 
@@ -487,7 +500,7 @@ Tensor& Tensor::copy_(const Tensor& source) {
     const Tensor result = autograd::record("copy_", detach(), {this, &source}, [from, source_shape](const Tensor& g) {
       return std::vector<Tensor>{Tensor(), sum_to(g, source_shape).to(from)};
     });
-    autograd_ = result.autograd_meta();
+    take_history(*this, result, "copy_");
   }
   return *this;
 }
@@ -501,8 +514,8 @@ Tensor& Tensor::fill_(double value) {
   convert_into(*this, scalar);
   bump_version();
   if (autograd::any_requires_grad({this}))  // the old values no longer count: a zero gradient
-    autograd_ = autograd::record("fill_", detach(), {this}, [](const Tensor&) { return std::vector<Tensor>{Tensor()}; })
-                    .autograd_meta();
+    take_history(*this, autograd::record("fill_", detach(), {this}, [](const Tensor&) { return std::vector<Tensor>{Tensor()}; }),
+                 "fill_");
   return *this;
 }
 

@@ -43,10 +43,18 @@ struct Meta {
   void add_hook(Hook hook);
   std::vector<Hook> hooks() const;
 
+  // An in-place op gave the tensor that held this state new history (the handle took a new
+  // Meta, this one keeps the values from before the write). Views taken before the write
+  // still point here: their backward is then an error naming `op` (record's stale_history).
+  void mark_written_in_place(const char* op);
+  // The op that wrote the tensor in place after this state was its history, or null.
+  const char* written_in_place_by() const { return written_by_.load(); }
+
  private:
   mutable std::mutex mutex_;
   Tensor grad_;
   std::vector<Hook> hooks_;
+  std::atomic<const char*> written_by_ = nullptr;
 };
 
 // A value an op saved for its backward, with the version it had then.
@@ -78,7 +86,7 @@ struct Node {
 
   const std::string name;  // the op, for error messages ("mul", "matmul", ...)
   // The output shares its single input's bytes (view, select, slice, ...): in-place writes
-  // check it.
+  // check it, and so does a backward through a view whose base was written after.
   const bool view;
   // Null for inputs that need no gradient. Fixed at construction.
   const std::vector<std::shared_ptr<Meta>>& inputs() const { return inputs_; }
@@ -96,6 +104,9 @@ struct Node {
   // which reached it through strong links.
   void set_retained(const std::shared_ptr<Meta>& output);
   std::shared_ptr<Meta> retained() const;
+  // A view's: the state of the tensor that owns the bytes (through views of views), which an
+  // in-place write of it marks; alive as long as this node (inputs() leads to it). Else null.
+  const Meta* view_base() const { return view_base_; }
 
  private:
   // Moves the inputs whose node nothing else holds onto `stack`, and drops the rest.
@@ -107,6 +118,7 @@ struct Node {
   mutable std::mutex hooks_mutex_;  // apart from mutex_: a hook may register another
   std::vector<Hook> pre_hooks_;
   std::weak_ptr<Meta> retained_;
+  const Meta* view_base_ = nullptr;
 };
 
 // Whether ops record history on this thread (PyTorch's grad mode); on by default.
