@@ -45,19 +45,27 @@ py::object binary(const Tensor& a, const py::object& b, bool reflected, const ch
 py::tuple as_tuple(const std::vector<Tensor>& pieces) { return py::tuple(py::cast(pieces)); }
 
 std::vector<Tensor> split_any(const Tensor& t, const py::object& size_or_sections, int dim) {
-  if (py::isinstance<py::int_>(size_or_sections)) return split(t, size_or_sections.cast<std::int64_t>(), dim);
-  return split(t, size_or_sections.cast<std::vector<std::int64_t>>(), dim);
+  if (!py::isinstance<py::sequence>(size_or_sections))
+    return split(t, int64_arg(size_or_sections, "split: split_size_or_sections"), dim);
+  std::vector<std::int64_t> sizes;
+  for (const py::handle size : size_or_sections) sizes.push_back(int64_arg(size, "split: split_size_or_sections"));
+  return split(t, sizes, dim);
 }
 
-std::vector<std::int64_t> int_list(const py::object& value) {
-  if (py::isinstance<py::int_>(value)) return {value.cast<std::int64_t>()};
-  return value.cast<std::vector<std::int64_t>>();
+// An int or a sequence of them, each checked as int64_arg / int_arg check it.
+std::vector<std::int64_t> int_list(const py::object& value, const std::string& what) {
+  if (!py::isinstance<py::sequence>(value)) return {int64_arg(value, what)};
+  std::vector<std::int64_t> out;
+  for (const py::handle item : value) out.push_back(int64_arg(item, what));
+  return out;
 }
 
-std::vector<int> dim_list(const py::object& value) {
+std::vector<int> dim_list(const py::object& value, const std::string& what) {
   if (value.is_none()) return {};
-  if (py::isinstance<py::int_>(value)) return {value.cast<int>()};
-  return value.cast<std::vector<int>>();
+  if (!py::isinstance<py::sequence>(value)) return {int_arg(value, what)};
+  std::vector<int> out;
+  for (const py::handle item : value) out.push_back(int_arg(item, what));
+  return out;
 }
 
 // The options of a new_* constructor: dtype and requires_grad; device checked.
@@ -72,7 +80,7 @@ std::string reduction_arg(const py::object& reduction, const py::object& size_av
                           const char* op) {
   if (!size_average.is_none() || !reduce.is_none())
     throw TypeError(str(op, ": size_average and reduce are deprecated in torch and not taken; use reduction"));
-  return reduction.cast<std::string>();
+  return utf8_arg(reduction, str(op, ": reduction"));
 }
 
 void no_class_weights(const py::object& weight, const char* op) {
@@ -119,7 +127,7 @@ void init_tensor_ops(py::module_& m) {
       cls, m, "std",
       [](const Tensor& a, const py::object& dim, const py::object& unbiased, bool keepdim, const py::object& correction) {
         int c = 1;
-        if (!correction.is_none()) c = correction.cast<int>();
+        if (!correction.is_none()) c = int_arg(correction, "std: correction");
         else if (!unbiased.is_none()) c = unbiased.cast<bool>() ? 1 : 0;
         return kael::std(a, dims_arg(dim), keepdim, c);
       },
@@ -127,25 +135,25 @@ void init_tensor_ops(py::module_& m) {
       py::arg("correction") = py::none());
   method_and_function(
       cls, m, "topk",
-      [values_indices](const Tensor& a, std::int64_t k, int dim, bool largest, bool sorted) {
-        auto [values, indices] = topk(a, k, dim, largest, sorted);
+      [values_indices](const Tensor& a, const py::object& k, const py::object& dim, bool largest, bool sorted) {
+        auto [values, indices] = topk(a, int64_arg(k, "topk: k"), int_arg(dim, "topk: dim"), largest, sorted);
         return values_indices(values, indices);
       },
       py::arg("k"), py::arg("dim") = -1, py::arg("largest") = true, py::arg("sorted") = true);
-  method_and_function(cls, m, "gather", [](const Tensor& a, int dim, const Tensor& index) { return gather(a, dim, index); },
+  method_and_function(cls, m, "gather", [](const Tensor& a, const py::object& dim, const Tensor& index) { return gather(a, int_arg(dim, "gather: dim"), index); },
                       py::arg("dim"), py::arg("index"));
   method_and_function(
       cls, m, "multinomial",
-      [](const Tensor& probs, std::int64_t num_samples, bool replacement, const py::object& generator) {
+      [](const Tensor& probs, const py::object& num_samples, bool replacement, const py::object& generator) {
         if (!generator.is_none()) throw ValueError("multinomial: generator objects are not supported (use kael.manual_seed)");
-        return multinomial(probs, num_samples, replacement);
+        return multinomial(probs, int64_arg(num_samples, "multinomial: num_samples"), replacement);
       },
       py::arg("num_samples"), py::arg("replacement") = false, py::kw_only(), py::arg("generator") = py::none());
   m.def(
       "randperm",
-      [](std::int64_t n, const py::object& dtype, const py::object& device, bool requires_grad) {
+      [](const py::object& n, const py::object& dtype, const py::object& device, bool requires_grad) {
         if (!device.is_none()) check_device_available(device_arg(device));
-        Tensor t = randperm(n, dtype_arg(dtype, DType::I64));
+        Tensor t = randperm(int64_arg(n, "randperm: n"), dtype_arg(dtype, DType::I64));
         if (requires_grad) t.requires_grad_(true);
         return t;
       },
@@ -179,23 +187,32 @@ void init_tensor_ops(py::module_& m) {
 
   // --- cutting, tiling, shifting, masking ---
   method_and_function(
-      cls, m, "split", [](const Tensor& t, const py::object& size, int dim) { return as_tuple(split_any(t, size, dim)); },
+      cls, m, "split", [](const Tensor& t, const py::object& size, const py::object& dim) {
+        return as_tuple(split_any(t, size, int_arg(dim, "split: dim")));
+      },
       py::arg("split_size_or_sections"), py::arg("dim") = 0);
   method_and_function(
-      cls, m, "chunk", [](const Tensor& t, std::int64_t chunks, int dim) { return as_tuple(chunk(t, chunks, dim)); },
+      cls, m, "chunk", [](const Tensor& t, const py::object& chunks, const py::object& dim) {
+        return as_tuple(chunk(t, int64_arg(chunks, "chunk: chunks"), int_arg(dim, "chunk: dim")));
+      },
       py::arg("chunks"), py::arg("dim") = 0);
-  method_and_function(cls, m, "unbind", [](const Tensor& t, int dim) { return as_tuple(unbind(t, dim)); }, py::arg("dim") = 0);
+  method_and_function(cls, m, "unbind", [](const Tensor& t, const py::object& dim) { return as_tuple(unbind(t, int_arg(dim, "unbind: dim"))); }, py::arg("dim") = 0);
   cls.def("repeat", [](const Tensor& t, const py::args& sizes) { return repeat(t, shape_from_args(sizes, "repeat")); },
           "Tiles the tensor: t.repeat(2, 1) stacks two copies along dim 0.");
   method_and_function(
       cls, m, "roll",
-      [](const Tensor& t, const py::object& shifts, const py::object& dims) { return roll(t, int_list(shifts), dim_list(dims)); },
+      [](const Tensor& t, const py::object& shifts, const py::object& dims) { return roll(t, int_list(shifts, "roll: shifts"), dim_list(dims, "roll: dims")); },
       py::arg("shifts"), py::arg("dims") = py::none());
-  method_and_function(cls, m, "tril", &tril, py::arg("diagonal") = 0);
-  method_and_function(cls, m, "triu", &triu, py::arg("diagonal") = 0);
+  method_and_function(
+      cls, m, "tril", [](const Tensor& t, const py::object& diagonal) { return tril(t, int64_arg(diagonal, "tril: diagonal")); },
+      py::arg("diagonal") = 0);
+  method_and_function(
+      cls, m, "triu", [](const Tensor& t, const py::object& diagonal) { return triu(t, int64_arg(diagonal, "triu: diagonal")); },
+      py::arg("diagonal") = 0);
   for (const bool lower : {true, false})
-    cls.def(lower ? "tril_" : "triu_", [lower](py::object self, std::int64_t diagonal) {
+    cls.def(lower ? "tril_" : "triu_", [lower](py::object self, const py::object& diagonal_object) {
       Tensor& t = self.cast<Tensor&>();
+      const std::int64_t diagonal = int64_arg(diagonal_object, lower ? "tril_: diagonal" : "triu_: diagonal");
       t.copy_(lower ? tril(t, diagonal) : triu(t, diagonal));
       return self;
     }, py::arg("diagonal") = 0);
@@ -208,7 +225,8 @@ void init_tensor_ops(py::module_& m) {
       py::arg("mat2"));
   m.def(
       "einsum",
-      [](const std::string& equation, const py::args& operands) {
+      [](const py::object& equation_object, const py::args& operands) {
+        const std::string equation = utf8_arg(equation_object, "einsum: equation");
         std::vector<Tensor> tensors;
         // torch takes einsum(eq, a, b) and einsum(eq, [a, b])
         if (operands.size() == 1 && !py::isinstance<Tensor>(operands[0]))
@@ -220,8 +238,9 @@ void init_tensor_ops(py::module_& m) {
       },
       "equation"_a, "Einstein summation over the operands: kael.einsum('bij,bjk->bik', a, b).");
   m.def("as_strided_scatter", [](const Tensor& input, const Tensor& src, const py::object& size, const py::object& stride,
-                                 std::int64_t offset) {
-    return as_strided_scatter(input, src, shape_arg(size, "as_strided_scatter"), shape_arg(stride, "as_strided_scatter"), offset);
+                                 const py::object& offset) {
+    return as_strided_scatter(input, src, shape_arg(size, "as_strided_scatter"), shape_arg(stride, "as_strided_scatter"),
+                              int64_arg(offset, "as_strided_scatter: storage_offset"));
   }, "input"_a, "src"_a, "size"_a, "stride"_a, "storage_offset"_a = 0);
 
   // --- constructors and conversions that follow another tensor ---
@@ -272,11 +291,12 @@ void init_tensor_ops(py::module_& m) {
   m.def(
       "cross_entropy",
       [](const Tensor& input, const Tensor& target, const py::object& weight, const py::object& size_average,
-         std::int64_t ignore_index, const py::object& reduce, const py::object& reduction, double label_smoothing) {
+         const py::object& ignore_index, const py::object& reduce, const py::object& reduction, double label_smoothing) {
         no_class_weights(weight, "cross_entropy");
         const std::string r = reduction_arg(reduction, size_average, reduce, "cross_entropy");
+        const std::int64_t ignored = int64_arg(ignore_index, "cross_entropy: ignore_index");
         py::gil_scoped_release release;
-        return cross_entropy(input, target, ignore_index, r, label_smoothing);
+        return cross_entropy(input, target, ignored, r, label_smoothing);
       },
       "input"_a, "target"_a, "weight"_a = py::none(), "size_average"_a = py::none(), "ignore_index"_a = -100,
       "reduce"_a = py::none(), "reduction"_a = "mean", "label_smoothing"_a = 0.0,
@@ -284,9 +304,10 @@ void init_tensor_ops(py::module_& m) {
   m.def(
       "nll_loss",
       [](const Tensor& input, const Tensor& target, const py::object& weight, const py::object& size_average,
-         std::int64_t ignore_index, const py::object& reduce, const py::object& reduction) {
+         const py::object& ignore_index, const py::object& reduce, const py::object& reduction) {
         no_class_weights(weight, "nll_loss");
-        return nll_loss(input, target, ignore_index, reduction_arg(reduction, size_average, reduce, "nll_loss"));
+        return nll_loss(input, target, int64_arg(ignore_index, "nll_loss: ignore_index"),
+                        reduction_arg(reduction, size_average, reduce, "nll_loss"));
       },
       "input"_a, "target"_a, "weight"_a = py::none(), "size_average"_a = py::none(), "ignore_index"_a = -100,
       "reduce"_a = py::none(), "reduction"_a = "mean");
@@ -297,7 +318,9 @@ void init_tensor_ops(py::module_& m) {
         return mse_loss(input, target, reduction_arg(reduction, size_average, reduce, "mse_loss"));
       },
       "input"_a, "target"_a, "size_average"_a = py::none(), "reduce"_a = py::none(), "reduction"_a = "mean");
-  m.def("one_hot", [](const Tensor& ids, std::int64_t num_classes) { return one_hot(ids, num_classes); }, "tensor"_a,
+  m.def("one_hot", [](const Tensor& ids, const py::object& num_classes) {
+          return one_hot(ids, int64_arg(num_classes, "one_hot: num_classes"));
+        }, "tensor"_a,
         "num_classes"_a = -1);
   m.def(
       "scaled_dot_product_attention",

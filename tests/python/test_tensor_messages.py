@@ -19,6 +19,23 @@ CASES = {
     "randint_low": (lambda: kael.randint(-2**70, 0, (2,)), "randint: low -1180591620717411303424"),
     "full": (lambda: kael.full((2,), 2**63), "full: fill_value 9223372036854775808"),
     "sum_dim": (lambda: kael.zeros(3).sum(2**40), "dim 1099511627776"),
+    "randperm": (lambda: kael.randperm(2**63), "randperm: n 9223372036854775808"),
+    "topk_k": (lambda: kael.zeros(3).topk(2**63), "topk: k 9223372036854775808"),
+    "topk_dim": (lambda: kael.zeros(3).topk(1, dim=2**31), "topk: dim 2147483648"),
+    "multinomial": (lambda: kael.ones(3).multinomial(2**64), "multinomial: num_samples 18446744073709551616"),
+    "split": (lambda: kael.zeros(3).split(2**63), "split: split_size_or_sections 9223372036854775808"),
+    "split_sections": (lambda: kael.zeros(3).split([1, 2**63]), "split: split_size_or_sections 9223372036854775808"),
+    "chunk": (lambda: kael.zeros(3).chunk(2**63), "chunk: chunks 9223372036854775808"),
+    "unbind": (lambda: kael.zeros(3).unbind(-2**31 - 1), "unbind: dim -2147483649"),
+    "roll": (lambda: kael.zeros(3).roll(2**63), "roll: shifts 9223372036854775808"),
+    "tril": (lambda: kael.zeros(3, 3).tril(2**63), "tril: diagonal 9223372036854775808"),
+    "triu_": (lambda: kael.zeros(3, 3).triu_(-2**63 - 1), "triu_: diagonal -9223372036854775809"),
+    "gather": (lambda: kael.zeros(3).gather(2**31, kael.zeros(3, dtype=kael.int64)), "gather: dim 2147483648"),
+    "one_hot": (lambda: kael.nn.functional.one_hot(kael.zeros(3, dtype=kael.int64), 2**63),
+                "one_hot: num_classes 9223372036854775808"),
+    "cross_entropy": (lambda: kael.nn.functional.cross_entropy(kael.zeros(2, 3), kael.zeros(2, dtype=kael.int64),
+                                                               ignore_index=2**63),
+                      "cross_entropy: ignore_index 9223372036854775808"),
 }
 
 
@@ -44,6 +61,13 @@ def test_a_lone_surrogate_names_the_argument(text):
     with pytest.raises(ValueError, match="allowed_special holds a lone surrogate"):
         tokenizer().encode("hi", allowed_special=text)
     assert tokenizer().encode(text.encode("utf-8", "surrogatepass")) is not None  # bytes pass as they are
+
+
+def test_text_arguments_of_the_tensor_ops_name_the_argument():
+    with pytest.raises(ValueError, match="einsum: equation holds a lone surrogate"):
+        kael.einsum("i\ud800", kael.zeros(2))
+    with pytest.raises(ValueError, match="cross_entropy: reduction holds a lone surrogate"):
+        kael.nn.functional.cross_entropy(kael.zeros(2, 3), kael.zeros(2, dtype=kael.int64), reduction="\ud800")
 
 
 @pytest.mark.parametrize("seed", [-1, -2**63, 2**64 - 1, 0])
