@@ -252,7 +252,11 @@ TEST(ThreadPool, CountsEachThreadsCpuTimeOnlyWhenAsked) {
   EXPECT_NEAR(on.task_cpu_ms[0], 30, 3);
   EXPECT_NEAR(on.task_cpu_ms[1], 10, 3);
   EXPECT_NEAR(on.serial_cpu_ms, 5, 2);
+  EXPECT_EQ(on.parts, 2);
+  EXPECT_GE(on.serial_ms, on.serial_cpu_ms * 0.9);
+  EXPECT_NEAR(on.serial_idle_ms, on.serial_ms, 1e-9) << "one other thread waited beside the serial call";
   EXPECT_NEAR(on.imbalance(), 1.5, 0.15);
   EXPECT_GE(on.caller_wait_ms, 0);
+  EXPECT_NEAR(on.sync_ms(), on.worker_start_ms + on.caller_wait_ms + on.serial_idle_ms, 1e-9);
   set_num_threads(0);
 }

@@ -67,14 +67,16 @@ double thread_cpu_ms() { return 1e3 * thread_cpu_seconds(); }
 std::mutex busy_mutex;
 ThreadBusy busy_totals;
 
-void add_serial_call(double cpu_ms) {
+double wall_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void add_serial_call(double cpu_ms, double ms, int threads) {
   std::lock_guard lock(busy_mutex);
   ++busy_totals.serial_calls;
   busy_totals.serial_cpu_ms += cpu_ms;
-}
-
-double wall_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  busy_totals.serial_ms += ms;
+  busy_totals.serial_idle_ms += ms * (threads - 1);
 }
 
 // One split call: each part's CPU time in its share and, for the workers, since their last
@@ -84,6 +86,7 @@ void add_split_call(const std::vector<double>& share_ms, const std::vector<doubl
   std::lock_guard lock(busy_mutex);
   ThreadBusy& b = busy_totals;
   ++b.calls;
+  b.parts += parts;
   if (b.task_cpu_ms.size() < share_ms.size()) b.task_cpu_ms.resize(share_ms.size());
   double sum = 0, busiest = 0;
   for (int i = 0; i < parts; ++i) {
@@ -273,9 +276,9 @@ void parallel_for(std::int64_t n, std::int64_t min_per_thread, RangeFn fn, void*
     fn(context, 0, n);
     return;
   }
-  const double start = thread_cpu_ms();
+  const double start = thread_cpu_ms(), start_wall = wall_ms();
   fn(context, 0, n);
-  add_serial_call(thread_cpu_ms() - start);
+  add_serial_call(thread_cpu_ms() - start, wall_ms() - start_wall, p.threads());
 }
 }  // namespace detail
 
