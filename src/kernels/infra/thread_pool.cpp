@@ -168,7 +168,7 @@ class Pool {
     double share_end = 0, share_end_wall = 0;
     if (count) {
       share_end = thread_cpu_ms();
-      share_end_wall = wall_ms();
+      share_end_wall = wall_ms();  // after the CPU clock's system call, which is not waiting
       counts_[0] = {share_end - share_start, 0, 0, took};
     }
     const auto finished = [&] { return done_.load(std::memory_order_seq_cst) == parts; };
@@ -178,7 +178,10 @@ class Pool {
       done_cv_.wait(lock, finished);
       caller_sleeps_.store(false, std::memory_order_relaxed);
     }
-    if (count) add_split_call(counts_, parts, thread_cpu_ms() - share_end, wall_ms() - share_end_wall);
+    if (count) {
+      const double wait_ms = wall_ms() - share_end_wall;  // before the CPU clock's system call
+      add_split_call(counts_, parts, thread_cpu_ms() - share_end, wait_ms);
+    }
     busy_.store(false, std::memory_order_release);
     return true;
   }
@@ -249,8 +252,8 @@ class Pool {
       if (part < 0) continue;
       const bool counted = job_.counted;
       const int parts = job_.parts;  // job_ may be the next job's once the last part is done
+      const double start_wall = counted ? wall_ms() : 0.0;  // before the CPU clock's system call
       const double start = counted ? thread_cpu_ms() : 0.0;
-      const double start_wall = counted ? wall_ms() : 0.0;
       for (; part >= 0; part = claim(seen)) {
         run_part(part);
         if (counted) {  // written before this part counts as done, read by the caller after
@@ -325,9 +328,12 @@ void parallel_for(std::int64_t n, std::int64_t min_per_thread, RangeFn fn, void*
     fn(context, 0, n);
     return;
   }
+  // The wall clock (vDSO, tens of ns) inside the CPU clock (a system call, about a microsecond
+  // in a VM), so that serial_ms holds the call and not the counting.
   const double start = thread_cpu_ms(), start_wall = wall_ms();
   fn(context, 0, n);
-  add_serial_call(thread_cpu_ms() - start, wall_ms() - start_wall, p.threads());
+  const double ms = wall_ms() - start_wall;
+  add_serial_call(thread_cpu_ms() - start, ms, p.threads());
 }
 }  // namespace detail
 
