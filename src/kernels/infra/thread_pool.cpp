@@ -11,8 +11,7 @@
 //   polling, never a join on a thread that is not running.
 // - A worker polls the job word between jobs for kSpin (a decode step's jobs come a few
 //   microseconds apart, and a wake-up through the condition variable costs tens of them),
-//   yielding its core after kSpinPause in case another thread needs it, then sleeps. The
-//   caller takes the mutex to wake sleepers only when one has said it sleeps.
+//   then sleeps. The caller takes the mutex to wake sleepers only when one has said it sleeps.
 //
 // A 1-thread pool has no workers and no synchronisation at all.
 #include "kernels/infra/thread_pool.hpp"
@@ -22,7 +21,6 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
-#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -47,31 +45,22 @@ inline void cpu_relax() {
 #endif
 }
 
-// How long a waiting thread polls before it sleeps on a condition variable, and for how much
-// of that it polls without giving up its core. Past kSpinPause it calls sched_yield between
-// polls: where every core is taken (ranks of mpirun, a server's event loop, Python threads),
-// a thread that yields lets the one that does the work run, and where cores are free the
-// yield returns at once. Figures: docs/performance.md, "The measurements behind the code's
-// constants".
+// How long a waiting thread polls before it sleeps on a condition variable. It polls with
+// `pause` and never yields its core: on a host whose other processes take the cores, a thread
+// that called sched_yield while waiting lost its core for a time slice and came back late
+// (a 2-thread prefill 1.10-1.17x slower in alternated runs); what keeps a late thread from
+// costing the others is that no one waits for it to start (see above). Figures:
+// docs/performance.md, "The measurements behind the code's constants".
 constexpr auto kSpin = std::chrono::microseconds(50);
-constexpr auto kSpinPause = std::chrono::microseconds(5);
 
 // Polls `ready` for up to kSpin; true as soon as it holds.
 template <class Ready>
 bool spin_until(Ready ready) {
-  const auto start = std::chrono::steady_clock::now();
-  bool yielding = false;
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
   for (int i = 0;; ++i) {
     if (ready()) return true;
-    if (yielding)
-      sched_yield();
-    else
-      cpu_relax();
-    if (i % 64 == 63 || yielding) {
-      const auto waited = std::chrono::steady_clock::now() - start;
-      if (waited > kSpin) return false;
-      yielding = waited > kSpinPause;
-    }
+    cpu_relax();
+    if (i % 64 == 63 && std::chrono::steady_clock::now() > deadline) return false;
   }
 }
 
