@@ -319,7 +319,7 @@ def best_of_rounds(rounds: list) -> dict:
     best["kael_dtypes"] = {d: kael_best([r["kael_dtypes"][d] for r in rounds]) for d in first["kael_dtypes"]}
     # Each round's step-against-its-probe ratio is already like with like: keep the median round's.
     best["interleaved"] = {key: sorted((r["interleaved"][key] for r in rounds), key=lambda x: x["vs_probe_p50"])[
-        len(rounds) // 2] for key in first["interleaved"]}
+        len(rounds) // 2] for key in first.get("interleaved", {})}
     for peer in ("transformers", "ctranslate2", "llama_cpp", "ctranslate2_int8"):
         if peer in first:
             best[peer] = peer_best([r[peer] for r in rounds])
