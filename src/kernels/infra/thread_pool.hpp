@@ -55,12 +55,12 @@ using RangeFn = void (*)(void* context, std::int64_t begin, std::int64_t end);
 void parallel_for(std::int64_t n, std::int64_t min_per_thread, RangeFn fn, void* context);
 }  // namespace detail
 
-// Calls fn(begin, end) on disjoint contiguous ranges that cover [0, n), at most one per thread,
-// and returns when all are done. Ranges are never shorter than min_per_thread (except the
+// Calls fn(begin, end) on disjoint contiguous ranges that cover [0, n), no more ranges than
+// threads, and returns when all are done. Ranges are never shorter than min_per_thread (except the
 // last), so small jobs stay on the calling thread. The ranges depend only on n, min_per_thread
 // and num_threads(); which thread runs which is not fixed (the caller takes the first, a
-// worker that is not running takes none), so fn must not rely on ranges running at the same
-// time. A call made while the pool is busy (from another thread, or from inside fn) runs
+// worker that is not running takes none, a thread may run several), so fn must not rely on
+// ranges running at the same time or on which thread runs them. A call made while the pool is busy (from another thread, or from inside fn) runs
 // serially on its caller instead of waiting.
 template <class F>
 void parallel_for(std::int64_t n, std::int64_t min_per_thread, F&& fn) {
