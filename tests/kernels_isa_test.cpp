@@ -496,6 +496,22 @@ TEST_P(IsaKernels, PagedAttentionEqualsContiguousAcrossBlocks) {
           paged_attention(paged.data(), scratch.data(), q.data(), q_stride, cache, T, pos0, n_head, head_dim);
           ASSERT_EQ(paged, contiguous) << "block " << block_positions << " head_dim=" << head_dim << " pos0=" << pos0
                                        << " T=" << T;
+          {  // The T new rows stored by paged_attention itself: the same cache and the same output.
+            std::vector<float> memory2(memory.size(), NAN);
+            std::vector<float*> blocks2;
+            for (std::int64_t b = 0; b < n_blocks; ++b)
+              blocks2.push_back(memory2.data() + (n_blocks - 1 - b) * 4 * layer_floats);
+            const KvBlocks cache2{blocks2.data(), 2 * layer_floats, 3 * layer_floats, block_positions};
+            for (std::int64_t s = 0; s < pos0; ++s)
+              kv_store_paged(cache2, k.data() + s * C, v.data() + s * C, s, n_head, head_dim);
+            const NewKv rows{k.data() + pos0 * C, v.data() + pos0 * C, C};
+            std::vector<float> stored(T * C);
+            paged_attention(stored.data(), scratch.data(), q.data(), q_stride, cache2, T, pos0, n_head, head_dim, &rows);
+            ASSERT_EQ(stored, contiguous) << "storing, block " << block_positions << " head_dim=" << head_dim
+                                          << " pos0=" << pos0 << " T=" << T;
+            ASSERT_EQ(0, std::memcmp(memory.data(), memory2.data(), memory.size() * sizeof(float)))
+                << "the cache the attention stored differs from kv_store_paged_rows'";
+          }
           // Every row at once, as a batch of decode steps of sequences of different lengths.
           std::vector<PagedRow> rows;
           std::vector<float> batched(T * C), rows_scratch(T * n_head * positions);

@@ -82,12 +82,18 @@ nlohmann::json busy_json(const ThreadBusy& b) {
           {"caller_wait_cpu_ms", b.caller_wait_cpu_ms},
           {"worker_idle_cpu_ms", b.worker_idle_cpu_ms},
           {"caller_wait_ms", b.caller_wait_ms},
-          {"worker_start_ms", b.worker_start_ms}};
+          {"worker_start_ms", b.worker_start_ms},
+          {"parts", b.parts},
+          {"serial_ms", b.serial_ms},
+          {"serial_idle_ms", b.serial_idle_ms},
+          {"sync_ms", b.sync_ms()}};
 }
 
 // Per part of the forward pass: the thread pool's counts (ThreadBusy), and the calling
 // thread's CPU outside any parallel call (`main_cpu_ms` is its whole CPU time over the passes).
-nlohmann::json thread_busy_json(const model::ForwardProfile& p, double main_cpu_ms) {
+// sync_fraction: the threads' time starting, waiting at joins and idle beside serial calls
+// (ThreadBusy::sync_ms) over the threads' time in the passes, threads x `wall_ms`.
+nlohmann::json thread_busy_json(const model::ForwardProfile& p, double main_cpu_ms, double wall_ms, int threads) {
   ThreadBusy all;
   nlohmann::json out;
   for (const auto& [name, b] : {std::pair{"attention", &p.attention_threads}, {"mlp", &p.mlp_threads},
@@ -101,6 +107,7 @@ nlohmann::json thread_busy_json(const model::ForwardProfile& p, double main_cpu_
   const double caller_in_calls = caller_share_ms + all.serial_cpu_ms + all.caller_wait_cpu_ms;
   out["main_thread_cpu_ms"] = main_cpu_ms;
   out["main_thread_outside_calls_cpu_ms"] = main_cpu_ms - caller_in_calls;
+  out["sync_fraction"] = wall_ms > 0 ? all.sync_ms() / (threads * wall_ms) : 0.0;
   return out;
 }
 
@@ -229,8 +236,9 @@ int run_bench(const BenchArgs& args) {
       {"prefill_breakdown_ms", breakdown(prefill_profile)},
   };
   if (args.thread_busy) {
-    out["prefill_thread_busy"] = thread_busy_json(prefill_profile, prefill_main_cpu_ms);
-    out["decode_thread_busy"] = thread_busy_json(decode_profile, decode_main_cpu_ms);
+    const int threads = model::num_threads();
+    out["prefill_thread_busy"] = thread_busy_json(prefill_profile, prefill_main_cpu_ms, prefill_ms, threads);
+    out["decode_thread_busy"] = thread_busy_json(decode_profile, decode_main_cpu_ms, decode_ms, threads);
   }
   if (args.json) {
     std::cout << out.dump() << "\n";
@@ -250,6 +258,16 @@ int run_bench(const BenchArgs& args) {
   std::printf("breakdown    attention %.1f, mlp %.1f, layernorm %.1f, logits %.1f, other %.1f ms (decode)\n",
               b["attention"].get<double>(), b["mlp"].get<double>(), b["layernorm"].get<double>(),
               b["logits"].get<double>(), b["other"].get<double>());
+  if (args.thread_busy) {
+    const auto& d = out["decode_thread_busy"];
+    const auto& t = d["total"];
+    const double steps = args.max_tokens;
+    std::printf("sync         %.1f%% of the decode threads' time: per step %.1f parallel calls, %.1f serial; "
+                "starting %.3f, joins %.3f, beside serial calls %.3f ms (thread-ms)\n",
+                100 * d["sync_fraction"].get<double>(), t["calls"].get<double>() / steps,
+                t["serial_calls"].get<double>() / steps, t["worker_start_ms"].get<double>() / steps,
+                t["caller_wait_ms"].get<double>() / steps, t["serial_idle_ms"].get<double>() / steps);
+  }
   std::printf("peak RSS     %.1f MB\n", peak_rss_mb());
   return 0;
 }
@@ -271,7 +289,8 @@ RunFn setup(CLI::App& app) {
   cmd->add_flag("--json", args->json, "Print one JSON object");
   cmd->add_flag("--thread-busy", args->thread_busy,
                 "Count each compute thread's CPU time per part of the prefill and of decode (prefill_thread_busy and "
-                "decode_thread_busy in --json)");
+                "decode_thread_busy in --json), and the synchronisation cost: the threads' time starting, waiting at "
+                "joins and idle beside serial calls, as a fraction of their time in the steps (sync_fraction)");
   return [args] { return run_bench(*args); };
 }
 

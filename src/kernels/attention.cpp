@@ -281,10 +281,14 @@ void kv_store_paged_rows(const KvBlocks& cache, const float* k, const float* v, 
 }
 
 void paged_attention(float* out, float* scratch, const float* q, std::int64_t q_stride, const KvBlocks& cache,
-                     std::int64_t T, std::int64_t pos0, std::int64_t n_head, std::int64_t head_dim) {
+                     std::int64_t T, std::int64_t pos0, std::int64_t n_head, std::int64_t head_dim,
+                     const NewKv* store) {
   const std::int64_t L = pos0 + T, C = n_head * head_dim;
   AttendHeadFn* const kernel = fused_kernel();
   parallel_for(n_head, min_heads(T, L, head_dim), [&](std::int64_t first, std::int64_t last) {
+    if (store)
+      for (std::int64_t h = first; h < last; ++h)
+        kv_store_paged_head(cache, store->k, store->v, store->stride, pos0, T, h, head_dim);
     if (kernel && T == 1) {  // a decode row: the thread's heads together
       attend_row_fused(out + first * head_dim, q + first * head_dim, cache, first, last - first, pos0, head_dim);
       return;

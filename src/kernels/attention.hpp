@@ -70,8 +70,19 @@ void kv_store_paged_rows(const KvBlocks& cache, const float* k, const float* v, 
 // otherwise keys are read in place, block by block (each score is its own dot
 // product), and values gathered per head into a per-thread buffer when there are several
 // blocks, because P V sums over positions in one ordered chain.
+//
+// With `store`, the cache does not hold the T new positions yet: each thread first stores its
+// own heads' new keys and values (kv_store_paged_rows' layout and bits), then attends over them.
+// A head reads only its own keys and values, so no thread waits for another's stores, and a
+// decode step makes one call where it made a parallel one and a serial one.
+struct NewKv {
+  const float* k;       // row t's key (C) at k + t * stride
+  const float* v;       // and its value at v + t * stride
+  std::int64_t stride;
+};
 void paged_attention(float* out, float* scratch, const float* q, std::int64_t q_stride, const KvBlocks& cache,
-                     std::int64_t T, std::int64_t pos0, std::int64_t n_head, std::int64_t head_dim);
+                     std::int64_t T, std::int64_t pos0, std::int64_t n_head, std::int64_t head_dim,
+                     const NewKv* store = nullptr);
 
 // One query row of one sequence for paged_attention_rows: q (C) at position `pos` attends to
 // positions 0..pos of its own cache (already holding this token). out (C).

@@ -144,17 +144,31 @@ void int8_linear(float* out, const float* x, const std::int8_t* q, const std::ui
   float* const xs = xs_buffer.data();
   const KernelTable& kt = active_kernels();
   // Each row is quantized on its own, so a prefill's rows split over the threads like any
-  // conversion of K floats a row (one row, a decode step's, stays on this thread).
-  parallel_for(T, min_items_per_thread(K * 4), [&](std::int64_t t0, std::int64_t t1) {
-    kt.quantize_rows(xq + t0 * Kp, xs + t0 * groups, x + t0 * K, t1 - t0, K);
-  });
+  // conversion of K floats a row. Rows too few to split (a decode step's) are quantized by
+  // every thread that takes panels, into its own buffers, at the start of its range: the same
+  // bits, and no serial call for the other threads to wait beside.
+  const std::int64_t min_rows = min_items_per_thread(K * 4);
+  const bool each_thread_quantizes = T < 2 * min_rows;
+  if (!each_thread_quantizes)
+    parallel_for(T, min_rows, [&](std::int64_t t0, std::int64_t t1) {
+      kt.quantize_rows(xq + t0 * Kp, xs + t0 * groups, x + t0 * K, t1 - t0, K);
+    });
   const std::int64_t min_panels = min_product_items_per_thread(T * Kp * kPanel, Kp * kPanel);
   parallel_for(panels, min_panels, [&](std::int64_t first, std::int64_t last) {
+    const std::int8_t* row_q = xq;
+    const float* row_s = xs;
+    if (each_thread_quantizes) {  // this thread's own buffers (the caller's, when it is the caller)
+      xq_buffer.resize(static_cast<std::size_t>(T * Kp));
+      xs_buffer.resize(static_cast<std::size_t>(T * groups));
+      kt.quantize_rows(xq_buffer.data(), xs_buffer.data(), x, T, K);
+      row_q = xq_buffer.data();
+      row_s = xs_buffer.data();
+    }
     const std::int64_t col = first * kPanel;
     const std::int8_t* w = q + col * Kp;
     const std::uint16_t* s = scales + first * groups * kPanel;
     const float* b = bias ? bias + col : nullptr;
-    kt.int8_gemm(out + col, N, xq, xs, T, Kp, w, s, last - first, N - col, b, epilogue);
+    kt.int8_gemm(out + col, N, row_q, row_s, T, Kp, w, s, last - first, N - col, b, epilogue);
   });
 }
 

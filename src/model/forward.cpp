@@ -19,8 +19,8 @@ class ChunkAttention final : public CacheAttention {
   void attend(float* att, const float* qkv, int layer) override {
     const std::int64_t C = config_.n_embd, NH = config_.n_head, D = config_.head_dim();
     const k::KvBlocks cache = state_.layer_cache(layer);
-    k::kv_store_paged_rows(cache, qkv + C, qkv + 2 * C, 3 * C, T_, pos0_, NH, D);  // rows of q, k, v
-    k::paged_attention(att, state_.scores.get(), qkv, 3 * C, cache, T_, pos0_, NH, D);  // (T, C)
+    const k::NewKv rows{qkv + C, qkv + 2 * C, 3 * C};  // rows of q, k, v: stored by the attention's threads
+    k::paged_attention(att, state_.scores.get(), qkv, 3 * C, cache, T_, pos0_, NH, D, &rows);  // (T, C)
   }
 
  private:

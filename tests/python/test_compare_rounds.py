@@ -23,7 +23,8 @@ def a_round(b1: float, b16: float, prefill: float, ct_prefill: float, peak: floa
             "kael": kael_run(b1, b16, prefill), "kael_isa": "amx",
             "kael_by_isa": {"avx2": {"skipped": "no such ISA"}, "avx512": kael_run(b1 - 1, b16 - 1, prefill + 1)},
             "kael_dtypes": {"int8": kael_run(3 * b1, 3 * b16, prefill / 3)},
-            "ctranslate2": {"b1_tok_s": 40.0, "b16_tok_s": 200.0 + b1, "prefill_ms": ct_prefill}}
+            "ctranslate2": {"b1_tok_s": 40.0, "b16_tok_s": 200.0 + b1, "prefill_ms": ct_prefill},
+            "interleaved": {"f32_1t": {"vs_probe_p50": b1 / 50, "step_ms_p50": 1000.0 / b1}}}
 
 
 def test_each_engine_keeps_its_best_and_a_kael_run_stays_whole():
@@ -44,6 +45,14 @@ def test_each_engine_keeps_its_best_and_a_kael_run_stays_whole():
     # Fewer threads: each thread count's best decode and best probe.
     assert best["kael_b1_by_threads"][1]["decode_tok_s"] == 20.0
     assert best["bandwidth_by_threads"][1] == 16.0
+
+
+def test_the_interleaved_probe_ratio_is_the_median_rounds():
+    # Each round's step-against-its-probe ratio already compares like with like: neither the
+    # best nor the worst round is kept, and the run is kept whole.
+    rounds = [a_round(b1, 300.0, 600.0, 550.0, 300.0) for b1 in (40.0, 45.0, 35.0)]
+    best = compare.best_of_rounds(rounds)
+    assert best["interleaved"]["f32_1t"] == {"vs_probe_p50": 0.8, "step_ms_p50": 25.0}
 
 
 def test_every_round_is_listed():

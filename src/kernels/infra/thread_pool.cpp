@@ -1,18 +1,19 @@
-// A fixed pool of workers woken per job with a generation counter. Jobs are split into one
-// contiguous range per thread; the caller runs range 0 itself, so a 1-thread pool has no
-// workers and no synchronisation at all.
+// A fixed pool of workers. Each parallel_for call is one job of `parts` contiguous ranges
+// (parts <= threads, fixed by the call's size and the thread count alone, so results do not
+// depend on who runs which range). The job's parts are handed out from one atomic word, to
+// the caller first and then to whichever worker asks: no range belongs to a thread.
 //
-// A polling worker picks up a job without taking the mutex: the generation word carries the
-// job's part count, so a worker that takes no part never reads the job, and one that does reads
-// it while the caller waits for it. A job thus costs a polling worker one load however many
-// workers poll, where each took the mutex in turn at every job before.
+// Who waits where (docs/engine.md, "The thread pool"):
+// - The caller publishes a job with one store, takes parts until none is left, then waits
+//   only for the parts a worker is still running. It never waits for a worker to start: a
+//   worker that is asleep, descheduled by the OS or busy elsewhere takes no part, and the
+//   caller runs that part itself. So more threads than free cores cost a late worker's
+//   polling, never a join on a thread that is not running.
+// - A worker polls the job word between jobs for kSpin (a decode step's jobs come a few
+//   microseconds apart, and a wake-up through the condition variable costs tens of them),
+//   then sleeps. The caller takes the mutex to wake sleepers only when one has said it sleeps.
 //
-// Waiting threads poll for kSpin before they sleep: a decode step is ~50 jobs of 50-200 us
-// separated by a few microseconds of serial work, and waking a sleeping worker through the
-// condition variable costs tens of microseconds each time. The price: where other processes
-// take every core, a polling thread can hold the core its partner needs, and an idle pool burns
-// kSpin per job. Decode speed both ways: docs/performance.md, "The measurements behind the
-// code's constants".
+// A 1-thread pool has no workers and no synchronisation at all.
 #include "kernels/infra/thread_pool.hpp"
 
 #include "kael/core/cpu_clock.hpp"
@@ -44,7 +45,12 @@ inline void cpu_relax() {
 #endif
 }
 
-// How long a waiting thread polls before it sleeps on the condition variable.
+// How long a waiting thread polls before it sleeps on a condition variable. It polls with
+// `pause` and never yields its core: on a host whose other processes take the cores, a thread
+// that called sched_yield while waiting lost its core for a time slice and came back late
+// (a 2-thread prefill 1.10-1.17x slower in alternated runs); what keeps a late thread from
+// costing the others is that no one waits for it to start (see above). Figures:
+// docs/performance.md, "The measurements behind the code's constants".
 constexpr auto kSpin = std::chrono::microseconds(50);
 
 // Polls `ready` for up to kSpin; true as soon as it holds.
@@ -60,60 +66,67 @@ bool spin_until(Ready ready) {
 
 std::atomic<bool> counting{false};
 thread_local bool in_counted_task = false;  // a serial call inside a counted share is in it already
+thread_local bool in_part = false;          // inside a part: a parallel_for from here runs serially
 
 double thread_cpu_ms() { return 1e3 * thread_cpu_seconds(); }
-
-// The totals of thread_busy(), added to by whichever thread finishes a counted call.
-std::mutex busy_mutex;
-ThreadBusy busy_totals;
-
-void add_serial_call(double cpu_ms) {
-  std::lock_guard lock(busy_mutex);
-  ++busy_totals.serial_calls;
-  busy_totals.serial_cpu_ms += cpu_ms;
-}
 
 double wall_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// One split call: each part's CPU time in its share and, for the workers, since their last
-// share, and the wall time from the call's start to their share's start.
-void add_split_call(const std::vector<double>& share_ms, const std::vector<double>& idle_ms,
-                    const std::vector<double>& start_ms, int parts, double caller_wait_cpu_ms, double caller_wait_ms) {
+// The totals of thread_busy(), added to by whichever thread finishes a counted call.
+std::mutex busy_mutex;
+ThreadBusy busy_totals;
+
+void add_serial_call(double cpu_ms, double ms, int threads) {
+  std::lock_guard lock(busy_mutex);
+  ++busy_totals.serial_calls;
+  busy_totals.serial_cpu_ms += cpu_ms;
+  busy_totals.serial_ms += ms;
+  busy_totals.serial_idle_ms += ms * (threads - 1);
+}
+
+// Per thread of one counted job: CPU time in its parts, CPU time since its previous job's
+// parts (workers), wall time from the job's start to its first part (workers that took one).
+struct ThreadCounts {
+  double share_ms = 0, idle_ms = 0, start_ms = 0;
+  bool took_part = false;
+};
+
+void add_split_call(const std::vector<ThreadCounts>& t, int parts, double caller_wait_cpu_ms, double caller_wait_ms) {
   std::lock_guard lock(busy_mutex);
   ThreadBusy& b = busy_totals;
   ++b.calls;
-  if (b.task_cpu_ms.size() < share_ms.size()) b.task_cpu_ms.resize(share_ms.size());
+  b.parts += parts;
+  if (b.task_cpu_ms.size() < t.size()) b.task_cpu_ms.resize(t.size());
   double sum = 0, busiest = 0;
-  for (int i = 0; i < parts; ++i) {
-    b.task_cpu_ms[static_cast<std::size_t>(i)] += share_ms[static_cast<std::size_t>(i)];
-    sum += share_ms[static_cast<std::size_t>(i)];
-    busiest = std::max(busiest, share_ms[static_cast<std::size_t>(i)]);
+  int took = 0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (!t[i].took_part) continue;
+    ++took;
+    b.task_cpu_ms[i] += t[i].share_ms;
+    sum += t[i].share_ms;
+    busiest = std::max(busiest, t[i].share_ms);
     if (i == 0) continue;
-    b.worker_idle_cpu_ms += idle_ms[static_cast<std::size_t>(i)];
-    b.worker_start_ms += start_ms[static_cast<std::size_t>(i)];
+    b.worker_idle_cpu_ms += t[i].idle_ms;
+    b.worker_start_ms += t[i].start_ms;
   }
   b.busiest_cpu_ms += busiest;
-  b.mean_cpu_ms += sum / parts;
+  b.mean_cpu_ms += sum / std::max(1, took);
   b.caller_wait_cpu_ms += caller_wait_cpu_ms;
   b.caller_wait_ms += caller_wait_ms;
 }
 
 class Pool {
  public:
-  explicit Pool(int threads)
-      : threads_(std::max(1, threads)),
-        share_ms_(static_cast<std::size_t>(threads_)),
-        idle_ms_(static_cast<std::size_t>(threads_)),
-        start_ms_(static_cast<std::size_t>(threads_)) {
+  explicit Pool(int threads) : threads_(std::max(1, threads)), counts_(static_cast<std::size_t>(threads_)) {
     for (int i = 1; i < threads_; ++i) workers_.emplace_back([this, i] { work(i); });
   }
   ~Pool() {
+    stopping_.store(true, std::memory_order_seq_cst);
+    publish(0);
     {
       std::lock_guard lock(mutex_);
-      stopping_.store(true, std::memory_order_relaxed);
-      publish(0);
     }
     wake_.notify_all();
     for (auto& worker : workers_) worker.join();
@@ -125,31 +138,39 @@ class Pool {
   bool try_run(std::int64_t n, int parts, detail::RangeFn fn, void* context) {
     bool idle = false;
     if (!busy_.compare_exchange_strong(idle, true, std::memory_order_acquire)) return false;
-    {
-      std::lock_guard lock(mutex_);
-      const bool count = counting.load(std::memory_order_relaxed);
-      job_ = {n, parts, fn, context, count, count ? wall_ms() : 0.0};
-      pending_.store(parts - 1, std::memory_order_relaxed);
-      publish(parts);
+    const bool count = counting.load(std::memory_order_relaxed);
+    if (count) std::fill(counts_.begin(), counts_.end(), ThreadCounts{});
+    job_ = {n, parts, fn, context, count, count ? wall_ms() : 0.0};
+    done_.store(0, std::memory_order_relaxed);
+    const std::uint32_t generation = publish(parts);
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+      { std::lock_guard lock(mutex_); }  // a worker between its check and its wait gets the notify
+      wake_.notify_all();
     }
-    wake_.notify_all();
-    const bool counted = job_.counted;
+    const double share_start = count ? thread_cpu_ms() : 0.0;
+    bool took = false;
+    for (int part; (part = claim(generation)) >= 0;) {
+      run_part(part);
+      took = true;
+      done_.fetch_add(1, std::memory_order_acq_rel);
+    }
     double share_end = 0, share_end_wall = 0;
-    if (counted) {
-      const double start = thread_cpu_ms();
-      run_part(0);
+    if (count) {
       share_end = thread_cpu_ms();
-      share_end_wall = wall_ms();
-      share_ms_[0] = share_end - start;
-    } else {
-      run_part(0);
+      share_end_wall = wall_ms();  // after the CPU clock's system call, which is not waiting
+      counts_[0] = {share_end - share_start, 0, 0, took};
     }
-    if (!spin_until([this] { return pending_.load(std::memory_order_acquire) == 0; })) {
+    const auto finished = [&] { return done_.load(std::memory_order_seq_cst) == parts; };
+    if (!spin_until(finished)) {
       std::unique_lock lock(mutex_);
-      done_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+      caller_sleeps_.store(true, std::memory_order_seq_cst);
+      done_cv_.wait(lock, finished);
+      caller_sleeps_.store(false, std::memory_order_relaxed);
     }
-    if (counted)
-      add_split_call(share_ms_, idle_ms_, start_ms_, parts, thread_cpu_ms() - share_end, wall_ms() - share_end_wall);
+    if (count) {
+      const double wait_ms = wall_ms() - share_end_wall;  // before the CPU clock's system call
+      add_split_call(counts_, parts, thread_cpu_ms() - share_end, wait_ms);
+    }
     busy_.store(false, std::memory_order_release);
     return true;
   }
@@ -160,59 +181,81 @@ class Pool {
     int parts = 0;
     detail::RangeFn fn = nullptr;
     void* context = nullptr;
-    bool counted = false;  // counting_thread_busy() when it started
+    bool counted = false;      // counting_thread_busy() when it started
     double start_wall_ms = 0;  // when it started, if counted
   };
+
+  // The job word: the job's sequence number (32 bits), its part count (16) and the next part
+  // to hand out (16). A part is taken by moving `next` on with a compare-exchange that also
+  // checks the sequence number, so a worker that wakes late cannot take a part of a later
+  // job thinking it is of the one it saw.
+  static constexpr int kPartBits = 16;
+  static constexpr std::uint64_t kPartMask = (std::uint64_t{1} << kPartBits) - 1;
+  static std::uint32_t generation_of(std::uint64_t word) { return static_cast<std::uint32_t>(word >> 32); }
+  static int parts_of(std::uint64_t word) { return static_cast<int>((word >> kPartBits) & kPartMask); }
+  static int next_of(std::uint64_t word) { return static_cast<int>(word & kPartMask); }
+
+  // Makes the job (or the stop) written before it visible to whoever takes one of its parts.
+  std::uint32_t publish(int parts) {
+    const std::uint32_t generation = generation_of(word_.load(std::memory_order_relaxed)) + 1;
+    word_.store(std::uint64_t{generation} << 32 | static_cast<std::uint64_t>(parts) << kPartBits,
+                std::memory_order_seq_cst);
+    return generation;
+  }
+
+  // The next part of job `generation`, or -1 when it has none left (or a later job is out).
+  int claim(std::uint32_t generation) {
+    std::uint64_t word = word_.load(std::memory_order_acquire);
+    for (;;) {
+      if (generation_of(word) != generation || next_of(word) >= parts_of(word)) return -1;
+      if (word_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel, std::memory_order_acquire))
+        return next_of(word);
+    }
+  }
 
   void run_part(int part) const {
     const std::int64_t begin = job_.n * part / job_.parts;
     const std::int64_t end = job_.n * (part + 1) / job_.parts;
     in_counted_task = job_.counted;
+    in_part = true;
     if (begin < end) job_.fn(job_.context, begin, end);
+    in_part = false;
     in_counted_task = false;
   }
 
-  // The generation word: a job's sequence number in the high half, its part count in the low.
-  static constexpr std::uint64_t kPartsMask = 0xffffffffu;
-  static int parts_of(std::uint64_t generation) { return static_cast<int>(generation & kPartsMask); }
-
-  // Makes the job (or the stop) written before it visible to the workers. Under mutex_, so that
-  // a worker about to sleep on wake_ sees it or is woken by the notify that follows.
-  void publish(int parts) {
-    const std::uint64_t next = (generation_.load(std::memory_order_relaxed) >> 32) + 1;
-    generation_.store(next << 32 | static_cast<std::uint64_t>(parts), std::memory_order_release);
-  }
-
   void work(int index) {
-    std::uint64_t seen = 0;
+    std::uint32_t seen = 0;
     double idle_since = -1;  // this thread's CPU clock when its last counted share ended
     for (;;) {
-      const auto fresh = [&] { return generation_.load(std::memory_order_acquire) != seen; };
+      const auto fresh = [&] { return generation_of(word_.load(std::memory_order_seq_cst)) != seen; };
       if (!spin_until(fresh)) {
         std::unique_lock lock(mutex_);
+        sleepers_.fetch_add(1, std::memory_order_seq_cst);
         wake_.wait(lock, fresh);
+        sleepers_.fetch_sub(1, std::memory_order_relaxed);
       }
-      // No job is skipped: the caller publishes the next one only after every part of this one
-      // has finished, this worker's included when it has a part.
-      seen = generation_.load(std::memory_order_acquire);
-      if (stopping_.load(std::memory_order_relaxed)) return;
-      if (index >= parts_of(seen)) continue;  // this job needs fewer threads: job_ is not ours to read
-      if (job_.counted) {
-        const double start = thread_cpu_ms();
-        const auto i = static_cast<std::size_t>(index);
-        idle_ms_[i] = idle_since >= 0 ? start - idle_since : 0;
-        start_ms_[i] = wall_ms() - job_.start_wall_ms;
-        run_part(index);
-        idle_since = thread_cpu_ms();
-        share_ms_[i] = idle_since - start;
-      } else {
-        idle_since = -1;
-        run_part(index);
+      seen = generation_of(word_.load(std::memory_order_acquire));
+      if (stopping_.load(std::memory_order_acquire)) return;
+      // job_ is read only once a part is ours: the caller then waits for it before the next job.
+      int part = claim(seen);
+      if (part < 0) continue;
+      const bool counted = job_.counted;
+      const int parts = job_.parts;  // job_ may be the next job's once the last part is done
+      const double start_wall = counted ? wall_ms() : 0.0;  // before the CPU clock's system call
+      const double start = counted ? thread_cpu_ms() : 0.0;
+      for (; part >= 0; part = claim(seen)) {
+        run_part(part);
+        if (counted) {  // written before this part counts as done, read by the caller after
+          ThreadCounts& c = counts_[static_cast<std::size_t>(index)];
+          c = {thread_cpu_ms() - start, idle_since >= 0 ? start - idle_since : 0, start_wall - job_.start_wall_ms, true};
+        }
+        if (done_.fetch_add(1, std::memory_order_seq_cst) + 1 == parts &&
+            caller_sleeps_.load(std::memory_order_seq_cst)) {
+          std::lock_guard lock(mutex_);  // the caller checks done_ under it before sleeping
+          done_cv_.notify_one();
+        }
       }
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard lock(mutex_);  // the caller checks pending_ under it before sleeping
-        done_.notify_one();
-      }
+      idle_since = counted ? thread_cpu_ms() : -1;
     }
   }
 
@@ -223,12 +266,13 @@ class Pool {
   std::atomic<bool> busy_{false};
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::condition_variable done_;
+  std::condition_variable done_cv_;
+  std::atomic<int> sleepers_{0};         // workers asleep on wake_, or about to be
+  std::atomic<bool> caller_sleeps_{false};  // the caller asleep on done_cv_, or about to be
   Job job_;
-  // Per part of a counted job, each written by its own thread before it counts down pending_.
-  std::vector<double> share_ms_, idle_ms_, start_ms_;
-  std::atomic<int> pending_{0};
-  std::atomic<std::uint64_t> generation_{0};  // see publish()
+  std::vector<ThreadCounts> counts_;  // per thread of a counted job, each written by its thread
+  alignas(64) std::atomic<std::uint64_t> word_{0};  // see publish() and claim()
+  alignas(64) std::atomic<int> done_{0};           // parts of the current job finished
   std::atomic<bool> stopping_{false};
 };
 
@@ -252,11 +296,11 @@ ThreadBusy thread_busy() {
 
 int max_threads() {
   const int cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return kMaxThreadsPerCpu * cpus;
+  return std::min(kMaxThreadsPerCpu * cpus, kMaxThreads);
 }
 
 void set_num_threads(int n) {
-  const int threads = n <= 0 ? default_threads() : std::min(n, max_threads());
+  const int threads = n <= 0 ? std::min(default_threads(), max_threads()) : std::min(n, max_threads());
   if (pool()->threads() != threads) pool() = std::make_unique<Pool>(threads);
 }
 
@@ -268,14 +312,17 @@ void parallel_for(std::int64_t n, std::int64_t min_per_thread, RangeFn fn, void*
   Pool& p = *pool();
   const std::int64_t by_size = n / std::max<std::int64_t>(1, min_per_thread);
   const int parts = static_cast<int>(std::clamp<std::int64_t>(by_size, 1, p.threads()));
-  if (parts > 1 && p.try_run(n, parts, fn, context)) return;
+  if (parts > 1 && !in_part && p.try_run(n, parts, fn, context)) return;
   if (!counting.load(std::memory_order_relaxed) || in_counted_task) {
     fn(context, 0, n);
     return;
   }
-  const double start = thread_cpu_ms();
+  // The wall clock (vDSO, tens of ns) inside the CPU clock (a system call, about a microsecond
+  // in a VM), so that serial_ms holds the call and not the counting.
+  const double start = thread_cpu_ms(), start_wall = wall_ms();
   fn(context, 0, n);
-  add_serial_call(thread_cpu_ms() - start);
+  const double ms = wall_ms() - start_wall;
+  add_serial_call(thread_cpu_ms() - start, ms, p.threads());
 }
 }  // namespace detail
 

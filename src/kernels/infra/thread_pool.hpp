@@ -16,7 +16,9 @@ void set_num_threads(int n);
 int num_threads();
 // kMaxThreadsPerCpu per hardware thread: more threads than that only contend (and
 // --threads 10000 would start 10,000 of them).
+// kMaxThreads bounds it on any machine (a job's part count is a 16-bit field).
 inline constexpr int kMaxThreadsPerCpu = 4;
+inline constexpr int kMaxThreads = 4096;
 int max_threads();
 
 // Counting of each thread's CPU time inside parallel_for (ThreadBusy), off by default: a
@@ -53,10 +55,13 @@ using RangeFn = void (*)(void* context, std::int64_t begin, std::int64_t end);
 void parallel_for(std::int64_t n, std::int64_t min_per_thread, RangeFn fn, void* context);
 }  // namespace detail
 
-// Calls fn(begin, end) on disjoint contiguous ranges that cover [0, n), one per thread, and
-// returns when all are done. Ranges are never shorter than min_per_thread (except the last),
-// so small jobs stay on the calling thread. A call made while the pool is busy (from another
-// thread, or from inside fn) runs serially on its caller instead of waiting.
+// Calls fn(begin, end) on disjoint contiguous ranges that cover [0, n), no more ranges than
+// threads, and returns when all are done. Ranges are never shorter than min_per_thread (except the
+// last), so small jobs stay on the calling thread. The ranges depend only on n, min_per_thread
+// and num_threads(); which thread runs which is not fixed (the caller takes the first, a
+// worker that is not running takes none, a thread may run several), so fn must not rely on
+// ranges running at the same time or on which thread runs them. A call made while the pool is busy (from another thread, or from inside fn) runs
+// serially on its caller instead of waiting.
 template <class F>
 void parallel_for(std::int64_t n, std::int64_t min_per_thread, F&& fn) {
   detail::parallel_for(
