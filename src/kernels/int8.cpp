@@ -131,17 +131,34 @@ void int8_gemm(float* c, std::int64_t ldc, const std::int8_t* xq, const float* x
 
 }  // namespace portable
 
+namespace {
+
+// Activations quantized for int8_linear: T rows of Kp values, and a scale per group of each.
+struct QuantizedRows {
+  std::vector<std::int8_t> values;
+  std::vector<float> scales;
+};
+
+// This thread's buffers, sized for T rows. Each thread reaches its own through this function,
+// never by naming a block-scope thread_local from a lambda: a thread that has not passed the
+// declaration would use an instance whose destructor was never registered (leaked at exit).
+QuantizedRows& thread_quantized_rows(std::int64_t T, std::int64_t Kp, std::int64_t groups) {
+  thread_local QuantizedRows rows;
+  rows.values.resize(static_cast<std::size_t>(T * Kp));
+  rows.scales.resize(static_cast<std::size_t>(T * groups));
+  return rows;
+}
+
+}  // namespace
+
 void int8_linear(float* out, const float* x, const std::int8_t* q, const std::uint16_t* scales, const float* bias,
                  std::int64_t T, std::int64_t K, std::int64_t N, Epilogue epilogue) {
   const std::int64_t Kp = int8_padded_k(K), groups = Kp / kInt8Group, panels = int8_padded_n(N) / kPanel;
   // The calling thread's buffers, read by the workers while it waits in parallel_for (through
-  // these pointers: a lambda naming a thread_local would see the worker's own).
-  thread_local std::vector<std::int8_t> xq_buffer;
-  thread_local std::vector<float> xs_buffer;
-  xq_buffer.resize(static_cast<std::size_t>(T * Kp));
-  xs_buffer.resize(static_cast<std::size_t>(T * groups));
-  std::int8_t* const xq = xq_buffer.data();
-  float* const xs = xs_buffer.data();
+  // these pointers).
+  QuantizedRows& rows = thread_quantized_rows(T, Kp, groups);
+  std::int8_t* const xq = rows.values.data();
+  float* const xs = rows.scales.data();
   const KernelTable& kt = active_kernels();
   // Each row is quantized on its own, so a prefill's rows split over the threads like any
   // conversion of K floats a row. Rows too few to split (a decode step's) are quantized by
@@ -158,11 +175,10 @@ void int8_linear(float* out, const float* x, const std::int8_t* q, const std::ui
     const std::int8_t* row_q = xq;
     const float* row_s = xs;
     if (each_thread_quantizes) {  // this thread's own buffers (the caller's, when it is the caller)
-      xq_buffer.resize(static_cast<std::size_t>(T * Kp));
-      xs_buffer.resize(static_cast<std::size_t>(T * groups));
-      kt.quantize_rows(xq_buffer.data(), xs_buffer.data(), x, T, K);
-      row_q = xq_buffer.data();
-      row_s = xs_buffer.data();
+      QuantizedRows& own = thread_quantized_rows(T, Kp, groups);
+      kt.quantize_rows(own.values.data(), own.scales.data(), x, T, K);
+      row_q = own.values.data();
+      row_s = own.scales.data();
     }
     const std::int64_t col = first * kPanel;
     const std::int8_t* w = q + col * Kp;
