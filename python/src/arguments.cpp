@@ -52,6 +52,10 @@ int int_arg(const py::handle& object, const std::string& what) {
   return static_cast<int>(*result);
 }
 
+void check_no_generator(const py::handle& generator, const char* op) {
+  if (!generator.is_none()) throw ValueError(str(op, ": generator objects are not supported (use kael.manual_seed)"));
+}
+
 std::uint64_t seed_arg(const py::handle& object, const std::string& what) {
   const py::int_ value = python_int(object, what);
   if (const auto result = as_long_long(value)) return static_cast<std::uint64_t>(*result);  // negatives modulo 2**64

@@ -44,6 +44,9 @@ int int_arg(const pybind11::handle& object, const std::string& what);
 std::uint64_t seed_arg(const pybind11::handle& object, const std::string& what);
 // A str as UTF-8; ValueError for a lone surrogate, which has none.
 std::string utf8_arg(const pybind11::handle& object, const std::string& what);
+// `op`'s generator= argument: kael draws from the one generator kael.manual_seed seeds, so a
+// generator object is refused with a ValueError rather than silently ignored.
+void check_no_generator(const pybind11::handle& generator, const char* op);
 
 // A Python number (bool, int, float or a numpy scalar) as a Scalar; nullopt for anything else.
 std::optional<Scalar> scalar_arg(const pybind11::handle& object, const std::string& what = "the number");

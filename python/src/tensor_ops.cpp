@@ -145,7 +145,7 @@ void init_tensor_ops(py::module_& m) {
   method_and_function(
       cls, m, "multinomial",
       [](const Tensor& probs, const py::object& num_samples, bool replacement, const py::object& generator) {
-        if (!generator.is_none()) throw ValueError("multinomial: generator objects are not supported (use kael.manual_seed)");
+        check_no_generator(generator, "multinomial");
         return multinomial(probs, int64_arg(num_samples, "multinomial: num_samples"), replacement);
       },
       py::arg("num_samples"), py::arg("replacement") = false, py::kw_only(), py::arg("generator") = py::none());
@@ -162,7 +162,7 @@ void init_tensor_ops(py::module_& m) {
   cls.def(
          "normal_",
          [](py::object self, double mean, double std, const py::object& generator) {
-           if (!generator.is_none()) throw ValueError("normal_: generator objects are not supported (use kael.manual_seed)");
+           check_no_generator(generator, "normal_");
            normal_(self.cast<Tensor&>(), mean, std);
            return self;
          },
@@ -170,7 +170,7 @@ void init_tensor_ops(py::module_& m) {
       .def(
           "uniform_",
           [](py::object self, double from, double to, const py::object& generator) {
-            if (!generator.is_none()) throw ValueError("uniform_: generator objects are not supported (use kael.manual_seed)");
+            check_no_generator(generator, "uniform_");
             uniform_(self.cast<Tensor&>(), from, to);
             return self;
           },

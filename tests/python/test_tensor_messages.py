@@ -89,3 +89,19 @@ def test_manual_seed_outside_torchs_range_names_it(seed):
         kael.manual_seed(seed)
     with pytest.raises(TypeError, match="manual_seed: seed must be an int, not float"):
         kael.manual_seed(1.5)
+
+
+@pytest.mark.parametrize("call", [
+    lambda g: kael.ones(4).multinomial(2, generator=g),
+    lambda g: kael.empty(3).normal_(generator=g),
+    lambda g: kael.empty(3).uniform_(generator=g),
+    lambda g: kael.utils.data.random_split(list(range(6)), [3, 3], generator=g),
+    lambda g: kael.utils.data.RandomSampler(list(range(6)), generator=g),
+    lambda g: kael.utils.data.SubsetRandomSampler([0, 1, 2], generator=g),
+    lambda g: kael.utils.data.DataLoader(list(range(6)), shuffle=True, generator=g),
+], ids=["multinomial", "normal_", "uniform_", "random_split", "RandomSampler", "SubsetRandomSampler", "DataLoader"])
+def test_a_generator_object_is_refused_not_ignored(call):
+    # kael has one generator, seeded by kael.manual_seed: drawing from it while the caller
+    # believes a generator of their own is used would make their seeding silently wrong.
+    with pytest.raises(kael.ValueError, match="generator objects are not supported"):
+        call(torch.Generator().manual_seed(0))

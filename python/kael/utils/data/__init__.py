@@ -27,6 +27,12 @@ __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "random_spli
 T = TypeVar("T")
 
 
+def _check_no_generator(generator: Any, who: str) -> None:
+    """kael draws from the one generator kael.manual_seed seeds: a generator object is refused, not ignored."""
+    if generator is not None:
+        raise _kael.ValueError(f"{who}: generator objects are not supported (use kael.manual_seed)")
+
+
 class Dataset(Generic[T]):
     """Items by index: subclasses define __getitem__ (and __len__ for the samplers that need it)."""
 
@@ -69,6 +75,7 @@ class Subset(Dataset[T]):
 
 def random_split(dataset: Dataset[T], lengths: Sequence[int | float], generator: Any = None) -> list[Subset[T]]:
     """Disjoint random subsets of the given lengths (or fractions summing to 1)."""
+    _check_no_generator(generator, "random_split")
     n = len(dataset)  # type: ignore[arg-type]
     if all(isinstance(x, float) for x in lengths) and abs(sum(lengths) - 1) < 1e-9:
         sizes = [int(n * f) for f in lengths]
@@ -111,8 +118,7 @@ class RandomSampler(Sampler[int]):
     def __init__(self, data_source: Any, replacement: bool = False, num_samples: int | None = None,
                  generator: Any = None) -> None:
         self.data_source, self.replacement, self._num_samples = data_source, replacement, num_samples
-        if generator is not None:
-            raise _kael.ValueError("RandomSampler: generator objects are not supported (use kael.manual_seed)")
+        _check_no_generator(generator, "RandomSampler")
         if not replacement and num_samples is not None and num_samples > len(data_source):
             raise _kael.ValueError("RandomSampler: num_samples exceeds the dataset without replacement")
 
@@ -141,6 +147,7 @@ class RandomSampler(Sampler[int]):
 
 class SubsetRandomSampler(Sampler[int]):
     def __init__(self, indices: Sequence[int], generator: Any = None) -> None:
+        _check_no_generator(generator, "SubsetRandomSampler")
         self.indices = list(indices)
 
     def __iter__(self) -> Iterator[int]:
@@ -363,8 +370,7 @@ class DataLoader(Generic[T]):
         if batch_sampler is not None and (batch_size != 1 or shuffle or sampler is not None or drop_last):
             raise _kael.ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, "
                                    "and drop_last")
-        if generator is not None:
-            raise _kael.ValueError("DataLoader: generator objects are not supported (use kael.manual_seed)")
+        _check_no_generator(generator, "DataLoader")
         self.dataset, self.num_workers, self.pin_memory = dataset, num_workers, pin_memory
         self.timeout, self.worker_init_fn, self.multiprocessing_context = timeout, worker_init_fn, multiprocessing_context
         self.prefetch_factor = 2 if prefetch_factor is None else prefetch_factor
