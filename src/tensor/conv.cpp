@@ -152,6 +152,17 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const C
   return out;
 }
 
+// dst (C, R) = src (R, C)^T, in 16x16 blocks that stay in cache.
+void transpose(float* dst, const float* src, std::int64_t R, std::int64_t C) {
+  constexpr std::int64_t kBlock = 16;
+  for (std::int64_t r0 = 0; r0 < R; r0 += kBlock)
+    for (std::int64_t c0 = 0; c0 < C; c0 += kBlock) {
+      const std::int64_t r1 = std::min(r0 + kBlock, R), c1 = std::min(c0 + kBlock, C);
+      for (std::int64_t r = r0; r < r1; ++r)
+        for (std::int64_t c = c0; c < c1; ++c) dst[c * R + r] = src[r * C + c];
+    }
+}
+
 // The samples whose weight-gradient partials are held at once: at most about 8M floats.
 std::int64_t weight_partial_samples(const ConvShape& s) {
   const std::int64_t per_sample = std::max<std::int64_t>(s.O * s.Kc(), 1);
@@ -190,6 +201,7 @@ std::vector<Tensor> conv2d_backward(const Tensor& x, const Tensor& w, const Tens
       const std::int64_t count = std::min(chunk, s.N - first);
       parallel_range(count * s.groups, Og * Kc * L, [&](std::int64_t begin, std::int64_t end) {
         std::vector<float> col(s.pointwise() ? 0 : static_cast<std::size_t>(Kc * L));
+        std::vector<float> rows(static_cast<std::size_t>(Kc * L));
         for (std::int64_t item = begin; item < end; ++item) {
           const std::int64_t k = item / s.groups, g = item % s.groups, n = first + k;
           const float* xg = xd + (n * s.C + g * Cg) * s.H * s.W;
@@ -198,8 +210,11 @@ std::vector<Tensor> conv2d_backward(const Tensor& x, const Tensor& w, const Tens
             im2col(col.data(), xg, s);
             columns = col.data();
           }
-          kernels::gemm_nt(partial.data() + k * per_sample + g * Og * Kc, Kc, gd + (n * s.O + g * Og) * L, L, columns,
-                           L, Og, Kc, L, 1.0f);
+          // dW_g = dy_g (Og, L) @ columns^T: the columns transposed into rows (L, Kc) once, so
+          // that the product streams both operands along their rows.
+          transpose(rows.data(), columns, Kc, L);
+          kernels::gemm_nn(partial.data() + k * per_sample + g * Og * Kc, Kc, gd + (n * s.O + g * Og) * L, L,
+                           rows.data(), Kc, Og, Kc, L);
         }
       });
       // Added in sample order, each weight on its own: the same sums whatever the threads.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "kael/core/error.hpp"
 #include "kael/tensor/autograd.hpp"
@@ -74,32 +75,46 @@ void over_planes(const PoolShape& s, F f) {
   parallel_range(s.P, s.Ho * s.Wo * s.kh * s.kw + s.H * s.W, [&](std::int64_t begin, std::int64_t end) { f(begin, end); });
 }
 
+// The taps [lo, hi) of a window starting at `origin` (stride `dilation`) that fall inside [0, size).
+std::pair<std::int64_t, std::int64_t> inside_taps(std::int64_t origin, std::int64_t k, std::int64_t dilation,
+                                                  std::int64_t size) {
+  const std::int64_t lo = origin >= 0 ? 0 : (-origin + dilation - 1) / dilation;
+  const std::int64_t hi = size - origin <= 0 ? 0 : std::min(k, (size - origin + dilation - 1) / dilation);
+  return {lo, std::max(lo, hi)};
+}
+
 template <class T>
 void max_pool_planes(const T* x, T* y, std::int64_t* index, const PoolShape& s) {
+  // Each output column's taps inside the input, worked out once.
+  std::vector<std::pair<std::int64_t, std::int64_t>> columns(static_cast<std::size_t>(s.Wo));
+  for (std::int64_t ox = 0; ox < s.Wo; ++ox) columns[static_cast<std::size_t>(ox)] = inside_taps(ox * s.sw - s.pw, s.kw, s.dw, s.W);
   over_planes(s, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t p = begin; p < end; ++p) {
       const T* plane = x + p * s.H * s.W;
-      for (std::int64_t oy = 0; oy < s.Ho; ++oy)
+      for (std::int64_t oy = 0; oy < s.Ho; ++oy) {
+        const std::int64_t y0 = oy * s.sh - s.ph;
+        const auto [i_lo, i_hi] = inside_taps(y0, s.kh, s.dh, s.H);
         for (std::int64_t ox = 0; ox < s.Wo; ++ox) {
+          const std::int64_t x0 = ox * s.sw - s.pw;
+          const auto [j_lo, j_hi] = columns[static_cast<std::size_t>(ox)];
+          // torch's rule: the first tap unless a later one is larger or NaN (the last NaN wins).
           T best = -std::numeric_limits<T>::infinity();
-          std::int64_t at = -1;
-          for (std::int64_t i = 0; i < s.kh; ++i) {
-            const std::int64_t iy = oy * s.sh - s.ph + i * s.dh;
-            if (iy < 0 || iy >= s.H) continue;
-            for (std::int64_t j = 0; j < s.kw; ++j) {
-              const std::int64_t ix = ox * s.sw - s.pw + j * s.dw;
-              if (ix < 0 || ix >= s.W) continue;
-              const T v = plane[iy * s.W + ix];
-              if (at < 0 || v > best || std::isnan(v)) {  // a NaN wins (the last one), as torch's
-                best = v;
-                at = iy * s.W + ix;
-              }
+          std::int64_t at = (y0 + i_lo * s.dh) * s.W + x0 + j_lo * s.dw;
+          for (std::int64_t i = i_lo; i < i_hi; ++i) {
+            const std::int64_t row = (y0 + i * s.dh) * s.W + x0;
+            for (std::int64_t j = j_lo; j < j_hi; ++j) {
+              const T v = plane[row + j * s.dw];
+              // Arithmetic selects, not branches: on real data which tap wins is unpredictable.
+              const std::int64_t take = static_cast<std::int64_t>(v > best) | static_cast<std::int64_t>(v != v);
+              best = take ? v : best;
+              at += take * (row + j * s.dw - at);
             }
           }
           const std::int64_t o = (p * s.Ho + oy) * s.Wo + ox;
           y[o] = best;
           index[o] = at;
         }
+      }
     }
   });
 }
