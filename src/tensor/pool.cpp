@@ -83,36 +83,56 @@ std::pair<std::int64_t, std::int64_t> inside_taps(std::int64_t origin, std::int6
   return {lo, std::max(lo, hi)};
 }
 
+// One tap of the window over outputs [lo, hi) of a row: the tap's value replaces the row's
+// best where it is larger or NaN (torch's rule). Restrict and locals: the loop vectorizes.
+template <class T>
+void take_tap(const T* __restrict plane, T* __restrict best, std::int64_t* __restrict at, std::int64_t offset,
+              std::int64_t stride, std::int64_t lo, std::int64_t hi) {
+  for (std::int64_t ox = lo; ox < hi; ++ox) {
+    const std::int64_t tap = offset + ox * stride;
+    const T v = plane[tap];
+    const T b = best[ox];
+    const bool take = (v > b) | (v != v);
+    best[ox] = take ? v : b;
+    at[ox] = take ? tap : at[ox];
+  }
+}
+
+// Output row by output row, one tap of the window at a time over the whole row: the outputs of
+// a row are independent, so the loop over them has no carried dependency and vectorizes.
 template <class T>
 void max_pool_planes(const T* x, T* y, std::int64_t* index, const PoolShape& s) {
-  // Each output column's taps inside the input, worked out once.
-  std::vector<std::pair<std::int64_t, std::int64_t>> columns(static_cast<std::size_t>(s.Wo));
-  for (std::int64_t ox = 0; ox < s.Wo; ++ox) columns[static_cast<std::size_t>(ox)] = inside_taps(ox * s.sw - s.pw, s.kw, s.dw, s.W);
+  // Each tap column's outputs [lo, hi) whose input column lies inside, and each output's first tap.
+  std::vector<std::pair<std::int64_t, std::int64_t>> tap_columns(static_cast<std::size_t>(s.kw));
+  for (std::int64_t j = 0; j < s.kw; ++j) {
+    const std::int64_t offset = j * s.dw - s.pw;  // input column of output ox: ox * sw + offset
+    const std::int64_t lo = std::clamp<std::int64_t>(offset >= 0 ? 0 : (-offset + s.sw - 1) / s.sw, 0, s.Wo);
+    const std::int64_t hi = std::clamp<std::int64_t>(s.W - offset <= 0 ? 0 : (s.W - offset + s.sw - 1) / s.sw, lo, s.Wo);
+    tap_columns[static_cast<std::size_t>(j)] = {lo, hi};
+  }
+  std::vector<std::int64_t> first_column(static_cast<std::size_t>(s.Wo));
+  for (std::int64_t ox = 0; ox < s.Wo; ++ox)
+    first_column[static_cast<std::size_t>(ox)] = ox * s.sw - s.pw + inside_taps(ox * s.sw - s.pw, s.kw, s.dw, s.W).first * s.dw;
   over_planes(s, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t p = begin; p < end; ++p) {
       const T* plane = x + p * s.H * s.W;
       for (std::int64_t oy = 0; oy < s.Ho; ++oy) {
         const std::int64_t y0 = oy * s.sh - s.ph;
         const auto [i_lo, i_hi] = inside_taps(y0, s.kh, s.dh, s.H);
+        T* best = y + (p * s.Ho + oy) * s.Wo;
+        std::int64_t* at = index + (p * s.Ho + oy) * s.Wo;
+        // torch's rule: the first tap unless a later one is larger or NaN (the last NaN wins).
+        const std::int64_t first_row = (y0 + i_lo * s.dh) * s.W;
         for (std::int64_t ox = 0; ox < s.Wo; ++ox) {
-          const std::int64_t x0 = ox * s.sw - s.pw;
-          const auto [j_lo, j_hi] = columns[static_cast<std::size_t>(ox)];
-          // torch's rule: the first tap unless a later one is larger or NaN (the last NaN wins).
-          T best = -std::numeric_limits<T>::infinity();
-          std::int64_t at = (y0 + i_lo * s.dh) * s.W + x0 + j_lo * s.dw;
-          for (std::int64_t i = i_lo; i < i_hi; ++i) {
-            const std::int64_t row = (y0 + i * s.dh) * s.W + x0;
-            for (std::int64_t j = j_lo; j < j_hi; ++j) {
-              const T v = plane[row + j * s.dw];
-              // Arithmetic selects, not branches: on real data which tap wins is unpredictable.
-              const std::int64_t take = static_cast<std::int64_t>(v > best) | static_cast<std::int64_t>(v != v);
-              best = take ? v : best;
-              at += take * (row + j * s.dw - at);
-            }
+          best[ox] = -std::numeric_limits<T>::infinity();
+          at[ox] = first_row + first_column[static_cast<std::size_t>(ox)];
+        }
+        for (std::int64_t i = i_lo; i < i_hi; ++i) {
+          const std::int64_t row = (y0 + i * s.dh) * s.W;
+          for (std::int64_t j = 0; j < s.kw; ++j) {
+            const auto [lo, hi] = tap_columns[static_cast<std::size_t>(j)];
+            take_tap(plane, best, at, row + j * s.dw - s.pw, s.sw, lo, hi);
           }
-          const std::int64_t o = (p * s.Ho + oy) * s.Wo + ox;
-          y[o] = best;
-          index[o] = at;
         }
       }
     }
