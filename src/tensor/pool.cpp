@@ -36,6 +36,7 @@ struct PoolShape {
 std::int64_t pooled_size(std::int64_t size, std::int64_t k, std::int64_t stride, std::int64_t pad,
                          std::int64_t dilation, bool ceil_mode) {
   const std::int64_t span = size + 2 * pad - dilation * (k - 1) - 1;
+  if (span < 0) return 0;  // the window is larger than the padded input
   std::int64_t out = (span + (ceil_mode ? stride - 1 : 0)) / stride + 1;
   // With ceil_mode, a last window that would start inside the right padding is dropped.
   if (ceil_mode && (out - 1) * stride >= size + pad) --out;
