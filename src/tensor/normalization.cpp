@@ -2,6 +2,8 @@
 // composed of the differentiable ops.
 #include "kael/tensor/normalization.hpp"
 
+#include <string>
+
 #include "kael/core/error.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/conv.hpp"
@@ -87,10 +89,12 @@ Tensor group_norm(const Tensor& input, std::int64_t num_groups, const Tensor& we
 }
 
 Tensor feature_dropout(const Tensor& input, double p, bool training, int batched_dims) {
-  if (!(p >= 0.0 && p <= 1.0)) throw ValueError(str("dropout2d: p must be in [0, 1], got ", p));
+  const std::string op = str("dropout", batched_dims - 2, "d");
+  if (batched_dims < 3) throw ValueError(str("feature_dropout: batched_dims must be at least 3, got ", batched_dims));
+  if (!(p >= 0.0 && p <= 1.0)) throw ValueError(str(op, ": p must be in [0, 1], got ", p));
   if (input.dim() != batched_dims && input.dim() != batched_dims - 1)
-    throw ValueError(str("dropout", batched_dims - 2, "d: expected a ", batched_dims - 1, "-D or ", batched_dims,
-                         "-D input, got ", shape_to_string(input.shape())));
+    throw ValueError(str(op, ": expected a ", batched_dims - 1, "-D or ", batched_dims, "-D input, got ",
+                         shape_to_string(input.shape())));
   if (!training || p == 0.0) return input;
   // One draw per (sample, channel), broadcast over the rest.
   const int channel_dims = input.dim() == batched_dims ? 2 : 1;
