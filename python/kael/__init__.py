@@ -61,6 +61,11 @@ from ._kael import (  # noqa: F401  (re-exported)
     remainder, reshape, roll, rsqrt, set_default_dtype, set_num_threads, sigmoid, sin, softmax, split, sqrt, squeeze,
     stack, std, sub, sum, tanh, topk, transpose, tril, triu, unbind, unsqueeze, var, where, zeros, zeros_like,
 )
+# Convolution, pooling, normalization and recurrent cells (python/src/conv.cpp, rnn.cpp), as torch.conv2d ...
+from ._kael import (  # noqa: F401  (re-exported)
+    adaptive_avg_pool2d, avg_pool2d, batch_norm, conv1d, conv2d, group_norm, gru_cell, lstm_cell, max_pool1d,
+    max_pool2d, rnn_relu_cell, rnn_tanh_cell,
+)
 from ._kael import (  # noqa: F401  (dtypes, as torch.float32 ...)
     bfloat16, bool, double, float, float16, float32, float64, half, int, int8, int16, int32, int64, long, short,
     uint8, uint16, uint32, uint64,

@@ -13,6 +13,8 @@ PYBIND11_MODULE(_kael, m) {
   kael::python::init_tensor_index(m);
   kael::python::init_autograd(m);
   kael::python::init_nn(m);
+  kael::python::init_conv(m);
+  kael::python::init_rnn(m);
   kael::python::init_optim(m);
   kael::python::init_io(m);
   kael::python::init_text(m);

@@ -7,8 +7,10 @@
 #include "bindings.hpp"
 #include "convert.hpp"
 #include "kael/core/error.hpp"
+#include "kael/optim/adadelta.hpp"
 #include "kael/optim/adam.hpp"
 #include "kael/optim/clip_grad.hpp"
+#include "kael/optim/rmsprop.hpp"
 #include "kael/optim/sgd.hpp"
 #include "kael/tensor/autograd.hpp"
 
@@ -117,6 +119,33 @@ void init_optim(py::module_& m) {
               return std::make_unique<optim::AdamW>(std::move(out));
             }),
             "groups"_a);
+
+  py::class_<optim::Adadelta, Optimizer> adadelta(m, "_optim_Adadelta", "torch.optim.Adadelta's update (docs/optim.md).");
+  adadelta.def(py::init([](const py::list& groups) {
+                 return std::make_unique<optim::Adadelta>(groups_arg<optim::AdadeltaOptions>(
+                     groups, "Adadelta", [](optim::AdadeltaOptions& o, const py::dict& d) {
+                       o = {option(d, "lr"), option(d, "rho"), option(d, "eps"), option(d, "weight_decay")};
+                     }));
+               }),
+               "groups"_a)
+      .def("options", [](const optim::Adadelta& self, std::size_t g) {
+        const auto o = self.options(g);
+        return py::dict("lr"_a = o.lr, "rho"_a = o.rho, "eps"_a = o.eps, "weight_decay"_a = o.weight_decay);
+      }, "group"_a);
+  py::class_<optim::RMSprop, Optimizer> rmsprop(m, "_optim_RMSprop", "torch.optim.RMSprop's update (docs/optim.md).");
+  rmsprop.def(py::init([](const py::list& groups) {
+                return std::make_unique<optim::RMSprop>(groups_arg<optim::RMSpropOptions>(
+                    groups, "RMSprop", [](optim::RMSpropOptions& o, const py::dict& d) {
+                      o = {option(d, "lr"), option(d, "alpha"), option(d, "eps"), option(d, "weight_decay"),
+                           option(d, "momentum"), d["centered"].cast<bool>()};
+                    }));
+              }),
+              "groups"_a)
+      .def("options", [](const optim::RMSprop& self, std::size_t g) {
+        const auto o = self.options(g);
+        return py::dict("lr"_a = o.lr, "alpha"_a = o.alpha, "eps"_a = o.eps, "weight_decay"_a = o.weight_decay,
+                        "momentum"_a = o.momentum, "centered"_a = o.centered);
+      }, "group"_a);
 
   m.def(
       "clip_grad_norm_",

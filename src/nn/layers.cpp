@@ -4,13 +4,13 @@
 
 #include "kael/core/error.hpp"
 #include "kael/tensor/ops.hpp"
+#include "nn/uniform.hpp"
 
 namespace kael::nn {
 
-namespace {
-// Uniform in [-bound, bound).
-Tensor uniform(Shape shape, double bound) { return (rand(std::move(shape)) * 2 - 1) * bound; }
-}  // namespace
+Tensor detail::uniform(Shape shape, double bound) { return (rand(std::move(shape)) * 2 - 1) * bound; }
+
+using detail::uniform;
 
 Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool with_bias) {
   if (in_features <= 0 || out_features <= 0)

@@ -27,6 +27,11 @@ CASES = [
     ("AdamW", dict()),
     ("AdamW", dict(lr=0.01, weight_decay=0.1)),
     ("AdamW", dict(lr=0.02, betas=(0.5, 0.9), weight_decay=0.0)),
+    ("Adadelta", dict()),
+    ("Adadelta", dict(lr=0.5, rho=0.8, eps=1e-5, weight_decay=0.1)),
+    ("RMSprop", dict()),
+    ("RMSprop", dict(lr=0.005, alpha=0.9, weight_decay=0.1, momentum=0.8)),
+    ("RMSprop", dict(lr=0.002, centered=True, momentum=0.5, eps=1e-6)),
 ]
 IDS = [f"{name}-{'-'.join(f'{k}={v}' for k, v in options.items()) or 'defaults'}" for name, options in CASES]
 
@@ -96,7 +101,10 @@ def test_ten_steps_match_torch(name, options):
     assert model.k[5].grad is None
 
 
-@pytest.mark.parametrize("name,options", [CASES[2], CASES[5], CASES[8]], ids=[IDS[2], IDS[5], IDS[8]])
+STATE_CASES = [2, 5, 8, 11, 14]
+
+
+@pytest.mark.parametrize("name,options", [CASES[i] for i in STATE_CASES], ids=[IDS[i] for i in STATE_CASES])
 def test_state_matches_torchs_state(name, options):
     model = Model()
     k_opt, t_opt = optimizers(model, name, options)
@@ -119,7 +127,7 @@ def test_state_matches_torchs_state(name, options):
     assert "state.5.exp_avg" not in state and "state.5.momentum_buffer" not in state
 
 
-@pytest.mark.parametrize("name,options", [CASES[2], CASES[5], CASES[9]], ids=[IDS[2], IDS[5], IDS[9]])
+@pytest.mark.parametrize("name,options", [CASES[i] for i in (2, 5, 9, 11, 13)], ids=[IDS[i] for i in (2, 5, 9, 11, 13)])
 def test_state_dict_round_trip_through_safetensors(name, options, tmp_path):
     model = Model()
     k_opt, t_opt = optimizers(model, name, options)

@@ -1,4 +1,4 @@
-"""kael.optim: torch.optim's SGD, Adam and AdamW over kael.Tensor parameters (docs/optim.md)::
+"""kael.optim: torch.optim's SGD, Adam, AdamW, Adadelta and RMSprop over kael.Tensor parameters (docs/optim.md)::
 
     opt = kael.optim.AdamW([{"params": decay, "weight_decay": 0.1},
                             {"params": no_decay, "weight_decay": 0.0}], lr=1e-3)
@@ -20,7 +20,7 @@ from .._kael import Tensor
 from ..autograd import enable_grad
 from . import lr_scheduler  # noqa: F401
 
-__all__ = ["Adam", "AdamW", "Optimizer", "SGD", "lr_scheduler"]
+__all__ = ["Adadelta", "Adam", "AdamW", "Optimizer", "RMSprop", "SGD", "lr_scheduler"]
 
 
 class Optimizer:
@@ -169,3 +169,35 @@ class AdamW(Adam):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                          foreach=foreach, maximize=maximize, capturable=capturable, differentiable=differentiable,
                          fused=fused)
+
+
+class Adadelta(Optimizer):
+    """torch.optim.Adadelta: square_avg and acc_delta per parameter, weight decay added to the gradient."""
+
+    _native_type = _kael._optim_Adadelta
+    _native_keys = ("lr", "rho", "eps", "weight_decay")
+
+    def __init__(self, params: Iterable[Any], lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
+                 weight_decay: float = 0.0, foreach: bool | None = None, *, capturable: bool = False,
+                 maximize: bool = False, differentiable: bool = False) -> None:
+        if maximize or capturable or differentiable:
+            raise _kael.ValueError("Adadelta: maximize, capturable and differentiable are not supported")
+        _check_fused("Adadelta", None, foreach)
+        super().__init__(params, {"lr": lr, "rho": rho, "eps": eps, "weight_decay": weight_decay})
+
+
+class RMSprop(Optimizer):
+    """torch.optim.RMSprop: alpha, eps, weight decay (L2), momentum and centered."""
+
+    _native_type = _kael._optim_RMSprop
+    _native_keys = ("lr", "alpha", "eps", "weight_decay", "momentum", "centered")
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+                 weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False,
+                 capturable: bool = False, foreach: bool | None = None, maximize: bool = False,
+                 differentiable: bool = False) -> None:
+        if maximize or capturable or differentiable:
+            raise _kael.ValueError("RMSprop: maximize, capturable and differentiable are not supported")
+        _check_fused("RMSprop", None, foreach)
+        super().__init__(params, {"lr": lr, "alpha": alpha, "eps": eps, "weight_decay": weight_decay,
+                                  "momentum": momentum, "centered": centered})

@@ -1,0 +1,146 @@
+// The recurrent layers' computation (tensor/rnn.hpp): each layer's input products for all time
+// steps in one linear(), then per step the hidden product and the fused cell.
+#include <string>
+
+#include "kael/core/error.hpp"
+#include "kael/tensor/ops.hpp"
+#include "kael/tensor/rnn.hpp"
+
+namespace kael {
+
+namespace {
+
+enum class Cell { tanh, relu, lstm, gru };
+
+Cell cell_of(std::string_view mode) {
+  if (mode == "RNN_TANH") return Cell::tanh;
+  if (mode == "RNN_RELU") return Cell::relu;
+  if (mode == "LSTM") return Cell::lstm;
+  if (mode == "GRU") return Cell::gru;
+  throw ValueError(str("rnn: unknown mode '", mode, "' (RNN_TANH, RNN_RELU, LSTM or GRU)"));
+}
+
+std::int64_t gate_count(Cell cell) { return cell == Cell::lstm ? 4 : cell == Cell::gru ? 3 : 1; }
+
+// One step from the input's products gi (B, G H) and the state; c is read and replaced for LSTM.
+Tensor step(Cell cell, const Tensor& gi, const Tensor& h, Tensor& c, const Tensor& w_hh, const Tensor& b_hh) {
+  const Tensor gh = linear(h, w_hh, b_hh);
+  switch (cell) {
+    case Cell::tanh: return tanh(add(gi, gh));
+    case Cell::relu: return relu(add(gi, gh));
+    case Cell::gru: return gru_cell_fused(gi, gh, h);
+    case Cell::lstm: {
+      auto [h_next, c_next] = lstm_cell_fused(add(gi, gh), c);
+      c = c_next;
+      return h_next;
+    }
+  }
+  return h;
+}
+
+// A cell's one step for the torch.*_cell functions: input (B, in) or (in).
+Tensor one_step(Cell cell, const Tensor& input, const Tensor& hx, Tensor& cx, const Tensor& w_ih, const Tensor& w_hh,
+                const Tensor& b_ih, const Tensor& b_hh) {
+  const bool unbatched = input.dim() == 1;
+  const Tensor x = unbatched ? input.unsqueeze(0) : input;
+  const Tensor h = unbatched ? hx.unsqueeze(0) : hx;
+  Tensor c = cx.defined() && unbatched ? cx.unsqueeze(0) : cx;
+  Tensor out = step(cell, linear(x, w_ih, b_ih), h, c, w_hh, b_hh);
+  if (cx.defined()) cx = unbatched ? c.squeeze(0) : c;
+  return unbatched ? out.squeeze(0) : out;
+}
+
+}  // namespace
+
+std::pair<Tensor, Tensor> lstm_cell(const Tensor& input, const Tensor& hx, const Tensor& cx, const Tensor& w_ih,
+                                    const Tensor& w_hh, const Tensor& b_ih, const Tensor& b_hh) {
+  Tensor c = cx;
+  Tensor h = one_step(Cell::lstm, input, hx, c, w_ih, w_hh, b_ih, b_hh);
+  return {h, c};
+}
+
+Tensor gru_cell(const Tensor& input, const Tensor& hx, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
+                const Tensor& b_hh) {
+  Tensor none;
+  return one_step(Cell::gru, input, hx, none, w_ih, w_hh, b_ih, b_hh);
+}
+
+Tensor rnn_tanh_cell(const Tensor& input, const Tensor& hx, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
+                     const Tensor& b_hh) {
+  Tensor none;
+  return one_step(Cell::tanh, input, hx, none, w_ih, w_hh, b_ih, b_hh);
+}
+
+Tensor rnn_relu_cell(const Tensor& input, const Tensor& hx, const Tensor& w_ih, const Tensor& w_hh, const Tensor& b_ih,
+                     const Tensor& b_hh) {
+  Tensor none;
+  return one_step(Cell::relu, input, hx, none, w_ih, w_hh, b_ih, b_hh);
+}
+
+RnnResult rnn(std::string_view mode, const Tensor& input, const Tensor& hx, const Tensor& cx,
+              const std::vector<Tensor>& params, bool has_biases, std::int64_t num_layers, double dropout, bool training,
+              bool batch_first) {
+  const Cell cell = cell_of(mode);
+  const char* op = "rnn";
+  const std::size_t per_layer = has_biases ? 4 : 2;
+  if (num_layers <= 0) throw ValueError(str(op, ": num_layers must be positive, got ", num_layers));
+  if (params.size() != per_layer * static_cast<std::size_t>(num_layers))
+    throw ValueError(str(op, ": expected ", per_layer * static_cast<std::size_t>(num_layers), " parameters for ",
+                         num_layers, " layers, got ", params.size()));
+  if (!(dropout >= 0.0 && dropout <= 1.0)) throw ValueError(str(op, ": dropout must be in [0, 1], got ", dropout));
+  if (input.dim() != 2 && input.dim() != 3)
+    throw ValueError(str(op, ": expected a 2-D (unbatched) or 3-D input, got ", shape_to_string(input.shape())));
+  const bool unbatched = input.dim() == 2;
+  Tensor x = unbatched ? input.unsqueeze(1) : batch_first ? input.transpose(0, 1) : input;  // (T, B, in)
+  const std::int64_t T = x.shape()[0], B = x.shape()[1];
+  const std::int64_t H = params[1].dim() == 2 ? params[1].shape()[1] : 0;
+  const std::int64_t G = gate_count(cell);
+  for (std::int64_t l = 0; l < num_layers; ++l) {
+    const Tensor& w_ih = params[per_layer * static_cast<std::size_t>(l)];
+    const Tensor& w_hh = params[per_layer * static_cast<std::size_t>(l) + 1];
+    const std::int64_t in = l == 0 ? x.shape()[2] : H;
+    if (w_ih.dim() != 2 || w_ih.shape()[0] != G * H || w_ih.shape()[1] != in || w_hh.dim() != 2 ||
+        w_hh.shape()[0] != G * H || w_hh.shape()[1] != H)
+      throw ValueError(str(op, ": layer ", l, " expects weights (", G * H, ", ", in, ") and (", G * H, ", ", H,
+                           "), got ", shape_to_string(w_ih.shape()), " and ", shape_to_string(w_hh.shape())));
+  }
+  const auto state_of = [&](const Tensor& given, const char* name) {
+    const Shape want{num_layers, B, H};
+    if (!given.defined()) return zeros(want, x.dtype());
+    const Tensor s = unbatched ? given.unsqueeze(1) : given;
+    if (s.shape() != want)
+      throw ValueError(str(op, ": expected ", name, " of shape ", shape_to_string(unbatched ? Shape{num_layers, H} : want),
+                           ", got ", shape_to_string(given.shape())));
+    return s;
+  };
+  const Tensor h0 = state_of(hx, "hx"), c0 = cell == Cell::lstm ? state_of(cx, "cx") : Tensor();
+  std::vector<Tensor> h_last, c_last;
+  for (std::int64_t l = 0; l < num_layers; ++l) {
+    const std::size_t at = per_layer * static_cast<std::size_t>(l);
+    const Tensor b_ih = has_biases ? params[at + 2] : Tensor(), b_hh = has_biases ? params[at + 3] : Tensor();
+    const Tensor gi_all = linear(x, params[at], b_ih);  // (T, B, G H): every step's input product at once
+    Tensor h = h0.select(0, l);
+    Tensor c = cell == Cell::lstm ? c0.select(0, l) : Tensor();
+    std::vector<Tensor> outputs;
+    outputs.reserve(static_cast<std::size_t>(T));
+    for (std::int64_t t = 0; t < T; ++t) {
+      h = step(cell, gi_all.select(0, t), h, c, params[at + 1], b_hh);
+      outputs.push_back(h);
+    }
+    x = T > 0 ? stack(outputs, 0) : zeros({0, B, H}, x.dtype());
+    if (dropout > 0.0 && training && l + 1 < num_layers) x = kael::dropout(x, dropout, true);
+    h_last.push_back(h);
+    if (cell == Cell::lstm) c_last.push_back(c);
+  }
+  RnnResult result;
+  result.output = unbatched ? x.squeeze(1) : batch_first ? x.transpose(0, 1) : x;
+  result.h_n = stack(h_last, 0);
+  if (cell == Cell::lstm) result.c_n = stack(c_last, 0);
+  if (unbatched) {
+    result.h_n = result.h_n.squeeze(1);
+    if (result.c_n.defined()) result.c_n = result.c_n.squeeze(1);
+  }
+  return result;
+}
+
+}  // namespace kael
