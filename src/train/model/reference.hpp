@@ -12,44 +12,6 @@
 namespace kael::train::ref {
 
 template <class R>
-void layernorm_forward(R* out, R* mean, R* rstd, const R* inp, const R* w, const R* b, std::int64_t M,
-                       std::int64_t C, R eps) {
-  for (std::int64_t r = 0; r < M; ++r) {
-    const R* x = inp + r * C;
-    R mu = 0, var = 0;
-    for (std::int64_t c = 0; c < C; ++c) mu += x[c];
-    mu /= static_cast<R>(C);
-    for (std::int64_t c = 0; c < C; ++c) var += (x[c] - mu) * (x[c] - mu);
-    var /= static_cast<R>(C);
-    const R s = R(1) / std::sqrt(var + eps);
-    for (std::int64_t c = 0; c < C; ++c) out[r * C + c] = (x[c] - mu) * s * w[c] + b[c];
-    mean[r] = mu;
-    rstd[r] = s;
-  }
-}
-
-template <class R>
-void layernorm_backward(R* dinp, R* dw, R* db, const R* dout, const R* inp, const R* w, const R* mean,
-                        const R* rstd, std::int64_t M, std::int64_t C) {
-  for (std::int64_t r = 0; r < M; ++r) {
-    const R* x = inp + r * C;
-    const R* dy = dout + r * C;
-    R sum_dxhat = 0, sum_dxhat_xhat = 0;
-    for (std::int64_t c = 0; c < C; ++c) {
-      const R xhat = (x[c] - mean[r]) * rstd[r];
-      sum_dxhat += dy[c] * w[c];
-      sum_dxhat_xhat += dy[c] * w[c] * xhat;
-      dw[c] += dy[c] * xhat;
-      db[c] += dy[c];
-    }
-    for (std::int64_t c = 0; c < C; ++c) {
-      const R xhat = (x[c] - mean[r]) * rstd[r];
-      dinp[r * C + c] += rstd[r] * (dy[c] * w[c] - sum_dxhat / R(C) - xhat * sum_dxhat_xhat / R(C));
-    }
-  }
-}
-
-template <class R>
 R gelu(R x) {
   const R s = std::sqrt(R(2) / R(3.14159265358979323846));
   return R(0.5) * x * (R(1) + std::tanh(s * (x + R(0.044715) * x * x * x)));
