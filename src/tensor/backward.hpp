@@ -17,4 +17,8 @@ namespace kael::tensor_detail {
 std::vector<Tensor> layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& weight, const Tensor& mean,
                                         const Tensor& rstd);
 
+// gelu(x, approximate): g gelu'(x), the tanh form's F32 through kernels::gelu_backward (the
+// engine's and the training step's), the rest by the scalar rules.
+Tensor gelu_backward(const Tensor& g, const Tensor& x, const char* approximate);
+
 }  // namespace kael::tensor_detail

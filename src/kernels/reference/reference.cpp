@@ -36,6 +36,11 @@ void gelu_new(float* out, const float* inp, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(gelu_tanh(static_cast<double>(inp[i])));
 }
 
+void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i)
+    dinp[i] = static_cast<float>(dout[i] * gelu_tanh_derivative(static_cast<double>(inp[i])));
+}
+
 void add_inplace(float* x, const float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] += y[i];
 }

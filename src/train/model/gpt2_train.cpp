@@ -9,6 +9,7 @@
 
 #include "kael/core/error.hpp"
 #include "kael/io/safetensors.hpp"
+#include "kernels/elementwise.hpp"
 #include "kernels/infra/thread_pool.hpp"
 #include "kernels/norm.hpp"
 #include "kernels/training.hpp"
@@ -132,7 +133,7 @@ void TrainableGPT2::Impl::forward(ProfileTimer& timer, const std::int32_t* input
     timer.lap(&TrainProfile::forward_other_ms);
     matmul_forward(a.fc, acts.scratch, a.ln_2, lw.fc_weight, lw.fc_bias, M, C, H, precision);
     timer.lap(&TrainProfile::forward_matmul_ms);
-    gelu_forward(a.gelu, a.fc, M * H);
+    kernels::gelu_new(a.gelu, a.fc, M * H);
     timer.lap(&TrainProfile::forward_other_ms);
     matmul_forward(acts.branch, acts.scratch, a.gelu, lw.mlp_proj_weight, lw.mlp_proj_bias, M, H, C, precision);
     timer.lap(&TrainProfile::forward_matmul_ms);
@@ -191,7 +192,7 @@ void TrainableGPT2::Impl::backward(ProfileTimer& timer, const std::int32_t* inpu
     matmul_backward(acts.d_wide, lg.mlp_proj_weight, lg.mlp_proj_bias, d_out, a.gelu, lw.mlp_proj_weight, M, H, C,
                     precision);
     timer.lap(&TrainProfile::backward_matmul_ms);
-    gelu_backward(acts.d_wide, a.fc, acts.d_wide, M * H);
+    kernels::gelu_backward(acts.d_wide, a.fc, acts.d_wide, M * H);
     timer.lap(&TrainProfile::backward_other_ms);
     matmul_backward(acts.d_small, lg.fc_weight, lg.fc_bias, acts.d_wide, a.ln_2, lw.fc_weight, M, C, H, precision);
     timer.lap(&TrainProfile::backward_matmul_ms);

@@ -98,15 +98,6 @@ std::int64_t transposed_panels_floats(std::int64_t T, std::int64_t n) {
 
 }  // namespace
 
-void gelu_forward(float* out, const float* inp, std::int64_t n) {
-  kernels::parallel_for(n, kElementGrain,
-                        [&](std::int64_t i0, std::int64_t i1) { kernels::gelu_new(out + i0, inp + i0, i1 - i0); });
-}
-
-void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n) {
-  kernels::gelu_backward(dinp, inp, dout, n);
-}
-
 void dropout_apply(float* x, const DropoutMask& mask, std::int64_t n) {
   if (!mask.active()) return;
   kernels::parallel_for(n, kElementGrain, [&](std::int64_t i0, std::int64_t i1) {

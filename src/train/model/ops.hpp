@@ -12,11 +12,6 @@
 
 namespace kael::train {
 
-// out (n) = gelu_new(inp), the tanh form.
-void gelu_forward(float* out, const float* inp, std::int64_t n);
-// dinp (n) = gelu_new'(inp) * dout. dinp may equal dout.
-void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n);
-
 // x (n) *= mask.factor(i): dropout in place, forward or backward (the same mask).
 void dropout_apply(float* x, const DropoutMask& mask, std::int64_t n);
 // out (n) = x (n) + y (n), one pass over the three (out may be x).

@@ -11,27 +11,6 @@
 
 namespace kael::train::ref {
 
-template <class R>
-R gelu(R x) {
-  const R s = std::sqrt(R(2) / R(3.14159265358979323846));
-  return R(0.5) * x * (R(1) + std::tanh(s * (x + R(0.044715) * x * x * x)));
-}
-
-template <class R>
-void gelu_forward(R* out, const R* inp, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) out[i] = gelu(inp[i]);
-}
-
-template <class R>
-void gelu_backward(R* dinp, const R* inp, const R* dout, std::int64_t n) {
-  const R s = std::sqrt(R(2) / R(3.14159265358979323846));
-  for (std::int64_t i = 0; i < n; ++i) {
-    const R x = inp[i];
-    const R th = std::tanh(s * (x + R(0.044715) * x * x * x));
-    dinp[i] = dout[i] * (R(0.5) * (R(1) + th) + R(0.5) * x * (R(1) - th * th) * s * (R(1) + R(3 * 0.044715) * x * x));
-  }
-}
-
 // Probabilities through the dropout mask (element index = probs index).
 template <class R>
 R dropped(const R* probs, const DropoutMask& dropout, std::int64_t i) {
