@@ -5,6 +5,7 @@
 // op's derivative lives.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "kael/tensor/ops.hpp"
@@ -16,6 +17,20 @@ namespace kael::tensor_detail {
 // (undefined: none, and no dweight) and the rows' mean and rstd (rows, 1) it saved.
 std::vector<Tensor> layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& weight, const Tensor& mean,
                                         const Tensor& rstd);
+
+// softmax and log_softmax over dim, from their output y: y (g - sum(g y)) and g - e^y sum(g).
+Tensor softmax_backward(const Tensor& g, const Tensor& y, int dim);
+Tensor log_softmax_backward(const Tensor& g, const Tensor& y, int dim);
+
+// cross_entropy's one-pass row form (mean reduction, no smoothing) from the saved
+// log-probabilities (N, C) and class ids (N, I64): (softmax - one-hot) g / counted on counted
+// rows, 0 on rows whose id is ignore_index; inv_counted = 1 / counted rows.
+Tensor cross_entropy_backward(const Tensor& g, const Tensor& log_probs, const Tensor& ids, std::int64_t ignore_index,
+                              double inv_counted);
+
+// matmul of a (..., M, K) and b (..., K, N), both at least 2-D: {g b^T, a^T g}, each summed
+// back to its operand's broadcast shape; need_a / need_b false leaves that one undefined.
+std::vector<Tensor> matmul_backward(const Tensor& g, const Tensor& a, const Tensor& b, bool need_a, bool need_b);
 
 // gelu(x, approximate): g gelu'(x), the tanh form's F32 through kernels::gelu_backward (the
 // engine's and the training step's), the rest by the scalar rules.

@@ -64,8 +64,7 @@ Tensor log_softmax(const Tensor& a, int dim) {
   if (!autograd::any_requires_grad({&a})) return out;
   autograd::SavedTensor sy(out);
   return autograd::record("log_softmax", std::move(out), {&a}, [sy, at](const Tensor& g) {
-    const Tensor& y = sy.get("log_softmax");
-    return std::vector<Tensor>{sub(g, mul(exp(y), sum(g, {at}, true)))};
+    return std::vector<Tensor>{log_softmax_backward(g, sy.get("log_softmax"), at)};
   });
 }
 
@@ -85,9 +84,51 @@ Tensor softmax(const Tensor& a, int dim) {
   if (!autograd::any_requires_grad({&a})) return out;
   autograd::SavedTensor sy(out);
   return autograd::record("softmax", std::move(out), {&a}, [sy, at](const Tensor& g) {
-    const Tensor& y = sy.get("softmax");
-    return std::vector<Tensor>{mul(y, sub(g, sum(mul(g, y), {at}, true)))};
+    return std::vector<Tensor>{softmax_backward(g, sy.get("softmax"), at)};
   });
+}
+
+Tensor tensor_detail::softmax_backward(const Tensor& g, const Tensor& y, int dim) {
+  return mul(y, sub(g, sum(mul(g, y), {dim}, true)));
+}
+
+Tensor tensor_detail::log_softmax_backward(const Tensor& g, const Tensor& y, int dim) {
+  return sub(g, mul(exp(y), sum(g, {dim}, true)));
+}
+
+Tensor tensor_detail::cross_entropy_backward(const Tensor& g, const Tensor& log_probs, const Tensor& ids,
+                                             std::int64_t ignore_index, double inv_counted) {
+  const std::int64_t N = log_probs.shape()[0], C = log_probs.shape()[1];
+  const double scale = g.item<double>() * inv_counted;
+  const std::int64_t* ti = ids.data<std::int64_t>();
+  if (log_probs.dtype() != DType::F32) {
+    Tensor pick = Tensor::zeros(log_probs.dtype(), {N, C}), counted_rows = Tensor::zeros(log_probs.dtype(), {N, 1});
+    for (std::int64_t i = 0; i < N; ++i) {
+      if (ti[i] == ignore_index) continue;
+      store(log_probs.dtype(), pick.raw_data() + (i * C + ti[i]) * static_cast<std::int64_t>(pick.element_size()), 1.0);
+      store(log_probs.dtype(), counted_rows.raw_data() + i * static_cast<std::int64_t>(pick.element_size()), 1.0);
+    }
+    return mul(sub(mul(exp(log_probs), counted_rows), pick), scale);
+  }
+  // One pass over the rows of log-probabilities, on the kernel table's exp.
+  Tensor grad = Tensor::empty(DType::F32, {N, C});
+  const float* lp = log_probs.data<float>();
+  float* out = grad.data<float>();
+  const auto row_scale = static_cast<float>(scale);
+  const kernels::KernelTable& kt = kernels::active_kernels();
+  parallel_range(N, C * 8, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t i = r0; i < r1; ++i) {
+      float* row = out + i * C;
+      if (ti[i] == ignore_index) {
+        std::fill(row, row + C, 0.0f);
+        continue;
+      }
+      kt.exp(row, lp + i * C, C);
+      for (std::int64_t j = 0; j < C; ++j) row[j] *= row_scale;
+      row[ti[i]] -= row_scale;
+    }
+  });
+  return grad;
 }
 
 std::vector<Tensor> tensor_detail::layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& weight,
@@ -170,38 +211,8 @@ Tensor cross_entropy_rows(const Tensor& logits, const Tensor& target, std::int64
   const double inv_counted = 1.0 / static_cast<double>(counted);
   Tensor loss = full({}, -total * inv_counted, logits.dtype());
   if (!autograd::any_requires_grad({&logits})) return loss;
-  // d loss / d logits[i, j] = (softmax[i, j] - [j == t_i]) / counted on counted rows, 0 on
-  // ignored ones: one pass over the saved log-probabilities.
-  return autograd::record("cross_entropy", std::move(loss), {&logits}, [log_probs, ids, ignore_index, inv_counted, N, C](const Tensor& g) {
-    const double scale = g.item<double>() * inv_counted;
-    const std::int64_t* ti = ids.data<std::int64_t>();
-    if (log_probs.dtype() != DType::F32) {
-      Tensor pick = Tensor::zeros(log_probs.dtype(), {N, C}), counted_rows = Tensor::zeros(log_probs.dtype(), {N, 1});
-      for (std::int64_t i = 0; i < N; ++i) {
-        if (ti[i] == ignore_index) continue;
-        store(log_probs.dtype(), pick.raw_data() + (i * C + ti[i]) * static_cast<std::int64_t>(pick.element_size()), 1.0);
-        store(log_probs.dtype(), counted_rows.raw_data() + i * static_cast<std::int64_t>(pick.element_size()), 1.0);
-      }
-      return std::vector<Tensor>{mul(sub(mul(exp(log_probs), counted_rows), pick), scale)};
-    }
-    Tensor grad = Tensor::empty(DType::F32, {N, C});
-    const float* lp = log_probs.data<float>();
-    float* out = grad.data<float>();
-    const auto row_scale = static_cast<float>(scale);
-    const kernels::KernelTable& kt = kernels::active_kernels();
-    parallel_range(N, C * 8, [&](std::int64_t r0, std::int64_t r1) {
-      for (std::int64_t i = r0; i < r1; ++i) {
-        float* row = out + i * C;
-        if (ti[i] == ignore_index) {
-          std::fill(row, row + C, 0.0f);
-          continue;
-        }
-        kt.exp(row, lp + i * C, C);
-        for (std::int64_t j = 0; j < C; ++j) row[j] *= row_scale;
-        row[ti[i]] -= row_scale;
-      }
-    });
-    return std::vector<Tensor>{grad};
+  return autograd::record("cross_entropy", std::move(loss), {&logits}, [log_probs, ids, ignore_index, inv_counted](const Tensor& g) {
+    return std::vector<Tensor>{cross_entropy_backward(g, log_probs, ids, ignore_index, inv_counted)};
   });
 }
 
