@@ -22,10 +22,11 @@ std::vector<Tensor> layer_norm_backward(const Tensor& g, const Tensor& x, const 
 Tensor softmax_backward(const Tensor& g, const Tensor& y, int dim);
 Tensor log_softmax_backward(const Tensor& g, const Tensor& y, int dim);
 
-// cross_entropy's one-pass row form (mean reduction, no smoothing) from the saved
-// log-probabilities (N, C) and class ids (N, I64): (softmax - one-hot) g / counted on counted
-// rows, 0 on rows whose id is ignore_index; inv_counted = 1 / counted rows.
-Tensor cross_entropy_backward(const Tensor& g, const Tensor& log_probs, const Tensor& ids, std::int64_t ignore_index,
+// cross_entropy's row form (mean reduction, no smoothing) from the saved contiguous logits
+// (N, C) and class ids (N, I64): (softmax - one-hot) g / counted on counted rows, 0 on rows
+// whose id is ignore_index; inv_counted = 1 / counted rows. F32 through
+// kernels::cross_entropy_row.
+Tensor cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tensor& ids, std::int64_t ignore_index,
                               double inv_counted);
 
 // matmul of a (..., M, K) and b (..., K, N), both at least 2-D: {g b^T, a^T g}, each summed

@@ -1,9 +1,11 @@
 // Neural-network functions, composed of the differentiable ops (so their gradients follow).
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "kernels/cross_entropy.hpp"
 #include "kernels/dispatch/kernel_table.hpp"
 #include "kernels/norm.hpp"
 #include "tensor/backward.hpp"
@@ -96,37 +98,27 @@ Tensor tensor_detail::log_softmax_backward(const Tensor& g, const Tensor& y, int
   return sub(g, mul(exp(y), sum(g, {dim}, true)));
 }
 
-Tensor tensor_detail::cross_entropy_backward(const Tensor& g, const Tensor& log_probs, const Tensor& ids,
+Tensor tensor_detail::cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tensor& ids,
                                              std::int64_t ignore_index, double inv_counted) {
-  const std::int64_t N = log_probs.shape()[0], C = log_probs.shape()[1];
+  const std::int64_t N = logits.shape()[0], C = logits.shape()[1];
   const double scale = g.item<double>() * inv_counted;
   const std::int64_t* ti = ids.data<std::int64_t>();
-  if (log_probs.dtype() != DType::F32) {
-    Tensor pick = Tensor::zeros(log_probs.dtype(), {N, C}), counted_rows = Tensor::zeros(log_probs.dtype(), {N, 1});
+  if (logits.dtype() != DType::F32) {
+    Tensor pick = Tensor::zeros(logits.dtype(), {N, C}), counted_rows = Tensor::zeros(logits.dtype(), {N, 1});
     for (std::int64_t i = 0; i < N; ++i) {
       if (ti[i] == ignore_index) continue;
-      store(log_probs.dtype(), pick.raw_data() + (i * C + ti[i]) * static_cast<std::int64_t>(pick.element_size()), 1.0);
-      store(log_probs.dtype(), counted_rows.raw_data() + i * static_cast<std::int64_t>(pick.element_size()), 1.0);
+      store(logits.dtype(), pick.raw_data() + (i * C + ti[i]) * static_cast<std::int64_t>(pick.element_size()), 1.0);
+      store(logits.dtype(), counted_rows.raw_data() + i * static_cast<std::int64_t>(pick.element_size()), 1.0);
     }
-    return mul(sub(mul(exp(log_probs), counted_rows), pick), scale);
+    return mul(sub(mul(softmax(logits, 1), counted_rows), pick), scale);
   }
-  // One pass over the rows of log-probabilities, on the kernel table's exp.
+  // One pass per row: kernels::cross_entropy_row, the training step's.
   Tensor grad = Tensor::empty(DType::F32, {N, C});
-  const float* lp = log_probs.data<float>();
+  const float* x = logits.data<float>();
   float* out = grad.data<float>();
-  const auto row_scale = static_cast<float>(scale);
-  const kernels::KernelTable& kt = kernels::active_kernels();
   parallel_range(N, C * 8, [&](std::int64_t r0, std::int64_t r1) {
-    for (std::int64_t i = r0; i < r1; ++i) {
-      float* row = out + i * C;
-      if (ti[i] == ignore_index) {
-        std::fill(row, row + C, 0.0f);
-        continue;
-      }
-      kt.exp(row, lp + i * C, C);
-      for (std::int64_t j = 0; j < C; ++j) row[j] *= row_scale;
-      row[ti[i]] -= row_scale;
-    }
+    for (std::int64_t i = r0; i < r1; ++i)
+      kernels::cross_entropy_row(out + i * C, x + i * C, ti[i] == ignore_index ? -1 : ti[i], static_cast<float>(scale), C);
   });
   return grad;
 }
@@ -202,17 +194,33 @@ Tensor cross_entropy_rows(const Tensor& logits, const Tensor& target, std::int64
       throw IndexError(str("cross_entropy: target ", t[i], " at position ", i, " out of range for ", C, " classes"));
     ++counted;
   }
-  // loss = -(1 / counted) sum over counted rows of log_softmax(logits)[i, t_i] (NaN when no
-  // target counts, as PyTorch).
-  const Tensor log_probs = log_softmax(logits.detach(), 1).contiguous();
+  // loss = (1 / counted) sum over counted rows of -log softmax(logits)[i, t_i] (NaN when no
+  // target counts, as PyTorch): F32 rows through kernels::cross_entropy_row, the training
+  // step's; other dtypes from log_softmax.
+  const Tensor x = logits.detach().contiguous();
   double total = 0;
-  for (std::int64_t i = 0; i < N; ++i)
-    if (t[i] != ignore_index) total += log_probs.value_as_double(i * C + t[i]);
+  if (x.dtype() == DType::F32) {
+    std::vector<float> losses(static_cast<std::size_t>(N));
+    const float* px = x.data<float>();
+    parallel_range(N, C * 8, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t i = r0; i < r1; ++i)
+        losses[static_cast<std::size_t>(i)] =
+            kernels::cross_entropy_row(nullptr, px + i * C, t[i] == ignore_index ? -1 : t[i], 1.0f, C);
+    });
+    for (const float l : losses) total += l;
+  } else {
+    const Tensor log_probs = log_softmax(x, 1).contiguous();
+    for (std::int64_t i = 0; i < N; ++i)
+      if (t[i] != ignore_index) total -= log_probs.value_as_double(i * C + t[i]);
+  }
   const double inv_counted = 1.0 / static_cast<double>(counted);
-  Tensor loss = full({}, -total * inv_counted, logits.dtype());
+  Tensor loss = full({}, total * inv_counted, logits.dtype());
   if (!autograd::any_requires_grad({&logits})) return loss;
-  return autograd::record("cross_entropy", std::move(loss), {&logits}, [log_probs, ids, ignore_index, inv_counted](const Tensor& g) {
-    return std::vector<Tensor>{cross_entropy_backward(g, log_probs, ids, ignore_index, inv_counted)};
+  // A private copy of the logits, as torch keeps its own log-probabilities: the caller may
+  // write the logits in place before the backward.
+  const Tensor kept = logits.is_contiguous() ? x.clone() : x;
+  return autograd::record("cross_entropy", std::move(loss), {&logits}, [kept, ids, ignore_index, inv_counted](const Tensor& g) {
+    return std::vector<Tensor>{cross_entropy_backward(g, kept, ids, ignore_index, inv_counted)};
   });
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cross_entropy.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/gemm_bf16.hpp"
@@ -41,21 +42,6 @@ float* thread_scratch(int which, std::int64_t n) {
   std::vector<float>& b = buffers[which];
   if (static_cast<std::int64_t>(b.size()) < n) b.resize(static_cast<std::size_t>(n));
   return b.data();
-}
-
-// The largest of x (n >= 1), in sixteen lanes the compiler vectorizes (where a search for the
-// largest one's index is one branchy chain): the head's logits and probabilities.
-float lane_max(const float* x, std::int64_t n) {
-  constexpr int kLanes = 16;
-  float acc[kLanes];
-  std::fill(acc, acc + kLanes, x[0]);
-  std::int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];
-  for (; i < n; ++i) acc[0] = x[i] > acc[0] ? x[i] : acc[0];
-  float largest = acc[0];
-  for (int j = 1; j < kLanes; ++j) largest = acc[j] > largest ? acc[j] : largest;
-  return largest;
 }
 
 // Rows of a head's (T, T) attention matrices taken at a time by the products that yield them
@@ -307,19 +293,7 @@ void head_cross_entropy(float* losses, float* dx, float* dw, float* scratch, con
     kernels::parallel_for(R, 1, [&](std::int64_t i0, std::int64_t i1) {
       for (std::int64_t i = i0; i < i1; ++i) {
         float* row = logits + i * V;
-        const std::int32_t target = targets[r0 + i];
-        if (target < 0) {
-          losses[r0 + i] = 0.0f;
-          if (backward) std::fill(row, row + V, 0.0f);
-          continue;
-        }
-        const float margin = lane_max(row, V) - row[target];
-        kernels::softmax(row, row, V);
-        // -log p[target] = log(sum) - (l_target - max), and the largest p, 1 / sum, is never tiny.
-        losses[r0 + i] = margin - std::log(lane_max(row, V));
-        if (!backward) continue;
-        row[target] -= 1.0f;
-        for (std::int64_t j = 0; j < V; ++j) row[j] *= dscale;
+        losses[r0 + i] = kernels::cross_entropy_row(backward ? row : nullptr, row, targets[r0 + i], dscale, V);
       }
     });
     if (!backward) continue;
