@@ -102,7 +102,7 @@ void for_each_entry(const KernelTable& t, F visit) {
   KAEL_ENTRY(f16_gemm); KAEL_ENTRY(quantize_rows); KAEL_ENTRY(int8_gemm); KAEL_ENTRY(attend_head);
   KAEL_ENTRY(attend_row);
   KAEL_ENTRY(softmax); KAEL_ENTRY(gelu_new); KAEL_ENTRY(exp); KAEL_ENTRY(sigmoid); KAEL_ENTRY(tanh);
-  KAEL_ENTRY(sum); KAEL_ENTRY(layernorm_row); KAEL_ENTRY(gelu_backward); KAEL_ENTRY(adamw_update);
+  KAEL_ENTRY(sum); KAEL_ENTRY(layer_norm_row); KAEL_ENTRY(gelu_backward); KAEL_ENTRY(adamw_update);
   KAEL_ENTRY(sum_of_squares); KAEL_ENTRY(bf16_pack_rows); KAEL_ENTRY(bf16_pack_panels);
   KAEL_ENTRY(bf16_pack_panels_sums); KAEL_ENTRY(bf16_pack_both); KAEL_ENTRY(gemm_bf16);
   KAEL_ENTRY(int8c_quantize_rows); KAEL_ENTRY(int8c_gemv); KAEL_ENTRY(int8c_tile_gemm);
@@ -170,7 +170,7 @@ TEST(CpuFeatures, EveryTableIsComplete) {
     EXPECT_NE(t.int8_gemm, nullptr);
     EXPECT_NE(t.softmax, nullptr);
     EXPECT_NE(t.gelu_new, nullptr);
-    EXPECT_NE(t.layernorm_row, nullptr);
+    EXPECT_NE(t.layer_norm_row, nullptr);
     EXPECT_NE(t.exp, nullptr);
     EXPECT_NE(t.sigmoid, nullptr);
     EXPECT_NE(t.tanh, nullptr);

@@ -14,10 +14,12 @@
 #include <vector>
 
 #include "kernels/attention.hpp"
+#include "kernels/cross_entropy.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/linear.hpp"
 #include "kernels/norm.hpp"
 #include "kernels/infra/thread_pool.hpp"
+#include "kernels/reference/layer_norm.hpp"
 #include "kernels_testing.hpp"
 
 using namespace kael::kernels;
@@ -74,12 +76,100 @@ TEST_P(Kernels, LayerNormMatchesReference) {
       auto inp = random_vector(T * C, 12), w = random_vector(C, 13), b = random_vector(C, 14);
       for (float& x : inp) x += 1000.0f;
       std::vector<float> fast(T * C), slow(T * C);
-      layernorm(fast.data(), inp.data(), w.data(), b.data(), T, C, 1e-5f);
-      ref::layernorm(slow.data(), inp.data(), w.data(), b.data(), T, C, 1e-5f);
+      layer_norm(fast.data(), inp.data(), w.data(), b.data(), T, C, 1e-5f);
+      ref::layer_norm<float>(slow.data(), nullptr, nullptr, inp.data(), w.data(), b.data(), T, C, 1e-5f);
       ASSERT_LT(max_error(fast, slow), 2e-3) << "T=" << T << " C=" << C;
+      // Saving the mean and rstd gives the same rows, and the reference's statistics.
+      std::vector<float> saved(T * C), mean(T), rstd(T), want_mean(T), want_rstd(T);
+      layer_norm(saved.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), T, C, 1e-5f);
+      ref::layer_norm<float>(slow.data(), want_mean.data(), want_rstd.data(), inp.data(), w.data(), b.data(), T, C,
+                             1e-5f);
+      ASSERT_EQ(saved, fast);
+      ASSERT_LT(max_error(mean, want_mean), 1e-6) << "T=" << T << " C=" << C;
+      for (std::int64_t t = 0; t < T; ++t) ASSERT_NEAR(rstd[t], want_rstd[t], 1e-3 * want_rstd[t]) << "C=" << C;
       // In place gives the same.
-      layernorm(inp.data(), inp.data(), w.data(), b.data(), T, C, 1e-5f);
+      layer_norm(inp.data(), inp.data(), w.data(), b.data(), T, C, 1e-5f);
       ASSERT_EQ(inp, fast);
+    }
+}
+
+TEST_P(Kernels, LayerNormWithoutWeightOrBiasMatchesReference) {
+  const std::int64_t T = 5;
+  for (std::int64_t C : kRagged)
+    for (int affine = 0; affine < 3; ++affine) {  // neither, weight only, bias only
+      const auto inp = random_vector(T * C, 15), w = random_vector(C, 16), b = random_vector(C, 17);
+      const float* weight = affine == 1 ? w.data() : nullptr;
+      const float* bias = affine == 2 ? b.data() : nullptr;
+      std::vector<float> fast(T * C), slow(T * C);
+      layer_norm(fast.data(), inp.data(), weight, bias, T, C, 1e-5f);
+      ref::layer_norm<float>(slow.data(), nullptr, nullptr, inp.data(), weight, bias, T, C, 1e-5f);
+      ASSERT_LT(max_error(fast, slow), 1e-5) << "C=" << C << " affine=" << affine;
+    }
+}
+
+TEST_P(Kernels, LayerNormBackwardMatchesReference) {
+  for (std::int64_t T : {1, 3, 31, 32, 33, 70})  // around the 32-row blocks of the parameter sums
+    for (std::int64_t C : kRagged)
+      for (bool with_weight : {true, false}) {
+        const auto inp = random_vector(T * C, 18, 2.0f), w = random_vector(C, 19), dout = random_vector(T * C, 20);
+        const float* weight = with_weight ? w.data() : nullptr;
+        std::vector<float> out(T * C), mean(T), rstd(T);
+        layer_norm(out.data(), mean.data(), rstd.data(), inp.data(), weight, nullptr, T, C, 1e-5f);
+        // The outputs accumulate: start both from the same nonzero values.
+        auto dinp = random_vector(T * C, 21), dw = random_vector(C, 22), db = random_vector(C, 23);
+        auto want_dinp = dinp, want_dw = dw, want_db = db;
+        layer_norm_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), weight, mean.data(),
+                            rstd.data(), T, C);
+        ref::layer_norm_backward<float>(want_dinp.data(), want_dw.data(), want_db.data(), dout.data(), inp.data(),
+                                        weight, mean.data(), rstd.data(), T, C);
+        ASSERT_LT(max_error(dinp, want_dinp), 1e-5) << "T=" << T << " C=" << C;
+        ASSERT_LT(max_error(dw, want_dw), 1e-5) << "T=" << T << " C=" << C;
+        ASSERT_LT(max_error(db, want_db), 1e-5) << "T=" << T << " C=" << C;
+        // Null parameter gradients are left out; dinp comes out the same.
+        std::vector<float> alone(T * C, 0.0f), with_sums(T * C, 0.0f), sums(2 * C, 0.0f);
+        layer_norm_backward(alone.data(), nullptr, nullptr, dout.data(), inp.data(), weight, mean.data(), rstd.data(),
+                            T, C);
+        layer_norm_backward(with_sums.data(), sums.data(), sums.data() + C, dout.data(), inp.data(), weight,
+                            mean.data(), rstd.data(), T, C);
+        ASSERT_EQ(alone, with_sums);
+      }
+}
+
+TEST_P(Kernels, LayerNormBackwardDoesNotDependOnThreads) {
+  const std::int64_t T = 100, C = 65;
+  const auto inp = random_vector(T * C, 24), w = random_vector(C, 25), dout = random_vector(T * C, 26);
+  std::vector<float> out(T * C), mean(T), rstd(T);
+  layer_norm(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), nullptr, T, C, 1e-5f);
+  const auto run = [&] {
+    std::vector<float> grads((T + 2) * C, 0.0f);  // dinp, then dw, then db
+    layer_norm_backward(grads.data(), grads.data() + T * C, grads.data() + (T + 1) * C, dout.data(), inp.data(),
+                        w.data(), mean.data(), rstd.data(), T, C);
+    return grads;
+  };
+  const auto here = run();
+  set_num_threads(1);
+  const auto one = run();
+  set_num_threads(std::get<1>(GetParam()));
+  ASSERT_EQ(here, one);
+}
+
+TEST_P(Kernels, CrossEntropyRowMatchesReference) {
+  for (std::int64_t V : kRagged)
+    for (std::int64_t target : {std::int64_t{0}, V / 2, V - 1, std::int64_t{-1}}) {
+      const auto logits = random_vector(V, 27, 8.0f);  // wide: exp would overflow without the max shift
+      std::vector<float> fast(V, NAN), slow(V, NAN);
+      const float loss = cross_entropy_row(fast.data(), logits.data(), target, 0.25f, V);
+      const float want = ref::cross_entropy_row(slow.data(), logits.data(), target, 0.25f, V);
+      ASSERT_NEAR(loss, want, 1e-5 * (1 + std::abs(want))) << "V=" << V << " target=" << target;
+      ASSERT_LT(max_error(fast, slow), 1e-6) << "V=" << V << " target=" << target;
+      // The loss alone, and in place, give the same bits.
+      ASSERT_EQ(cross_entropy_row(nullptr, logits.data(), target, 0.25f, V), loss);
+      auto in_place = logits;
+      ASSERT_EQ(cross_entropy_row(in_place.data(), in_place.data(), target, 0.25f, V), loss);
+      ASSERT_EQ(in_place, fast);
+      if (target < 0) {
+        ASSERT_EQ(loss, 0.0f);
+      }
     }
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/dispatch/kernel_table.hpp"
+#include "kernels/elementwise.hpp"
 #include "kernels/training.hpp"
 #include "kernels_testing.hpp"
 

@@ -10,9 +10,11 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/family/scalar_math.hpp"
 #include "kernels/gemm_bf16.hpp"
 #include "kernels_testing.hpp"
 #include "kernels/infra/thread_pool.hpp"
+#include "kernels/reference/layer_norm.hpp"
 #include "train/model/matmul.hpp"
 #include "train/model/ops.hpp"
 #include "train/model/reference.hpp"
@@ -73,39 +75,6 @@ TEST_P(TrainOps, MatmulMatchesReference) {
     EXPECT_LT(relative_error(dw, want_dw), 1e-5);
     EXPECT_LT(relative_error(db, want_db), 1e-5);
   }
-}
-
-TEST_P(TrainOps, LayerNormMatchesReference) {
-  const std::int64_t M = 41, C = 77;
-  const auto inp = random_values<float>(M * C, 1, 2.0, 0.5), w = random_values<float>(C, 2, 0.3, 1.0),
-             b = random_values<float>(C, 3), dout = random_values<float>(M * C, 4);
-  std::vector<float> out(M * C), mean(M), rstd(M), want(M * C), want_mean(M), want_rstd(M);
-  layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), M, C, 1e-5f);
-  ref::layernorm_forward(want.data(), want_mean.data(), want_rstd.data(), inp.data(), w.data(), b.data(), M, C,
-                         1e-5f);
-  EXPECT_LT(relative_error(out, want), 1e-5);
-  EXPECT_LT(relative_error(rstd, want_rstd), 1e-5);
-  auto dinp = random_values<float>(M * C, 5), dw = random_values<float>(C, 6), db = random_values<float>(C, 7);
-  auto want_dinp = dinp, want_dw = dw, want_db = db;
-  layernorm_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), mean.data(), rstd.data(),
-                     M, C);
-  ref::layernorm_backward(want_dinp.data(), want_dw.data(), want_db.data(), dout.data(), inp.data(), w.data(),
-                          want_mean.data(), want_rstd.data(), M, C);
-  EXPECT_LT(relative_error(dinp, want_dinp), 1e-5);
-  EXPECT_LT(relative_error(dw, want_dw), 1e-5);
-  EXPECT_LT(relative_error(db, want_db), 1e-5);
-}
-
-TEST_P(TrainOps, GeluMatchesReference) {
-  const std::int64_t n = 70001;
-  const auto inp = random_values<float>(n, 1, 3.0), dout = random_values<float>(n, 2);
-  std::vector<float> out(n), want(n), dinp(n), want_dinp(n);
-  gelu_forward(out.data(), inp.data(), n);
-  ref::gelu_forward(want.data(), inp.data(), n);
-  EXPECT_LT(relative_error(out, want), 1e-5);
-  gelu_backward(dinp.data(), inp.data(), dout.data(), n);
-  ref::gelu_backward(want_dinp.data(), inp.data(), dout.data(), n);
-  EXPECT_LT(relative_error(dinp, want_dinp), 1e-5);
 }
 
 TEST_P(TrainOps, EmbeddingMatchesReference) {
@@ -288,28 +257,28 @@ TEST(TrainReference, LayerNormGradients) {
   std::vector<double> mean(M), rstd(M);
   const auto loss = [&] {
     std::vector<double> out(M * C);
-    ref::layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), M, C, 1e-5);
+    kernels::ref::layer_norm(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), M, C, 1e-5);
     return weighted_sum(out, g);
   };
   loss();
   std::vector<double> dinp(M * C), dw(C), db(C);
-  ref::layernorm_backward(dinp.data(), dw.data(), db.data(), g.data(), inp.data(), w.data(), mean.data(), rstd.data(),
+  kernels::ref::layer_norm_backward(dinp.data(), dw.data(), db.data(), g.data(), inp.data(), w.data(), mean.data(), rstd.data(),
                           M, C);
   expect_gradient(inp, loss, dinp, "inp");
   expect_gradient(w, loss, dw, "w");
   expect_gradient(b, loss, db, "b");
 }
 
-TEST(TrainReference, GeluGradient) {
+TEST(TrainReference, GeluGradient) {  // the scalar rules every GELU kernel shares (scalar_math.hpp)
   auto inp = random_values<double>(50, 1, 3.0);
   const auto g = random_values<double>(50, 2);
   const auto loss = [&] {
     std::vector<double> out(50);
-    ref::gelu_forward(out.data(), inp.data(), 50);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = kernels::gelu_tanh(inp[i]);
     return weighted_sum(out, g);
   };
   std::vector<double> dinp(50);
-  ref::gelu_backward(dinp.data(), inp.data(), g.data(), 50);
+  for (std::size_t i = 0; i < dinp.size(); ++i) dinp[i] = g[i] * kernels::gelu_tanh_derivative(inp[i]);
   expect_gradient(inp, loss, dinp, "inp");
 }
 

@@ -13,6 +13,13 @@ void gelu_new(float* out, const float* inp, std::int64_t n) {
   });
 }
 
+void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n) {
+  const KernelTable& kt = active_kernels();
+  parallel_for(n, min_items_per_thread(32), [&](std::int64_t first, std::int64_t last) {
+    kt.gelu_backward(dinp + first, inp + first, dout + first, last - first);
+  });
+}
+
 void add_inplace(float* x, const float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] += y[i];
 }

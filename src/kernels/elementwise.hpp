@@ -1,13 +1,16 @@
-// Element-wise kernels: GELU, the residual add, and the embedding lookup.
+// Element-wise kernels: GELU (forward and backward), the residual add, and the embedding lookup.
 #pragma once
 
 #include <cstdint>
 
 namespace kael::kernels {
 
-// out (n) = gelu_new(inp): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), the tanh form GPT-2
-// uses (Hugging Face's "gelu_new"). out may equal inp.
+// out (n) = gelu_new(inp): 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + c x^3), the tanh form GPT-2
+// uses (Hugging Face's "gelu_new", torch's gelu(approximate="tanh"); its constants and scalar
+// form: family/scalar_math.hpp). out may equal inp.
 void gelu_new(float* out, const float* inp, std::int64_t n);
+// dinp (n) = gelu_new'(inp) * dout, the derivative of the tanh form. dinp may equal dout.
+void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n);
 
 // x (n) += y (n): the residual connection.
 void add_inplace(float* x, const float* y, std::int64_t n);
@@ -19,6 +22,7 @@ void embedding(float* out, const std::int32_t* tokens, const float* wte, const f
 
 namespace ref {
 void gelu_new(float* out, const float* inp, std::int64_t n);
+void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n);  // in double, rounded once
 void add_inplace(float* x, const float* y, std::int64_t n);
 void embedding(float* out, const std::int32_t* tokens, const float* wte, const float* wpe, std::int64_t T,
                std::int64_t C, std::int64_t pos0);

@@ -15,13 +15,6 @@ constexpr std::int64_t kSquaresBlock = std::int64_t{1} << 16;
 
 }  // namespace
 
-void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n) {
-  const KernelTable& kt = active_kernels();
-  parallel_for(n, min_items_per_thread(32), [&](std::int64_t first, std::int64_t last) {
-    kt.gelu_backward(dinp + first, inp + first, dout + first, last - first);
-  });
-}
-
 void adamw_update(float* param, float* m, float* v, const float* grad, std::int64_t n, const AdamWScalars& s) {
   const KernelTable& kt = active_kernels();
   // Seven memory streams an element: bound by memory bandwidth once vectorized.

@@ -1,14 +1,11 @@
-// The element-wise kernels of training: GELU's backward, the AdamW update and the sum of
-// squares behind the gradient norm. Threaded here, on the active kernel table; each has a
-// plain reference in ref::.
+// The element-wise kernels of training: the AdamW update and the sum of squares behind the
+// gradient norm (GELU's backward is elementwise.hpp's, beside its forward). Threaded here, on
+// the active kernel table; each has a plain reference in ref::.
 #pragma once
 
 #include <cstdint>
 
 namespace kael::kernels {
-
-// dinp (n) = gelu_new'(inp) * dout, the derivative of the tanh form. dinp may equal dout.
-void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n);
 
 // The scalars of one AdamW step, each rounded to float where torch rounds a Python float to
 // the tensor's dtype. decay = 1 - lr * weight_decay, or exactly 1 for a tensor without decay.
@@ -36,8 +33,6 @@ void adamw_update(float* param, float* m, float* v, const float* grad, std::int6
 double sum_of_squares(const float* x, std::int64_t n);
 
 namespace ref {
-// In double, rounded once.
-void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n);
 // The formula above in double, each result rounded once.
 void adamw_update(float* param, float* m, float* v, const float* grad, std::int64_t n, const AdamWScalars& s);
 // Sequentially, in long double.

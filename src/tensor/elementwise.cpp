@@ -7,6 +7,9 @@
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "kernels/dispatch/kernel_table.hpp"
+#include "kernels/elementwise.hpp"
+#include "kernels/family/scalar_math.hpp"
+#include "tensor/backward.hpp"
 #include "tensor/parallel.hpp"
 #include "tensor/strided.hpp"
 
@@ -436,64 +439,60 @@ Tensor relu(const Tensor& a) {
 
 namespace {
 
-constexpr float kGeluK = 0.7978845608028654f;  // sqrt(2 / pi)
-constexpr float kGeluC = 0.044715f;
+// GELU's tanh form on F32 rows: the kernel table's, as the engine's and the training step's.
+void gelu_tanh_rows(float* out, const float* inp, std::int64_t n) { kernels::active_kernels().gelu_new(out, inp, n); }
 
-// GELU's tanh form on F32 rows through the kernel table's tanh, a block at a time in L1:
-// y = 0.5 x (1 + tanh(k (x + c x^3))), and its derivative
-// d = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2).
-template <bool Derivative>
-void gelu_tanh_rows(float* out, const float* inp, std::int64_t n) {
-  constexpr std::int64_t kBlock = 256;
-  float t[kBlock];
-  const kernels::KernelTable& kt = kernels::active_kernels();
-  for (std::int64_t i0 = 0; i0 < n; i0 += kBlock) {
-    const std::int64_t m = std::min(kBlock, n - i0);
-    const float* x = inp + i0;
-    for (std::int64_t i = 0; i < m; ++i) t[i] = kGeluK * (x[i] + kGeluC * x[i] * x[i] * x[i]);
-    kt.tanh(t, t, m);
-    float* y = out + i0;
-    if constexpr (Derivative) {
-      for (std::int64_t i = 0; i < m; ++i)
-        y[i] = 0.5f * (1.0f + t[i]) + 0.5f * x[i] * (1.0f - t[i] * t[i]) * kGeluK * (1.0f + 3.0f * kGeluC * x[i] * x[i]);
-    } else {
-      for (std::int64_t i = 0; i < m; ++i) y[i] = 0.5f * x[i] * (1.0f + t[i]);
-    }
-  }
+// The exact form's rules, on the compute type C.
+template <class C>
+C gelu_erf(C x) {
+  return static_cast<C>(C(0.5) * x * (C(1) + std::erf(x * C(0.7071067811865476))));
+}
+
+template <class C>
+C gelu_erf_derivative(C x) {
+  const C cdf = C(0.5) * (C(1) + std::erf(x * C(0.7071067811865476)));
+  const C pdf = std::exp(C(-0.5) * x * x) * C(0.3989422804014327);
+  return static_cast<C>(cdf + x * pdf);
+}
+
+// "none" or "tanh", else ValueError.
+bool gelu_uses_tanh(const char* approximate) {
+  const std::string mode = approximate;
+  if (mode != "none" && mode != "tanh")
+    throw ValueError(str("gelu: approximate must be \"none\" or \"tanh\", got \"", mode, "\""));
+  return mode == "tanh";
 }
 
 }  // namespace
 
+Tensor tensor_detail::gelu_backward(const Tensor& g, const Tensor& x, const char* approximate) {
+  const bool use_tanh = gelu_uses_tanh(approximate);
+  const DType dt = float_result(x.dtype());
+  if (use_tanh && dt == DType::F32) {  // one pass of the kernel: g gelu'(x)
+    const Tensor xd = dense(x.to(DType::F32)), gd = dense(g.to(DType::F32));
+    Tensor dx = Tensor::empty(DType::F32, x.shape());
+    kernels::gelu_backward(dx.data<float>(), xd.data<float>(), gd.data<float>(), x.numel());
+    return dx;
+  }
+  const Tensor d = unary_kernel(x, dt, dt, [use_tanh](auto v) {
+    using C = FloatOf<decltype(v)>;
+    return use_tanh ? kernels::gelu_tanh_derivative(static_cast<C>(v)) : gelu_erf_derivative(static_cast<C>(v));
+  }, kMathWork);
+  return mul(g, d);
+}
+
 Tensor gelu(const Tensor& a, const char* approximate) {
-  const std::string mode = approximate;
-  if (mode != "none" && mode != "tanh")
-    throw ValueError(str("gelu: approximate must be \"none\" or \"tanh\", got \"", mode, "\""));
-  const bool use_tanh = mode == "tanh";
+  const bool use_tanh = gelu_uses_tanh(approximate);
   const DType dt = float_result(a.dtype());
   Tensor out = unary_kernel(a, dt, dt, [use_tanh](auto x) {
     using C = FloatOf<decltype(x)>;
-    if (use_tanh) {
-      const C inner = C(0.7978845608028654) * (x + C(0.044715) * x * x * x);
-      return static_cast<C>(C(0.5) * x * (C(1) + std::tanh(inner)));
-    }
-    return static_cast<C>(C(0.5) * x * (C(1) + std::erf(x * C(0.7071067811865476))));
-  }, kMathWork, use_tanh ? gelu_tanh_rows<false> : nullptr);
+    return use_tanh ? kernels::gelu_tanh(static_cast<C>(x)) : gelu_erf(static_cast<C>(x));
+  }, kMathWork, use_tanh ? gelu_tanh_rows : nullptr);
   if (!autograd::any_requires_grad({&a})) return out;
   autograd::SavedTensor sx(a);
-  return autograd::record("gelu", std::move(out), {&a}, [sx, use_tanh, dt](const Tensor& g) {
-    const Tensor& x = sx.get("gelu");
-    Tensor d = unary_kernel(x, dt, dt, [use_tanh](auto v) {
-      using C = FloatOf<decltype(v)>;
-      if (use_tanh) {
-        const C k = C(0.7978845608028654);
-        const C t = std::tanh(k * (v + C(0.044715) * v * v * v));
-        return static_cast<C>(C(0.5) * (C(1) + t) + C(0.5) * v * (C(1) - t * t) * k * (C(1) + C(3 * 0.044715) * v * v));
-      }
-      const C cdf = C(0.5) * (C(1) + std::erf(v * C(0.7071067811865476)));
-      const C pdf = std::exp(C(-0.5) * v * v) * C(0.3989422804014327);
-      return static_cast<C>(cdf + v * pdf);
-    }, kMathWork, use_tanh ? gelu_tanh_rows<true> : nullptr);
-    return std::vector<Tensor>{mul(g, d)};
+  const std::string mode = approximate;
+  return autograd::record("gelu", std::move(out), {&a}, [sx, mode](const Tensor& g) {
+    return std::vector<Tensor>{gelu_backward(g, sx.get("gelu"), mode.c_str())};
   });
 }
 

@@ -1,10 +1,14 @@
 // Neural-network functions, composed of the differentiable ops (so their gradients follow).
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "kernels/cross_entropy.hpp"
 #include "kernels/dispatch/kernel_table.hpp"
+#include "kernels/norm.hpp"
+#include "tensor/backward.hpp"
 #include "tensor/parallel.hpp"
 #include "tensor/strided.hpp"
 
@@ -62,8 +66,7 @@ Tensor log_softmax(const Tensor& a, int dim) {
   if (!autograd::any_requires_grad({&a})) return out;
   autograd::SavedTensor sy(out);
   return autograd::record("log_softmax", std::move(out), {&a}, [sy, at](const Tensor& g) {
-    const Tensor& y = sy.get("log_softmax");
-    return std::vector<Tensor>{sub(g, mul(exp(y), sum(g, {at}, true)))};
+    return std::vector<Tensor>{log_softmax_backward(g, sy.get("log_softmax"), at)};
   });
 }
 
@@ -83,102 +86,72 @@ Tensor softmax(const Tensor& a, int dim) {
   if (!autograd::any_requires_grad({&a})) return out;
   autograd::SavedTensor sy(out);
   return autograd::record("softmax", std::move(out), {&a}, [sy, at](const Tensor& g) {
-    const Tensor& y = sy.get("softmax");
-    return std::vector<Tensor>{mul(y, sub(g, sum(mul(g, y), {at}, true)))};
+    return std::vector<Tensor>{softmax_backward(g, sy.get("softmax"), at)};
   });
+}
+
+Tensor tensor_detail::softmax_backward(const Tensor& g, const Tensor& y, int dim) {
+  return mul(y, sub(g, sum(mul(g, y), {dim}, true)));
+}
+
+Tensor tensor_detail::log_softmax_backward(const Tensor& g, const Tensor& y, int dim) {
+  return sub(g, mul(exp(y), sum(g, {dim}, true)));
+}
+
+Tensor tensor_detail::cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tensor& ids,
+                                             std::int64_t ignore_index, double inv_counted) {
+  const std::int64_t N = logits.shape()[0], C = logits.shape()[1];
+  const double scale = g.item<double>() * inv_counted;
+  const std::int64_t* ti = ids.data<std::int64_t>();
+  if (logits.dtype() != DType::F32) {
+    Tensor pick = Tensor::zeros(logits.dtype(), {N, C}), counted_rows = Tensor::zeros(logits.dtype(), {N, 1});
+    for (std::int64_t i = 0; i < N; ++i) {
+      if (ti[i] == ignore_index) continue;
+      store(logits.dtype(), pick.raw_data() + (i * C + ti[i]) * static_cast<std::int64_t>(pick.element_size()), 1.0);
+      store(logits.dtype(), counted_rows.raw_data() + i * static_cast<std::int64_t>(pick.element_size()), 1.0);
+    }
+    return mul(sub(mul(softmax(logits, 1), counted_rows), pick), scale);
+  }
+  // One pass per row: kernels::cross_entropy_row, the training step's.
+  Tensor grad = Tensor::empty(DType::F32, {N, C});
+  const float* x = logits.data<float>();
+  float* out = grad.data<float>();
+  parallel_range(N, C * 8, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t i = r0; i < r1; ++i)
+      kernels::cross_entropy_row(out + i * C, x + i * C, ti[i] == ignore_index ? -1 : ti[i], static_cast<float>(scale), C);
+  });
+  return grad;
+}
+
+std::vector<Tensor> tensor_detail::layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& weight,
+                                                      const Tensor& mean, const Tensor& rstd) {
+  const std::int64_t C = x.shape().back(), rows = x.numel() / C;
+  const Tensor gd = dense(g.to(DType::F32));
+  Tensor dx = zeros(x.shape()), dw = weight.defined() ? zeros({C}) : Tensor(), db = zeros({C});
+  kernels::layer_norm_backward(dx.data<float>(), dw.defined() ? dw.data<float>() : nullptr, db.data<float>(),
+                               gd.data<float>(), x.data<float>(), weight.defined() ? weight.data<float>() : nullptr,
+                               mean.data<float>(), rstd.data<float>(), rows, C);
+  return {dx, dw, db};
 }
 
 namespace {
 
-// layer_norm over the last dim of an F32 contiguous x (rows, C), threaded over rows: the mean
-// and the variance in double on the kernel table's sums (kernels/sum.hpp, training.hpp), then
-// y = (x - mean) rstd w + b. The backward, one pass per row over g and the saved x-hat and rstd:
-//   dx = rstd (gw - mean(gw) - x-hat mean(gw x-hat)), gw = g w;  dw = sum over rows of g x-hat;
-//   db = sum over rows of g.
+// layer_norm over the last dim of an F32 contiguous x (rows, C): kernels::layer_norm, which
+// saves each row's mean and rstd for the backward (backward.hpp's layer_norm_backward).
 Tensor layer_norm_rows(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
-  constexpr std::int64_t kSquaresBlock = std::int64_t{1} << 16;  // sum_of_squares takes one block
   const std::int64_t C = x.shape().back(), rows = x.numel() / C;
-  const bool record_it = autograd::any_requires_grad({&x, &weight, &bias});
   Tensor y = Tensor::empty(DType::F32, x.shape());
-  Tensor x_hat = record_it ? Tensor::empty(DType::F32, x.shape()) : Tensor();
-  Tensor rstd = Tensor::empty(DType::F32, {rows, 1});
-  const float* px = x.data<float>();
-  const float* w = weight.defined() ? weight.data<float>() : nullptr;
-  const float* b = bias.defined() ? bias.data<float>() : nullptr;
-  float* py = y.data<float>();
-  float* ph = record_it ? x_hat.data<float>() : nullptr;
-  float* pr = rstd.data<float>();
-  const kernels::KernelTable& kt = kernels::active_kernels();
-  parallel_range(rows, C * 4, [&](std::int64_t r0, std::int64_t r1) {
-    for (std::int64_t r = r0; r < r1; ++r) {
-      const float* xr = px + r * C;
-      float* yr = py + r * C;
-      const auto mu = static_cast<float>(kt.sum(xr, C) / static_cast<double>(C));
-      for (std::int64_t i = 0; i < C; ++i) yr[i] = xr[i] - mu;
-      double squares = 0;
-      for (std::int64_t i0 = 0; i0 < C; i0 += kSquaresBlock) squares += kt.sum_of_squares(yr + i0, std::min(kSquaresBlock, C - i0));
-      const auto r_std = static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(C) + eps));
-      pr[r] = r_std;
-      float* hr = ph != nullptr ? ph + r * C : nullptr;
-      for (std::int64_t i = 0; i < C; ++i) {
-        const float h = yr[i] * r_std;
-        if (hr != nullptr) hr[i] = h;
-        yr[i] = h * (w != nullptr ? w[i] : 1.0f) + (b != nullptr ? b[i] : 0.0f);
-      }
-    }
-  });
-  if (!record_it) return y;
-  const autograd::SavedTensor saved_w(weight);
-  return autograd::record("layer_norm", std::move(y), {&x, &weight, &bias}, [x_hat, rstd, saved_w, C, rows](const Tensor& g) {
-    const Tensor gd = dense(g.to(DType::F32));
-    const Tensor w = saved_w.get("layer_norm");
-    const float* pw = w.defined() ? w.data<float>() : nullptr;
-    const float* pg = gd.data<float>();
-    const float* ph = x_hat.data<float>();
-    const float* pr = rstd.data<float>();
-    Tensor dx = Tensor::empty(DType::F32, x_hat.shape());
-    float* pd = dx.data<float>();
-    // The rows in a fixed number of blocks, each summing its part of the weight and bias
-    // gradients in double, then the blocks added in order: one order on any number of threads.
-    constexpr std::int64_t kBlocks = 16;
-    const std::int64_t blocks = std::min(rows, kBlocks);
-    std::vector<double> dw_part(static_cast<std::size_t>(blocks * C)), db_part(dw_part.size());
-    parallel_range(blocks, rows / blocks * C * 4, [&](std::int64_t b0, std::int64_t b1) {
-      for (std::int64_t blk = b0; blk < b1; ++blk) {
-        double* dwp = dw_part.data() + blk * C;
-        double* dbp = db_part.data() + blk * C;
-        for (std::int64_t r = rows * blk / blocks; r < rows * (blk + 1) / blocks; ++r) {
-          const float* gr = pg + r * C;
-          const float* hr = ph + r * C;
-          double sum_gw = 0, sum_gwh = 0;
-          for (std::int64_t i = 0; i < C; ++i) {
-            const float gw = pw != nullptr ? gr[i] * pw[i] : gr[i];
-            sum_gw += gw;
-            sum_gwh += static_cast<double>(gw) * hr[i];
-            dwp[i] += static_cast<double>(gr[i]) * hr[i];
-            dbp[i] += gr[i];
-          }
-          const auto mean_gw = static_cast<float>(sum_gw / static_cast<double>(C));
-          const auto mean_gwh = static_cast<float>(sum_gwh / static_cast<double>(C));
-          float* dr = pd + r * C;
-          for (std::int64_t i = 0; i < C; ++i) {
-            const float gw = pw != nullptr ? gr[i] * pw[i] : gr[i];
-            dr[i] = pr[r] * ((gw - mean_gw) - hr[i] * mean_gwh);
-          }
-        }
-      }
-    });
-    Tensor dw = Tensor::empty(DType::F32, {C}), db = Tensor::empty(DType::F32, {C});
-    for (std::int64_t i = 0; i < C; ++i) {
-      double w_sum = 0, b_sum = 0;
-      for (std::int64_t blk = 0; blk < blocks; ++blk) {
-        w_sum += dw_part[static_cast<std::size_t>(blk * C + i)];
-        b_sum += db_part[static_cast<std::size_t>(blk * C + i)];
-      }
-      dw.data<float>()[i] = static_cast<float>(w_sum);
-      db.data<float>()[i] = static_cast<float>(b_sum);
-    }
-    return std::vector<Tensor>{dx, dw, db};
+  Tensor mean = Tensor::empty(DType::F32, {rows, 1}), rstd = Tensor::empty(DType::F32, {rows, 1});
+  kernels::layer_norm(y.data<float>(), mean.data<float>(), rstd.data<float>(), x.data<float>(),
+                      weight.defined() ? weight.data<float>() : nullptr, bias.defined() ? bias.data<float>() : nullptr,
+                      rows, C, static_cast<float>(eps));
+  if (!autograd::any_requires_grad({&x, &weight, &bias})) return y;
+  const autograd::SavedTensor saved_x(x), saved_w(weight);
+  const bool with_bias = bias.defined();
+  return autograd::record("layer_norm", std::move(y), {&x, &weight, &bias}, [saved_x, saved_w, mean, rstd, with_bias](const Tensor& g) {
+    std::vector<Tensor> grads = layer_norm_backward(g, saved_x.get("layer_norm"), saved_w.get("layer_norm"), mean, rstd);
+    if (!with_bias) grads[2] = Tensor();
+    return grads;
   });
 }
 
@@ -221,47 +194,33 @@ Tensor cross_entropy_rows(const Tensor& logits, const Tensor& target, std::int64
       throw IndexError(str("cross_entropy: target ", t[i], " at position ", i, " out of range for ", C, " classes"));
     ++counted;
   }
-  // loss = -(1 / counted) sum over counted rows of log_softmax(logits)[i, t_i] (NaN when no
-  // target counts, as PyTorch).
-  const Tensor log_probs = log_softmax(logits.detach(), 1).contiguous();
+  // loss = (1 / counted) sum over counted rows of -log softmax(logits)[i, t_i] (NaN when no
+  // target counts, as PyTorch): F32 rows through kernels::cross_entropy_row, the training
+  // step's; other dtypes from log_softmax.
+  const Tensor x = logits.detach().contiguous();
   double total = 0;
-  for (std::int64_t i = 0; i < N; ++i)
-    if (t[i] != ignore_index) total += log_probs.value_as_double(i * C + t[i]);
-  const double inv_counted = 1.0 / static_cast<double>(counted);
-  Tensor loss = full({}, -total * inv_counted, logits.dtype());
-  if (!autograd::any_requires_grad({&logits})) return loss;
-  // d loss / d logits[i, j] = (softmax[i, j] - [j == t_i]) / counted on counted rows, 0 on
-  // ignored ones: one pass over the saved log-probabilities.
-  return autograd::record("cross_entropy", std::move(loss), {&logits}, [log_probs, ids, ignore_index, inv_counted, N, C](const Tensor& g) {
-    const double scale = g.item<double>() * inv_counted;
-    const std::int64_t* ti = ids.data<std::int64_t>();
-    if (log_probs.dtype() != DType::F32) {
-      Tensor pick = Tensor::zeros(log_probs.dtype(), {N, C}), counted_rows = Tensor::zeros(log_probs.dtype(), {N, 1});
-      for (std::int64_t i = 0; i < N; ++i) {
-        if (ti[i] == ignore_index) continue;
-        store(log_probs.dtype(), pick.raw_data() + (i * C + ti[i]) * static_cast<std::int64_t>(pick.element_size()), 1.0);
-        store(log_probs.dtype(), counted_rows.raw_data() + i * static_cast<std::int64_t>(pick.element_size()), 1.0);
-      }
-      return std::vector<Tensor>{mul(sub(mul(exp(log_probs), counted_rows), pick), scale)};
-    }
-    Tensor grad = Tensor::empty(DType::F32, {N, C});
-    const float* lp = log_probs.data<float>();
-    float* out = grad.data<float>();
-    const auto row_scale = static_cast<float>(scale);
-    const kernels::KernelTable& kt = kernels::active_kernels();
+  if (x.dtype() == DType::F32) {
+    std::vector<float> losses(static_cast<std::size_t>(N));
+    const float* px = x.data<float>();
     parallel_range(N, C * 8, [&](std::int64_t r0, std::int64_t r1) {
-      for (std::int64_t i = r0; i < r1; ++i) {
-        float* row = out + i * C;
-        if (ti[i] == ignore_index) {
-          std::fill(row, row + C, 0.0f);
-          continue;
-        }
-        kt.exp(row, lp + i * C, C);
-        for (std::int64_t j = 0; j < C; ++j) row[j] *= row_scale;
-        row[ti[i]] -= row_scale;
-      }
+      for (std::int64_t i = r0; i < r1; ++i)
+        losses[static_cast<std::size_t>(i)] =
+            kernels::cross_entropy_row(nullptr, px + i * C, t[i] == ignore_index ? -1 : t[i], 1.0f, C);
     });
-    return std::vector<Tensor>{grad};
+    for (const float l : losses) total += l;
+  } else {
+    const Tensor log_probs = log_softmax(x, 1).contiguous();
+    for (std::int64_t i = 0; i < N; ++i)
+      if (t[i] != ignore_index) total -= log_probs.value_as_double(i * C + t[i]);
+  }
+  const double inv_counted = 1.0 / static_cast<double>(counted);
+  Tensor loss = full({}, total * inv_counted, logits.dtype());
+  if (!autograd::any_requires_grad({&logits})) return loss;
+  // A private copy of the logits, as torch keeps its own log-probabilities: the caller may
+  // write the logits in place before the backward.
+  const Tensor kept = logits.is_contiguous() ? x.clone() : x;
+  return autograd::record("cross_entropy", std::move(loss), {&logits}, [kept, ids, ignore_index, inv_counted](const Tensor& g) {
+    return std::vector<Tensor>{cross_entropy_backward(g, kept, ids, ignore_index, inv_counted)};
   });
 }
 

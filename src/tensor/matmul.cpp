@@ -5,6 +5,7 @@
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "kernels/gemm.hpp"
+#include "tensor/backward.hpp"
 #include "tensor/strided.hpp"
 
 namespace kael {
@@ -89,6 +90,12 @@ Tensor batched_product(const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
+std::vector<Tensor> tensor_detail::matmul_backward(const Tensor& g, const Tensor& a, const Tensor& b, bool need_a,
+                                                  bool need_b) {
+  return {need_a ? sum_to(batched_product(g, b.transpose(-1, -2)), a.shape()) : Tensor(),
+          need_b ? sum_to(batched_product(a.transpose(-1, -2), g), b.shape()) : Tensor()};
+}
+
 Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   if (a_in.dim() == 0 || b_in.dim() == 0)
     throw ValueError(str("matmul: both operands need at least one dim, got shapes ", shape_to_string(a_in.shape()), " and ",
@@ -113,10 +120,7 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
     autograd::SavedTensor sa(a), sb(b);
     const bool ga = a.requires_grad(), gb = b.requires_grad();
     out = autograd::record("matmul", std::move(out), {&a, &b}, [sa, sb, ga, gb](const Tensor& g) {
-      const Tensor& va = sa.get("matmul");
-      const Tensor& vb = sb.get("matmul");
-      return std::vector<Tensor>{ga ? sum_to(batched_product(g, vb.transpose(-1, -2)), va.shape()) : Tensor(),
-                                 gb ? sum_to(batched_product(va.transpose(-1, -2), g), vb.shape()) : Tensor()};
+      return tensor_detail::matmul_backward(g, sa.get("matmul"), sb.get("matmul"), ga, gb);
     });
   }
   if (vec_a) out = out.squeeze(-2);

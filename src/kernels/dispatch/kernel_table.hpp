@@ -70,9 +70,9 @@ using AttendRowFn = void(float* out, const float* q, const float* const* key_blo
 using RowFn = void(float* out, const float* inp, std::int64_t n);
 // sum.hpp: the sum of x (n) in double, lanes as described there.
 using SumFn = double(const float* x, std::int64_t n);
-// out (C) = layernorm of one row x (C).
-using LayerNormRowFn = void(float* out, const float* x, const float* weight, const float* bias, std::int64_t C,
-                            float eps);
+// out (C) = layer_norm of one row x (C), its mean and rstd saved where not null (norm.hpp).
+using LayerNormRowFn = void(float* out, float* mean, float* rstd, const float* x, const float* weight,
+                            const float* bias, std::int64_t C, float eps);
 // Training (training.hpp), single-threaded, with the meanings given there.
 using GeluBackwardFn = void(float* dinp, const float* inp, const float* dout, std::int64_t n);
 using AdamWUpdateFn = void(float* param, float* m, float* v, const float* grad, std::int64_t n,
@@ -139,7 +139,7 @@ struct KernelTable {
   RowFn* sigmoid = nullptr;  // exp.hpp, on that exp
   RowFn* tanh = nullptr;     // exp.hpp, on that exp
   SumFn* sum = nullptr;      // sum.hpp
-  LayerNormRowFn* layernorm_row = nullptr;
+  LayerNormRowFn* layer_norm_row = nullptr;
   GeluBackwardFn* gelu_backward = nullptr;
   AdamWUpdateFn* adamw_update = nullptr;
   SumOfSquaresFn* sum_of_squares = nullptr;

@@ -26,7 +26,7 @@ void fill_families(KernelTable& table) {
   table.sigmoid = sigmoid_row<V>;
   table.tanh = tanh_row<V>;
   table.sum = sum_row<V>;
-  table.layernorm_row = layernorm_row<V>;
+  table.layer_norm_row = layer_norm_row<V>;
   table.attend_head = attend_head<V>;
   table.attend_row = attend_row<V>;
 }

@@ -6,6 +6,7 @@
 // The same operations in the same order on every target: the lanes give the same bits.
 #pragma once
 
+#include "kernels/family/scalar_math.hpp"
 #include "kernels/gemm.hpp"
 
 namespace kael::kernels::family {
@@ -41,17 +42,39 @@ typename V::F exp_clamped(typename V::F x) {
   return V::zero_where(underflow, V::mul(p, V::from_bits(exponent)));
 }
 
-// gelu_new(x) = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3). Since
+// GELU's constants (scalar_math.hpp) in float, for the vector forms.
+inline constexpr float kGeluScaleF = static_cast<float>(kGeluScale);
+inline constexpr float kGeluCubicF = static_cast<float>(kGeluCubic);
+
+// gelu_new(x) = 0.5 x (1 + tanh(u)), u = kGeluScale (x + kGeluCubic x^3). Since
 // 0.5 (1 + tanh(u)) = 1 / (1 + e^(-2u)), this is x / (1 + e^(-2u)): one exp, one division, and
 // no cancellation near u = 0.
 template <class V>
 typename V::F gelu(typename V::F x) {
   using F = typename V::F;
   const F x3 = V::mul(V::mul(x, x), x);
-  const F u = V::mul(V::set1(0.7978845608028654f), V::fma(V::set1(0.044715f), x3, x));
+  const F u = V::mul(V::set1(kGeluScaleF), V::fma(V::set1(kGeluCubicF), x3, x));
   const F e = exp_clamped<V>(V::mul(V::set1(-2.0f), u));
   return V::div(x, V::add(V::set1(1.0f), e));
 }
+
+// gelu_new'(x) with s = sigmoid(2u) = (1 + tanh u) / 2 and 1 - tanh^2 u = 4 s (1 - s):
+// s + 2 x s (1 - s) du, du = kGeluScale (1 + 3 kGeluCubic x^2).
+// 1 - s = e s with e = e^(-2u) avoids the cancellation of 1 - s near s = 1.
+template <class V>
+typename V::F gelu_derivative(typename V::F x) {
+  using F = typename V::F;
+  const F k = V::set1(kGeluScaleF), cubic = V::set1(kGeluCubicF), one = V::set1(1.0f);
+  const F x2 = V::mul(x, x);
+  const F u = V::mul(k, V::fma(V::mul(cubic, x2), x, x));
+  const F du = V::mul(k, V::fma(V::set1(3.0f * kGeluCubicF), x2, one));
+  const F e = exp_clamped<V>(V::mul(V::set1(-2.0f), u));
+  const F s = V::div(one, V::add(one, e));
+  const F s_complement = V::mul(e, s);
+  const F slope = V::mul(V::mul(V::set1(2.0f), x), V::mul(du, s_complement));
+  return V::fma(slope, s, s);
+}
+
 
 // e^x with the C library's semantics (exp.hpp): the reduction x - n ln 2 exact in its first
 // step through FMAs, and 2^n applied in two halves so that subnormal results round as such.

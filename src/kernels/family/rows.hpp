@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "kernels/family/math.hpp"
-#include "kernels/family/layernorm_row.hpp"
+#include "kernels/family/layer_norm_row.hpp"
 
 namespace kael::kernels::family {
 
@@ -95,10 +95,11 @@ double sum_row(const float* x, std::int64_t n) {
   return total;
 }
 
-// layernorm_row.hpp's lane loop, compiled for V's target (the compiler vectorizes it).
+// layer_norm_row.hpp's lane loop, compiled for V's target (the compiler vectorizes it).
 template <class V>
-void layernorm_row(float* out, const float* x, const float* weight, const float* bias, std::int64_t C, float eps) {
-  layernorm_row_lanes(out, x, weight, bias, C, eps);
+void layer_norm_row(float* out, float* mean, float* rstd, const float* x, const float* weight, const float* bias,
+                    std::int64_t C, float eps) {
+  layer_norm_row_lanes(out, mean, rstd, x, weight, bias, C, eps);
 }
 
 }  // namespace kael::kernels::family

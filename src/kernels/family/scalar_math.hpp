@@ -10,19 +10,23 @@
 
 namespace kael::kernels {
 
-// gelu_new(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), the tanh form GPT-2 uses
-// (Hugging Face's "gelu_new"). The vector kernels compute the same function as
-// x / (1 + e^(-2u)) with u the tanh's argument.
+// GELU's tanh form, gelu_new(x) = 0.5 x (1 + tanh(u)), u = kGeluScale (x + kGeluCubic x^3): the
+// one definition of its constants, which the vector forms (math.hpp) round to float.
+inline constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2 / pi)
+inline constexpr double kGeluCubic = 0.044715;
+
+// gelu_new(x), the tanh form GPT-2 uses (Hugging Face's "gelu_new", torch's
+// gelu(approximate="tanh")). The vector kernels compute the same function as x / (1 + e^(-2u)).
 template <class T>
 static inline T gelu_tanh(T x) {
-  const T sqrt_2_over_pi = static_cast<T>(0.7978845608028654);
-  return static_cast<T>(0.5) * x * (static_cast<T>(1) + std::tanh(sqrt_2_over_pi * (x + static_cast<T>(0.044715) * x * x * x)));
+  const T scale = static_cast<T>(kGeluScale), cubic = static_cast<T>(kGeluCubic);
+  return static_cast<T>(0.5) * x * (static_cast<T>(1) + std::tanh(scale * (x + cubic * x * x * x)));
 }
 
-// gelu_tanh'(x): 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx, u = sqrt(2/pi) (x + 0.044715 x^3).
+// gelu_tanh'(x): 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx, du/dx = kGeluScale (1 + 3 kGeluCubic x^2).
 template <class T>
 static inline T gelu_tanh_derivative(T x) {
-  const T sqrt_2_over_pi = static_cast<T>(0.7978845608028654), cubic = static_cast<T>(0.044715);
+  const T sqrt_2_over_pi = static_cast<T>(kGeluScale), cubic = static_cast<T>(kGeluCubic);
   const T th = std::tanh(sqrt_2_over_pi * (x + cubic * x * x * x));
   const T du = sqrt_2_over_pi * (static_cast<T>(1) + static_cast<T>(3) * cubic * x * x);
   return static_cast<T>(0.5) * (static_cast<T>(1) + th) + static_cast<T>(0.5) * x * (static_cast<T>(1) - th * th) * du;

@@ -15,23 +15,6 @@
 
 namespace kael::kernels::family {
 
-// gelu_new'(x) with s = sigmoid(2u) = (1 + tanh u) / 2 and 1 - tanh^2 u = 4 s (1 - s):
-// s + 2 x s (1 - s) du, u = sqrt(2/pi) (x + 0.044715 x^3), du = sqrt(2/pi) (1 + 3 0.044715 x^2).
-// 1 - s = e s with e = e^(-2u) avoids the cancellation of 1 - s near s = 1.
-template <class V>
-typename V::F gelu_derivative(typename V::F x) {
-  using F = typename V::F;
-  const F k = V::set1(0.7978845608028654f), cubic = V::set1(0.044715f), one = V::set1(1.0f);
-  const F x2 = V::mul(x, x);
-  const F u = V::mul(k, V::fma(V::mul(cubic, x2), x, x));
-  const F du = V::mul(k, V::fma(V::set1(3.0f * 0.044715f), x2, one));
-  const F e = exp_clamped<V>(V::mul(V::set1(-2.0f), u));
-  const F s = V::div(one, V::add(one, e));
-  const F s_complement = V::mul(e, s);
-  const F slope = V::mul(V::mul(V::set1(2.0f), x), V::mul(du, s_complement));
-  return V::fma(slope, s, s);
-}
-
 template <class V>
 void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n) {
   for (std::int64_t i = 0; i < n; i += V::kLanes) {

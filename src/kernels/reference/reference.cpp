@@ -23,21 +23,6 @@ void linear(float* out, const float* inp, const float* weight, const float* bias
     }
 }
 
-void layernorm(float* out, const float* inp, const float* weight, const float* bias, std::int64_t T, std::int64_t C,
-               float eps) {
-  for (std::int64_t t = 0; t < T; ++t) {
-    const float* x = inp + t * C;
-    double mean = 0.0;
-    for (std::int64_t i = 0; i < C; ++i) mean += x[i];
-    mean /= static_cast<double>(C);
-    double var = 0.0;
-    for (std::int64_t i = 0; i < C; ++i) var += (x[i] - mean) * (x[i] - mean);
-    var /= static_cast<double>(C);
-    const double rstd = 1.0 / std::sqrt(var + eps);
-    for (std::int64_t i = 0; i < C; ++i) out[t * C + i] = static_cast<float>((x[i] - mean) * rstd * weight[i] + bias[i]);
-  }
-}
-
 void softmax(float* out, const float* inp, std::int64_t n) {
   if (n <= 0) return;
   const double max = *std::max_element(inp, inp + n);
@@ -49,6 +34,11 @@ void softmax(float* out, const float* inp, std::int64_t n) {
 
 void gelu_new(float* out, const float* inp, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(gelu_tanh(static_cast<double>(inp[i])));
+}
+
+void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i)
+    dinp[i] = static_cast<float>(dout[i] * gelu_tanh_derivative(static_cast<double>(inp[i])));
 }
 
 void add_inplace(float* x, const float* y, std::int64_t n) {

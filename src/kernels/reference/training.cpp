@@ -2,15 +2,9 @@
 // threads.
 #include <cmath>
 
-#include "kernels/family/scalar_math.hpp"
 #include "kernels/training.hpp"
 
 namespace kael::kernels::ref {
-
-void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i)
-    dinp[i] = static_cast<float>(dout[i] * gelu_tanh_derivative(static_cast<double>(inp[i])));
-}
 
 void adamw_update(float* param, float* m, float* v, const float* grad, std::int64_t n, const AdamWScalars& s) {
   for (std::int64_t i = 0; i < n; ++i) {

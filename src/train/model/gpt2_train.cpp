@@ -9,7 +9,9 @@
 
 #include "kael/core/error.hpp"
 #include "kael/io/safetensors.hpp"
+#include "kernels/elementwise.hpp"
 #include "kernels/infra/thread_pool.hpp"
+#include "kernels/norm.hpp"
 #include "kernels/training.hpp"
 #include "train/model/activations.hpp"
 #include "train/model/matmul.hpp"
@@ -116,7 +118,7 @@ void TrainableGPT2::Impl::forward(ProfileTimer& timer, const std::int32_t* input
     const LayerTensors& lw = w.layers[static_cast<std::size_t>(l)];
     LayerActivations& a = acts.layers[static_cast<std::size_t>(l)];
     const float* x = acts.residual[static_cast<std::size_t>(l)];
-    layernorm_forward(a.ln_1, a.ln_1_mean, a.ln_1_rstd, x, lw.ln_1_weight, lw.ln_1_bias, M, C, eps);
+    kernels::layer_norm(a.ln_1, a.ln_1_mean, a.ln_1_rstd, x, lw.ln_1_weight, lw.ln_1_bias, M, C, eps);
     timer.lap(&TrainProfile::forward_other_ms);
     matmul_forward(a.qkv, acts.scratch, a.ln_1, lw.qkv_weight, lw.qkv_bias, M, C, 3 * C, precision);
     timer.lap(&TrainProfile::forward_matmul_ms);
@@ -127,11 +129,11 @@ void TrainableGPT2::Impl::forward(ProfileTimer& timer, const std::int32_t* input
     timer.lap(&TrainProfile::forward_matmul_ms);
     dropout_apply(acts.branch, mask(train, attn_resid_site(l), T * C), M * C);
     add(a.mid, x, acts.branch, M * C);
-    layernorm_forward(a.ln_2, a.ln_2_mean, a.ln_2_rstd, a.mid, lw.ln_2_weight, lw.ln_2_bias, M, C, eps);
+    kernels::layer_norm(a.ln_2, a.ln_2_mean, a.ln_2_rstd, a.mid, lw.ln_2_weight, lw.ln_2_bias, M, C, eps);
     timer.lap(&TrainProfile::forward_other_ms);
     matmul_forward(a.fc, acts.scratch, a.ln_2, lw.fc_weight, lw.fc_bias, M, C, H, precision);
     timer.lap(&TrainProfile::forward_matmul_ms);
-    gelu_forward(a.gelu, a.fc, M * H);
+    kernels::gelu_new(a.gelu, a.fc, M * H);
     timer.lap(&TrainProfile::forward_other_ms);
     matmul_forward(acts.branch, acts.scratch, a.gelu, lw.mlp_proj_weight, lw.mlp_proj_bias, M, H, C, precision);
     timer.lap(&TrainProfile::forward_matmul_ms);
@@ -139,7 +141,7 @@ void TrainableGPT2::Impl::forward(ProfileTimer& timer, const std::int32_t* input
     float* next = acts.residual[static_cast<std::size_t>(l) + 1];
     add(next, a.mid, acts.branch, M * C);
   }
-  layernorm_forward(acts.ln_f, acts.ln_f_mean, acts.ln_f_rstd, acts.residual.back(), w.ln_f_weight, w.ln_f_bias, M,
+  kernels::layer_norm(acts.ln_f, acts.ln_f_mean, acts.ln_f_rstd, acts.residual.back(), w.ln_f_weight, w.ln_f_bias, M,
                     C, eps);
   timer.lap(&TrainProfile::forward_other_ms);
 }
@@ -175,7 +177,7 @@ void TrainableGPT2::Impl::backward(ProfileTimer& timer, const std::int32_t* inpu
   // and earlier calls'.
   if (keep_embedding_rows) ready("transformer.wte.");
   std::fill(d_res, d_res + M * C, 0.0f);
-  layernorm_backward(d_res, g.ln_f_weight, g.ln_f_bias, acts.d_small, acts.residual.back(), w.ln_f_weight,
+  kernels::layer_norm_backward(d_res, g.ln_f_weight, g.ln_f_bias, acts.d_small, acts.residual.back(), w.ln_f_weight,
                      acts.ln_f_mean, acts.ln_f_rstd, M, C);
   timer.lap(&TrainProfile::backward_other_ms);
   ready("transformer.ln_f.");
@@ -190,11 +192,11 @@ void TrainableGPT2::Impl::backward(ProfileTimer& timer, const std::int32_t* inpu
     matmul_backward(acts.d_wide, lg.mlp_proj_weight, lg.mlp_proj_bias, d_out, a.gelu, lw.mlp_proj_weight, M, H, C,
                     precision);
     timer.lap(&TrainProfile::backward_matmul_ms);
-    gelu_backward(acts.d_wide, a.fc, acts.d_wide, M * H);
+    kernels::gelu_backward(acts.d_wide, a.fc, acts.d_wide, M * H);
     timer.lap(&TrainProfile::backward_other_ms);
     matmul_backward(acts.d_small, lg.fc_weight, lg.fc_bias, acts.d_wide, a.ln_2, lw.fc_weight, M, C, H, precision);
     timer.lap(&TrainProfile::backward_matmul_ms);
-    layernorm_backward(d_res, lg.ln_2_weight, lg.ln_2_bias, acts.d_small, a.mid, lw.ln_2_weight, a.ln_2_mean,
+    kernels::layer_norm_backward(d_res, lg.ln_2_weight, lg.ln_2_bias, acts.d_small, a.mid, lw.ln_2_weight, a.ln_2_mean,
                        a.ln_2_rstd, M, C);
     timer.lap(&TrainProfile::backward_other_ms);
     // Attention: mid = x + dropout(attention(ln_1(x) @ qkv) @ proj).
@@ -209,7 +211,7 @@ void TrainableGPT2::Impl::backward(ProfileTimer& timer, const std::int32_t* inpu
     matmul_backward(acts.d_small, lg.qkv_weight, lg.qkv_bias, acts.d_wide, a.ln_1, lw.qkv_weight, M, C, 3 * C,
                     precision);
     timer.lap(&TrainProfile::backward_matmul_ms);
-    layernorm_backward(d_res, lg.ln_1_weight, lg.ln_1_bias, acts.d_small, acts.residual[static_cast<std::size_t>(l)],
+    kernels::layer_norm_backward(d_res, lg.ln_1_weight, lg.ln_1_bias, acts.d_small, acts.residual[static_cast<std::size_t>(l)],
                        lw.ln_1_weight, a.ln_1_mean, a.ln_1_rstd, M, C);
     timer.lap(&TrainProfile::backward_other_ms);
     ready(str("transformer.h.", l, "."));

@@ -4,18 +4,20 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cross_entropy.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/gemm_bf16.hpp"
-#include "kernels/norm.hpp"
+#include "kernels/infra/lane_sum.hpp"
 #include "kernels/infra/thread_pool.hpp"
+#include "kernels/norm.hpp"
 #include "kernels/training.hpp"
 
 namespace kael::train {
 namespace {
 
 // Columns a thread takes in the reductions that yield parameter gradients (the embeddings over
-// every row, LayerNorm's dw and db over its row blocks): each column is summed by one thread.
+// every row): each column is summed by one thread.
 constexpr std::int64_t kColumnBlock = 64;
 
 // Rows of the output head done at a time: the logits chunk is kHeadRows * V floats (103 MB for
@@ -30,11 +32,6 @@ constexpr std::int64_t kHeadRows = 512;
 // constants").
 constexpr std::int64_t kHeadVocabBlock = 2048;
 
-// Rows of LayerNorm's backward whose dw and db terms are summed together (in row order) before
-// the blocks' sums are added (in block order): dx and the parameter gradients come from one pass
-// over dout and inp, in an order that does not depend on the threads.
-constexpr std::int64_t kNormRowBlock = 32;
-
 // Minimum elements per thread for the element-wise passes.
 constexpr std::int64_t kElementGrain = 1 << 14;
 
@@ -45,38 +42,6 @@ float* thread_scratch(int which, std::int64_t n) {
   std::vector<float>& b = buffers[which];
   if (static_cast<std::int64_t>(b.size()) < n) b.resize(static_cast<std::size_t>(n));
   return b.data();
-}
-
-// The sum of term(i) for i in [0, n), in double, in eight lanes folded pairwise: independent
-// chains that the compiler keeps in vector registers, where one chain would wait on each add's
-// latency (LayerNorm's row sums were most of its time). A fixed order, whatever the threads.
-template <class F>
-double lane_sum(std::int64_t n, F&& term) {
-  constexpr int kLanes = 8;
-  double acc[kLanes] = {};
-  std::int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) acc[j] += term(i + j);
-  double tail = 0;
-  for (; i < n; ++i) tail += term(i);
-  for (int width = kLanes / 2; width > 0; width /= 2)
-    for (int j = 0; j < width; ++j) acc[j] += acc[j + width];
-  return acc[0] + tail;
-}
-
-// The largest of x (n >= 1), in sixteen lanes the compiler vectorizes (where a search for the
-// largest one's index is one branchy chain): the head's logits and probabilities.
-float lane_max(const float* x, std::int64_t n) {
-  constexpr int kLanes = 16;
-  float acc[kLanes];
-  std::fill(acc, acc + kLanes, x[0]);
-  std::int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];
-  for (; i < n; ++i) acc[0] = x[i] > acc[0] ? x[i] : acc[0];
-  float largest = acc[0];
-  for (int j = 1; j < kLanes; ++j) largest = acc[j] > largest ? acc[j] : largest;
-  return largest;
 }
 
 // Rows of a head's (T, T) attention matrices taken at a time by the products that yield them
@@ -118,82 +83,6 @@ std::int64_t transposed_panels_floats(std::int64_t T, std::int64_t n) {
 }
 
 }  // namespace
-
-void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,
-                       std::int64_t M, std::int64_t C, float eps) {
-  kernels::parallel_for(M, 8, [&](std::int64_t r0, std::int64_t r1) {
-    for (std::int64_t r = r0; r < r1; ++r) {
-      const float* x = inp + r * C;
-      const double mu = lane_sum(C, [&](std::int64_t c) { return double{x[c]}; }) / static_cast<double>(C);
-      const double var = lane_sum(C, [&](std::int64_t c) {
-                           const double d = x[c] - mu;
-                           return d * d;
-                         }) /
-                         static_cast<double>(C);
-      const float m = static_cast<float>(mu), s = static_cast<float>(1.0 / std::sqrt(var + eps));
-      float* y = out + r * C;
-      for (std::int64_t c = 0; c < C; ++c) y[c] = (x[c] - m) * s * w[c] + b[c];
-      mean[r] = m;
-      rstd[r] = s;
-    }
-  });
-}
-
-void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
-                        const float* mean, const float* rstd, std::int64_t M, std::int64_t C) {
-  // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)), dxhat = dout * w. One pass
-  // over the rows gives dx and, per block of rows, the block's sums of dw's and db's terms.
-  const std::int64_t blocks = (M + kNormRowBlock - 1) / kNormRowBlock;
-  thread_local std::vector<double> partial_buffer;  // the calling thread's, read by the workers
-  if (static_cast<std::int64_t>(partial_buffer.size()) < 2 * blocks * C)
-    partial_buffer.resize(static_cast<std::size_t>(2 * blocks * C));
-  double* partial = partial_buffer.data();  // (blocks, 2, C): a block's dw sums, then its db sums
-  kernels::parallel_for(blocks, 1, [&](std::int64_t k0, std::int64_t k1) {
-    for (std::int64_t k = k0; k < k1; ++k) {
-      double* block_dw = partial + k * 2 * C;
-      double* block_db = block_dw + C;
-      std::fill(block_dw, block_dw + 2 * C, 0.0);
-      for (std::int64_t r = k * kNormRowBlock; r < std::min(M, (k + 1) * kNormRowBlock); ++r) {
-        const float* x = inp + r * C;
-        const float* dy = dout + r * C;
-        const float m = mean[r], s = rstd[r];
-        const double sum_dxhat = lane_sum(C, [&](std::int64_t c) { return double{dy[c] * w[c]}; });
-        const double sum_dxhat_xhat =
-            lane_sum(C, [&](std::int64_t c) { return double{dy[c] * w[c] * ((x[c] - m) * s)}; });
-        const float mean_dxhat = static_cast<float>(sum_dxhat / static_cast<double>(C));
-        const float mean_dxhat_xhat = static_cast<float>(sum_dxhat_xhat / static_cast<double>(C));
-        float* dx = dinp + r * C;
-        for (std::int64_t c = 0; c < C; ++c) {
-          const float xhat = (x[c] - m) * s;
-          dx[c] += s * (dy[c] * w[c] - mean_dxhat - xhat * mean_dxhat_xhat);
-          block_dw[c] += dy[c] * xhat;
-          block_db[c] += dy[c];
-        }
-      }
-    }
-  });
-  // The blocks' sums, added in block order.
-  kernels::parallel_for(C, kColumnBlock, [&](std::int64_t c0, std::int64_t c1) {
-    for (std::int64_t c = c0; c < c1; ++c) {
-      double sum_w = 0, sum_b = 0;
-      for (std::int64_t k = 0; k < blocks; ++k) {
-        sum_w += partial[k * 2 * C + c];
-        sum_b += partial[k * 2 * C + C + c];
-      }
-      dw[c] += static_cast<float>(sum_w);
-      db[c] += static_cast<float>(sum_b);
-    }
-  });
-}
-
-void gelu_forward(float* out, const float* inp, std::int64_t n) {
-  kernels::parallel_for(n, kElementGrain,
-                        [&](std::int64_t i0, std::int64_t i1) { kernels::gelu_new(out + i0, inp + i0, i1 - i0); });
-}
-
-void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n) {
-  kernels::gelu_backward(dinp, inp, dout, n);
-}
 
 void dropout_apply(float* x, const DropoutMask& mask, std::int64_t n) {
   if (!mask.active()) return;
@@ -310,7 +199,7 @@ void attention_backward(float* dqkv, const float* dout, const float* qkv, const 
             for (std::int64_t s = 0; s <= t; ++s) d[s] *= dropout.factor(static_cast<std::uint64_t>(pair * T * T + t * T + s));
           // Softmax backward, then the 1/sqrt(hd) of the scores.
           const float fdot =
-              static_cast<float>(lane_sum(t + 1, [&](std::int64_t s) { return static_cast<double>(pr[s]) * d[s]; }));
+              static_cast<float>(kernels::lane_sum_double(t + 1, [&](std::int64_t s) { return static_cast<double>(pr[s]) * d[s]; }));
           for (std::int64_t s = 0; s <= t; ++s) d[s] = pr[s] * (d[s] - fdot) * scale;
           std::fill(d + t + 1, d + S, 0.0f);
         }
@@ -404,19 +293,7 @@ void head_cross_entropy(float* losses, float* dx, float* dw, float* scratch, con
     kernels::parallel_for(R, 1, [&](std::int64_t i0, std::int64_t i1) {
       for (std::int64_t i = i0; i < i1; ++i) {
         float* row = logits + i * V;
-        const std::int32_t target = targets[r0 + i];
-        if (target < 0) {
-          losses[r0 + i] = 0.0f;
-          if (backward) std::fill(row, row + V, 0.0f);
-          continue;
-        }
-        const float margin = lane_max(row, V) - row[target];
-        kernels::softmax(row, row, V);
-        // -log p[target] = log(sum) - (l_target - max), and the largest p, 1 / sum, is never tiny.
-        losses[r0 + i] = margin - std::log(lane_max(row, V));
-        if (!backward) continue;
-        row[target] -= 1.0f;
-        for (std::int64_t j = 0; j < V; ++j) row[j] *= dscale;
+        losses[r0 + i] = kernels::cross_entropy_row(backward ? row : nullptr, row, targets[r0 + i], dscale, V);
       }
     });
     if (!backward) continue;

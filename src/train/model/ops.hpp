@@ -12,19 +12,6 @@
 
 namespace kael::train {
 
-// out (M, C) = (inp - mean) * rstd * w + b per row, with the biased variance
-// (torch.nn.LayerNorm); mean (M) and rstd (M) = 1 / sqrt(var + eps) are kept for the backward.
-void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,
-                       std::int64_t M, std::int64_t C, float eps);
-// dinp (M, C) +=, dw (C) +=, db (C) += from dout (M, C).
-void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
-                        const float* mean, const float* rstd, std::int64_t M, std::int64_t C);
-
-// out (n) = gelu_new(inp), the tanh form.
-void gelu_forward(float* out, const float* inp, std::int64_t n);
-// dinp (n) = gelu_new'(inp) * dout. dinp may equal dout.
-void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n);
-
 // x (n) *= mask.factor(i): dropout in place, forward or backward (the same mask).
 void dropout_apply(float* x, const DropoutMask& mask, std::int64_t n);
 // out (n) = x (n) + y (n), one pass over the three (out may be x).

@@ -11,65 +11,6 @@
 
 namespace kael::train::ref {
 
-template <class R>
-void layernorm_forward(R* out, R* mean, R* rstd, const R* inp, const R* w, const R* b, std::int64_t M,
-                       std::int64_t C, R eps) {
-  for (std::int64_t r = 0; r < M; ++r) {
-    const R* x = inp + r * C;
-    R mu = 0, var = 0;
-    for (std::int64_t c = 0; c < C; ++c) mu += x[c];
-    mu /= static_cast<R>(C);
-    for (std::int64_t c = 0; c < C; ++c) var += (x[c] - mu) * (x[c] - mu);
-    var /= static_cast<R>(C);
-    const R s = R(1) / std::sqrt(var + eps);
-    for (std::int64_t c = 0; c < C; ++c) out[r * C + c] = (x[c] - mu) * s * w[c] + b[c];
-    mean[r] = mu;
-    rstd[r] = s;
-  }
-}
-
-template <class R>
-void layernorm_backward(R* dinp, R* dw, R* db, const R* dout, const R* inp, const R* w, const R* mean,
-                        const R* rstd, std::int64_t M, std::int64_t C) {
-  for (std::int64_t r = 0; r < M; ++r) {
-    const R* x = inp + r * C;
-    const R* dy = dout + r * C;
-    R sum_dxhat = 0, sum_dxhat_xhat = 0;
-    for (std::int64_t c = 0; c < C; ++c) {
-      const R xhat = (x[c] - mean[r]) * rstd[r];
-      sum_dxhat += dy[c] * w[c];
-      sum_dxhat_xhat += dy[c] * w[c] * xhat;
-      dw[c] += dy[c] * xhat;
-      db[c] += dy[c];
-    }
-    for (std::int64_t c = 0; c < C; ++c) {
-      const R xhat = (x[c] - mean[r]) * rstd[r];
-      dinp[r * C + c] += rstd[r] * (dy[c] * w[c] - sum_dxhat / R(C) - xhat * sum_dxhat_xhat / R(C));
-    }
-  }
-}
-
-template <class R>
-R gelu(R x) {
-  const R s = std::sqrt(R(2) / R(3.14159265358979323846));
-  return R(0.5) * x * (R(1) + std::tanh(s * (x + R(0.044715) * x * x * x)));
-}
-
-template <class R>
-void gelu_forward(R* out, const R* inp, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) out[i] = gelu(inp[i]);
-}
-
-template <class R>
-void gelu_backward(R* dinp, const R* inp, const R* dout, std::int64_t n) {
-  const R s = std::sqrt(R(2) / R(3.14159265358979323846));
-  for (std::int64_t i = 0; i < n; ++i) {
-    const R x = inp[i];
-    const R th = std::tanh(s * (x + R(0.044715) * x * x * x));
-    dinp[i] = dout[i] * (R(0.5) * (R(1) + th) + R(0.5) * x * (R(1) - th * th) * s * (R(1) + R(3 * 0.044715) * x * x));
-  }
-}
-
 // Probabilities through the dropout mask (element index = probs index).
 template <class R>
 R dropped(const R* probs, const DropoutMask& dropout, std::int64_t i) {

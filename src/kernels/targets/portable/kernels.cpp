@@ -7,7 +7,7 @@
 
 #include "kernels/exp.hpp"
 #include "kernels/dispatch/kernel_table.hpp"
-#include "kernels/family/layernorm_row.hpp"
+#include "kernels/family/layer_norm_row.hpp"
 #include "kernels/family/scalar_math.hpp"
 #include "kernels/sum.hpp"
 #include "kernels/targets/portable/vec.hpp"
@@ -82,7 +82,7 @@ void fill(KernelTable& table) {
   table.sigmoid = sigmoid;
   table.tanh = tanh;
   table.sum = sum;
-  table.layernorm_row = layernorm_row_lanes;
+  table.layer_norm_row = layer_norm_row_lanes;
   table.gelu_backward = gelu_backward;
   table.adamw_update = adamw_update;
   table.sum_of_squares = sum_of_squares;

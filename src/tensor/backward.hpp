@@ -1,0 +1,40 @@
+// The tensor library's backward rules, by name: each op's recorded backward calls one of these,
+// and tests call them alone (tests/library_tensor_backward_test.cpp). Each takes the gradient g
+// of the op's output and what the forward saved, and returns the gradients of the op's inputs
+// in order (an undefined Tensor for an input that gets none). docs/tensor.md lists where each
+// op's derivative lives.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kael/tensor/ops.hpp"
+
+namespace kael::tensor_detail {
+
+// layer_norm over the last dim of an F32 contiguous x (rows, C), as functional.cpp's row path:
+// {dx, dweight, dbias} through kernels::layer_norm_backward, from the forward's x, weight
+// (undefined: none, and no dweight) and the rows' mean and rstd (rows, 1) it saved.
+std::vector<Tensor> layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& weight, const Tensor& mean,
+                                        const Tensor& rstd);
+
+// softmax and log_softmax over dim, from their output y: y (g - sum(g y)) and g - e^y sum(g).
+Tensor softmax_backward(const Tensor& g, const Tensor& y, int dim);
+Tensor log_softmax_backward(const Tensor& g, const Tensor& y, int dim);
+
+// cross_entropy's row form (mean reduction, no smoothing) from the saved contiguous logits
+// (N, C) and class ids (N, I64): (softmax - one-hot) g / counted on counted rows, 0 on rows
+// whose id is ignore_index; inv_counted = 1 / counted rows. F32 through
+// kernels::cross_entropy_row.
+Tensor cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tensor& ids, std::int64_t ignore_index,
+                              double inv_counted);
+
+// matmul of a (..., M, K) and b (..., K, N), both at least 2-D: {g b^T, a^T g}, each summed
+// back to its operand's broadcast shape; need_a / need_b false leaves that one undefined.
+std::vector<Tensor> matmul_backward(const Tensor& g, const Tensor& a, const Tensor& b, bool need_a, bool need_b);
+
+// gelu(x, approximate): g gelu'(x), the tanh form's F32 through kernels::gelu_backward (the
+// engine's and the training step's), the rest by the scalar rules.
+Tensor gelu_backward(const Tensor& g, const Tensor& x, const char* approximate);
+
+}  // namespace kael::tensor_detail

@@ -1,0 +1,132 @@
+// The tensor library's named backward rules (src/tensor/backward.hpp), each called alone on
+// the values its forward saves, against central finite differences of the op's forward in F64.
+// The torch comparisons of the same ops through autograd are tests/python/test_tensor_vs_torch.py.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include "kael/tensor/autograd.hpp"
+#include "kael/tensor/ops.hpp"
+#include "tensor/backward.hpp"
+
+namespace kael {
+namespace {
+
+using tensor_detail::cross_entropy_backward;
+using tensor_detail::gelu_backward;
+using tensor_detail::layer_norm_backward;
+using tensor_detail::log_softmax_backward;
+using tensor_detail::matmul_backward;
+using tensor_detail::softmax_backward;
+
+// d(sum(f(x) * g))/dx by central differences, x F64.
+Tensor numeric_gradient(const std::function<Tensor(const Tensor&)>& f, const Tensor& x, const Tensor& g) {
+  const autograd::NoGradGuard no_grad;
+  const Tensor base = x.contiguous().clone();
+  Tensor grad = zeros(base.shape(), DType::F64);
+  const double h = 1e-6;
+  for (std::int64_t i = 0; i < base.numel(); ++i) {
+    const auto at = [&](double delta) {
+      Tensor moved = base.clone();
+      moved.data<double>()[i] += delta;
+      return sum(mul(f(moved), g)).item<double>();
+    };
+    grad.data<double>()[i] = (at(h) - at(-h)) / (2 * h);
+  }
+  return grad;
+}
+
+// |got - want| <= tolerance * the largest |want| (and a floor for a gradient that is all zeros).
+void expect_close(const Tensor& got, const Tensor& want, double tolerance, const std::string& what) {
+  ASSERT_TRUE(got.defined()) << what;
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  double largest = 1e-12;
+  for (std::int64_t i = 0; i < want.numel(); ++i) largest = std::max(largest, std::abs(want.value_as_double(i)));
+  for (std::int64_t i = 0; i < want.numel(); ++i)
+    ASSERT_NEAR(got.value_as_double(i), want.value_as_double(i), tolerance * largest + 1e-9) << what << " element " << i;
+}
+
+TEST(TensorBackwardRules, LayerNorm) {
+  manual_seed(1);
+  const std::int64_t rows = 5, C = 13;
+  const Tensor x = add(mul(randn({rows, C}, DType::F64), 2.0), 3.0), w = randn({C}, DType::F64), b = randn({C}, DType::F64);
+  const Tensor g = randn({rows, C}, DType::F64);
+  // What the forward saves: each row's mean and rstd (biased variance).
+  const Tensor mean = kael::mean(x, {1}, true);
+  const Tensor centered = sub(x, mean);
+  const Tensor rstd = div(ones_like(mean), sqrt(add(kael::mean(mul(centered, centered), {1}, true), 1e-5)));
+  for (bool affine : {true, false}) {
+    const Tensor weight = affine ? w : Tensor();
+    const auto grads = layer_norm_backward(g.to(DType::F32), x.to(DType::F32), affine ? w.to(DType::F32) : Tensor(),
+                                           mean.to(DType::F32), rstd.to(DType::F32));
+    ASSERT_EQ(grads.size(), 3u);
+    const std::string what = affine ? "affine" : "plain";
+    expect_close(grads[0], numeric_gradient([&](const Tensor& v) { return layer_norm(v, {C}, weight, b); }, x, g), 1e-4,
+                 what + " dx");
+    if (affine)
+      expect_close(grads[1], numeric_gradient([&](const Tensor& v) { return layer_norm(x, {C}, v, b); }, w, g), 1e-4,
+                   "dweight");
+    else
+      EXPECT_FALSE(grads[1].defined());
+    expect_close(grads[2], numeric_gradient([&](const Tensor& v) { return layer_norm(x, {C}, weight, v); }, b, g), 1e-4,
+                 what + " dbias");
+  }
+}
+
+TEST(TensorBackwardRules, Gelu) {
+  manual_seed(2);
+  const Tensor x = mul(randn({7, 9}, DType::F64), 3.0), g = randn({7, 9}, DType::F64);
+  for (const char* mode : {"tanh", "none"}) {
+    const Tensor want = numeric_gradient([&](const Tensor& v) { return gelu(v, mode); }, x, g);
+    expect_close(gelu_backward(g, x, mode), want, 1e-7, std::string(mode) + " F64");
+    expect_close(gelu_backward(g.to(DType::F32), x.to(DType::F32), mode), want, 1e-5, std::string(mode) + " F32");
+    // A transposed F32 input takes the same rule.
+    expect_close(gelu_backward(g.T().to(DType::F32), x.T().to(DType::F32), mode), want.T(), 1e-5,
+                 std::string(mode) + " F32 transposed");
+  }
+  EXPECT_THROW(gelu_backward(g, x, "sigmoid"), ValueError);
+}
+
+TEST(TensorBackwardRules, SoftmaxAndLogSoftmax) {
+  manual_seed(3);
+  const Tensor x = randn({4, 6}, DType::F64), g = randn({4, 6}, DType::F64);
+  for (int dim : {0, 1}) {
+    expect_close(softmax_backward(g, softmax(x, dim), dim),
+                 numeric_gradient([&](const Tensor& v) { return softmax(v, dim); }, x, g), 1e-7,
+                 "softmax dim " + std::to_string(dim));
+    expect_close(log_softmax_backward(g, log_softmax(x, dim), dim),
+                 numeric_gradient([&](const Tensor& v) { return log_softmax(v, dim); }, x, g), 1e-7,
+                 "log_softmax dim " + std::to_string(dim));
+  }
+}
+
+TEST(TensorBackwardRules, CrossEntropy) {
+  manual_seed(4);
+  const std::int64_t N = 6, C = 11, ignore = -100;
+  const Tensor logits = mul(randn({N, C}, DType::F64), 2.0);
+  const Tensor ids = from_vector(std::vector<std::int64_t>{3, ignore, 0, 10, 7, 3}, {N});
+  const Tensor g = full({}, 1.7, DType::F64);
+  const Tensor want = numeric_gradient([&](const Tensor& v) { return cross_entropy(v, ids, ignore); }, logits, g);
+  for (DType dt : {DType::F64, DType::F32}) {
+    const Tensor got = cross_entropy_backward(g.to(dt), logits.to(dt), ids, ignore, 1.0 / 5.0);  // 5 rows counted
+    expect_close(got, want, dt == DType::F64 ? 1e-7 : 1e-5, dt == DType::F64 ? "F64" : "F32");
+    for (std::int64_t j = 0; j < C; ++j) EXPECT_EQ(got.value_as_double(C + j), 0.0) << "ignored row";
+  }
+}
+
+TEST(TensorBackwardRules, MatmulWithBroadcastBatch) {
+  manual_seed(5);
+  const Tensor a = randn({3, 4}, DType::F64), b = randn({2, 4, 5}, DType::F64), g = randn({2, 3, 5}, DType::F64);
+  const auto grads = matmul_backward(g, a, b, true, true);
+  expect_close(grads[0], numeric_gradient([&](const Tensor& v) { return matmul(v, b); }, a, g), 1e-7, "da");
+  expect_close(grads[1], numeric_gradient([&](const Tensor& v) { return matmul(a, v); }, b, g), 1e-7, "db");
+  const auto only_b = matmul_backward(g, a, b, false, true);
+  EXPECT_FALSE(only_b[0].defined());
+  expect_close(only_b[1], grads[1], 0.0, "db alone");
+}
+
+}  // namespace
+}  // namespace kael
