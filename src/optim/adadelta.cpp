@@ -36,7 +36,7 @@ Adadelta::Adadelta(std::vector<Tensor> params, const AdadeltaOptions& options)
     : Adadelta(std::vector<ParamGroup<AdadeltaOptions>>{{std::move(params), options}}) {}
 
 Adadelta::Adadelta(std::vector<ParamGroup<AdadeltaOptions>> groups)
-    : Optimizer("Adadelta", detail::group_tensors(groups)), options_(detail::group_options(groups)) {
+    : OptimizerOf("Adadelta", std::move(groups)) {
   for (const AdadeltaOptions& o : options_) check(o);
 }
 
@@ -47,13 +47,6 @@ void Adadelta::check(const AdadeltaOptions& o) {
   if (!(o.rho >= 0.0 && o.rho <= 1.0)) throw ValueError(str("Adadelta: invalid rho value: ", o.rho));
 }
 
-AdadeltaOptions Adadelta::options(std::size_t group) const {
-  if (group >= options_.size()) throw IndexError("Adadelta: no parameter group " + std::to_string(group));
-  return options_[group];
-}
-
-double Adadelta::group_lr(std::size_t group) const { return options(group).lr; }
-void Adadelta::store_lr(std::size_t group, double lr) { options_[group].lr = lr; }
 
 void Adadelta::step() {
   autograd::NoGradGuard no_grad;

@@ -77,7 +77,7 @@ Adam::Adam(std::vector<Tensor> params, const AdamOptions& options)
 Adam::Adam(std::vector<ParamGroup<AdamOptions>> groups) : Adam("Adam", std::move(groups), false) {}
 
 Adam::Adam(std::string name, std::vector<ParamGroup<AdamOptions>> groups, bool decoupled)
-    : Optimizer(std::move(name), detail::group_tensors(groups)), options_(detail::group_options(groups)), decoupled_(decoupled) {
+    : OptimizerOf(std::move(name), std::move(groups)), decoupled_(decoupled) {
   for (const AdamOptions& o : options_) check(o);
 }
 
@@ -89,13 +89,6 @@ void Adam::check(const AdamOptions& o) const {
   detail::check_non_negative(name_, "weight_decay value", o.weight_decay);
 }
 
-AdamOptions Adam::options(std::size_t group) const {
-  if (group >= options_.size()) throw IndexError(name_ + ": no parameter group " + std::to_string(group));
-  return options_[group];
-}
-
-double Adam::group_lr(std::size_t group) const { return options(group).lr; }
-void Adam::store_lr(std::size_t group, double lr) { options_[group].lr = lr; }
 
 void Adam::step() {
   autograd::NoGradGuard no_grad;

@@ -24,20 +24,6 @@ double scalar_value(const std::string& optimizer, const std::map<std::string, Te
 Tensor scalar_tensor(double value);
 // The zero-filled state buffer of a parameter: contiguous, of its dtype and shape.
 Tensor zero_buffer(const Tensor& param);
-// The parameters of each group (moved out) and the options of each, for the constructors.
-template <class Options>
-std::vector<std::vector<Tensor>> group_tensors(std::vector<ParamGroup<Options>>& groups) {
-  std::vector<std::vector<Tensor>> out;
-  for (auto& g : groups) out.push_back(std::move(g.params));
-  return out;
-}
-template <class Options>
-std::vector<Options> group_options(const std::vector<ParamGroup<Options>>& groups) {
-  std::vector<Options> out;
-  for (const auto& g : groups) out.push_back(g.options);
-  return out;
-}
-
 // Runs body(begin, end) over [0, n) on the kernel threads when n is large. Each element's
 // update reads only that element, so the split never changes a result.
 template <class F>

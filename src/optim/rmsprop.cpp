@@ -48,7 +48,7 @@ RMSprop::RMSprop(std::vector<Tensor> params, const RMSpropOptions& options)
     : RMSprop(std::vector<ParamGroup<RMSpropOptions>>{{std::move(params), options}}) {}
 
 RMSprop::RMSprop(std::vector<ParamGroup<RMSpropOptions>> groups)
-    : Optimizer("RMSprop", detail::group_tensors(groups)), options_(detail::group_options(groups)) {
+    : OptimizerOf("RMSprop", std::move(groups)) {
   for (const RMSpropOptions& o : options_) check(o);
 }
 
@@ -60,13 +60,6 @@ void RMSprop::check(const RMSpropOptions& o) {
   detail::check_non_negative("RMSprop", "alpha value", o.alpha);
 }
 
-RMSpropOptions RMSprop::options(std::size_t group) const {
-  if (group >= options_.size()) throw IndexError("RMSprop: no parameter group " + std::to_string(group));
-  return options_[group];
-}
-
-double RMSprop::group_lr(std::size_t group) const { return options(group).lr; }
-void RMSprop::store_lr(std::size_t group, double lr) { options_[group].lr = lr; }
 
 void RMSprop::step() {
   autograd::NoGradGuard no_grad;

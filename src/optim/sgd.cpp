@@ -40,7 +40,7 @@ SGD::SGD(std::vector<Tensor> params, const SGDOptions& options)
     : SGD(std::vector<ParamGroup<SGDOptions>>{{std::move(params), options}}) {}
 
 SGD::SGD(std::vector<ParamGroup<SGDOptions>> groups)
-    : Optimizer("SGD", detail::group_tensors(groups)), options_(detail::group_options(groups)) {
+    : OptimizerOf("SGD", std::move(groups)) {
   for (const SGDOptions& o : options_) check(o);
 }
 
@@ -53,13 +53,6 @@ void SGD::check(const SGDOptions& o) {
     throw ValueError("SGD: Nesterov momentum requires a momentum and zero dampening");
 }
 
-SGDOptions SGD::options(std::size_t group) const {
-  if (group >= options_.size()) throw IndexError("SGD: no parameter group " + std::to_string(group));
-  return options_[group];
-}
-
-double SGD::group_lr(std::size_t group) const { return options(group).lr; }
-void SGD::store_lr(std::size_t group, double lr) { options_[group].lr = lr; }
 
 void SGD::step() {
   autograd::NoGradGuard no_grad;

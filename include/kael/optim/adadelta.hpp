@@ -20,25 +20,21 @@ struct AdadeltaOptions {
   double weight_decay = 0;
 };
 
-class Adadelta : public Optimizer {
+class Adadelta : public OptimizerOf<AdadeltaOptions> {
  public:
   // ValueError for a negative lr, eps or weight_decay, or rho outside [0, 1].
   Adadelta(std::vector<Tensor> params, const AdadeltaOptions& options);
   explicit Adadelta(std::vector<ParamGroup<AdadeltaOptions>> groups);
   void step() override;
-  AdadeltaOptions options(std::size_t group = 0) const;  // lr as it is now
-  double group_lr(std::size_t group) const override;
 
  protected:
   Hyperparameters hyperparameters(std::size_t group) const override;
   void set_hyperparameters(const std::vector<std::map<std::string, Tensor>>& groups) override;
-  void store_lr(std::size_t group, double lr) override;
   std::vector<std::string> buffer_names() const override { return {"square_avg", "acc_delta"}; }
   bool counts_steps() const override { return true; }
 
  private:
   static void check(const AdadeltaOptions& options);
-  std::vector<AdadeltaOptions> options_;  // one per group
 };
 
 }  // namespace kael::optim

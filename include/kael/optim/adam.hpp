@@ -30,28 +30,24 @@ struct AdamWOptions {
   double weight_decay = 1e-2;  // decoupled: p *= 1 - lr * weight_decay
 };
 
-class Adam : public Optimizer {
+class Adam : public OptimizerOf<AdamOptions> {
  public:
   // ValueError for a negative lr, eps or weight_decay, or a beta outside [0, 1).
   Adam(std::vector<Tensor> params, const AdamOptions& options);
   // Several parameter groups, each with its own options.
   explicit Adam(std::vector<ParamGroup<AdamOptions>> groups);
   void step() override;
-  AdamOptions options(std::size_t group = 0) const;  // lr as it is now
-  double group_lr(std::size_t group) const override;
   bool decoupled_weight_decay() const { return decoupled_; }
 
  protected:
   Adam(std::string name, std::vector<ParamGroup<AdamOptions>> groups, bool decoupled);
   Hyperparameters hyperparameters(std::size_t group) const override;
   void set_hyperparameters(const std::vector<std::map<std::string, Tensor>>& groups) override;
-  void store_lr(std::size_t group, double lr) override;
   std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_avg_sq"}; }
   bool counts_steps() const override { return true; }
 
  private:
   void check(const AdamOptions& options) const;
-  std::vector<AdamOptions> options_;  // one per group
   bool decoupled_;
 };
 

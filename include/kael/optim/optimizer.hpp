@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "kael/core/error.hpp"
 #include "kael/core/tensor.hpp"
 
 namespace kael::optim {
@@ -103,6 +104,37 @@ class Optimizer {
   std::vector<Tensor> params_;
   std::vector<ParamState> state_;
   std::vector<std::size_t> group_begin_;  // group g's parameters are [begin[g], begin[g + 1])
+};
+
+// An optimizer whose groups each hold an `Options` (with its `lr`): the options per group,
+// read by options(g) and the schedules' learning rate, kept in one place for every optimizer.
+template <class Options>
+class OptimizerOf : public Optimizer {
+ public:
+  Options options(std::size_t group = 0) const {  // lr as it is now
+    if (group >= options_.size()) throw IndexError(name_ + ": no parameter group " + std::to_string(group));
+    return options_[group];
+  }
+  double group_lr(std::size_t group) const override { return options(group).lr; }
+
+ protected:
+  OptimizerOf(std::string name, std::vector<ParamGroup<Options>> groups)
+      : Optimizer(std::move(name), take_params(groups)), options_(group_options(groups)) {}
+  void store_lr(std::size_t group, double lr) override { options_[group].lr = lr; }
+
+  std::vector<Options> options_;  // one per group
+
+ private:
+  static std::vector<std::vector<Tensor>> take_params(std::vector<ParamGroup<Options>>& groups) {
+    std::vector<std::vector<Tensor>> out;
+    for (auto& g : groups) out.push_back(std::move(g.params));
+    return out;
+  }
+  static std::vector<Options> group_options(const std::vector<ParamGroup<Options>>& groups) {
+    std::vector<Options> out;
+    for (const auto& g : groups) out.push_back(g.options);
+    return out;
+  }
 };
 
 template <class F>

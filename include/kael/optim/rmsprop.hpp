@@ -25,25 +25,21 @@ struct RMSpropOptions {
   bool centered = false;
 };
 
-class RMSprop : public Optimizer {
+class RMSprop : public OptimizerOf<RMSpropOptions> {
  public:
   // ValueError for a negative lr, eps, weight_decay, momentum or alpha.
   RMSprop(std::vector<Tensor> params, const RMSpropOptions& options);
   explicit RMSprop(std::vector<ParamGroup<RMSpropOptions>> groups);
   void step() override;
-  RMSpropOptions options(std::size_t group = 0) const;  // lr as it is now
-  double group_lr(std::size_t group) const override;
 
  protected:
   Hyperparameters hyperparameters(std::size_t group) const override;
   void set_hyperparameters(const std::vector<std::map<std::string, Tensor>>& groups) override;
-  void store_lr(std::size_t group, double lr) override;
   std::vector<std::string> buffer_names() const override { return {"square_avg", "momentum_buffer", "grad_avg"}; }
   bool counts_steps() const override { return true; }
 
  private:
   static void check(const RMSpropOptions& options);
-  std::vector<RMSpropOptions> options_;  // one per group
 };
 
 }  // namespace kael::optim

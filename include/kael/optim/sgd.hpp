@@ -19,27 +19,23 @@ struct SGDOptions {
   bool nesterov = false;  // needs momentum > 0 and dampening 0
 };
 
-class SGD : public Optimizer {
+class SGD : public OptimizerOf<SGDOptions> {
  public:
   // ValueError for a negative option or nesterov without momentum or with dampening.
   SGD(std::vector<Tensor> params, const SGDOptions& options);
   // Several parameter groups, each with its own options.
   explicit SGD(std::vector<ParamGroup<SGDOptions>> groups);
   void step() override;
-  SGDOptions options(std::size_t group = 0) const;  // lr as it is now
-  double group_lr(std::size_t group) const override;
 
  protected:
   Hyperparameters hyperparameters(std::size_t group) const override;
   void set_hyperparameters(const std::vector<std::map<std::string, Tensor>>& groups) override;
-  void store_lr(std::size_t group, double lr) override;
   // momentum_buffer (made on the first step with momentum != 0)
   std::vector<std::string> buffer_names() const override { return {"momentum_buffer"}; }
   bool counts_steps() const override { return false; }
 
  private:
   static void check(const SGDOptions& options);
-  std::vector<SGDOptions> options_;  // one per group
 };
 
 }  // namespace kael::optim
