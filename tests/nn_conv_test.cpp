@@ -128,6 +128,16 @@ TEST(Conv, BadArgumentsAreValueErrors) {
   EXPECT_THROW(max_pool2d(zeros({1, 1, 4, 4}), {2, 2}, {0, 0}, {2, 2}), ValueError);
 }
 
+TEST(Conv, WindowArgumentsFarOutsideAnyInputAreRefusedNotWrapped) {
+  // 2 * 2**62 wraps around in int64: the output size would be computed from a wrapped value.
+  const std::int64_t huge = std::int64_t{1} << 62;
+  EXPECT_THROW(conv2d(zeros({1, 1, 5, 5}), zeros({1, 1, 3, 3}), Tensor(), {1, 1}, {huge, 0}), ValueError);
+  EXPECT_THROW(conv2d(zeros({1, 1, 5, 5}), zeros({1, 1, 3, 3}), Tensor(), {1, 1}, {0, 0}, {1, huge}), ValueError);
+  EXPECT_THROW(conv2d(zeros({1, 1, 5, 5}), zeros({1, 1, 3, 3}), Tensor(), {huge, 1}), ValueError);
+  EXPECT_THROW(max_pool2d(zeros({1, 1, 4, 4}), {2, 2}, {2, 2}, {0, 0}, {huge, 1}), ValueError);
+  EXPECT_THROW(avg_pool2d(zeros({1, 1, 4, 4}), {2, 2}, {huge, 2}), ValueError);
+}
+
 TEST(Pool, MaxPoolSendsTheGradientToTheLargest) {
   const Tensor x = from_vector(std::vector<float>{1, 5, 2, 0, 3, 4, 9, 8, 7, 6, 1, 2, 0, 0, 3, 4}, {1, 1, 4, 4});
   Tensor xs = x.clone().requires_grad_();

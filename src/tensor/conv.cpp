@@ -14,6 +14,7 @@
 #include "kernels/gemm.hpp"
 #include "tensor/parallel.hpp"
 #include "tensor/strided.hpp"
+#include "tensor/window.hpp"
 
 namespace kael {
 
@@ -98,6 +99,11 @@ ConvShape conv_shape(const Tensor& x, const Tensor& w, const Tensor& b, Size2 st
   if (w.dim() != 4) throw ValueError(str(op, ": expected a 4-D weight (O, C / groups, kH, kW), got ", shape_to_string(w.shape())));
   if (groups <= 0) throw ValueError(str(op, ": groups must be positive, got ", groups));
   for (int d = 0; d < 2; ++d) {
+    check_window_arg(op, "input size", x.shape()[2 + d]);
+    check_window_arg(op, "kernel size", w.shape()[2 + d]);
+    check_window_arg(op, "stride", stride[d]);
+    check_window_arg(op, "padding", padding[d]);
+    check_window_arg(op, "dilation", dilation[d]);
     if (stride[d] <= 0) throw ValueError(str(op, ": stride must be positive, got ", stride[d]));
     if (dilation[d] <= 0) throw ValueError(str(op, ": dilation must be positive, got ", dilation[d]));
     if (padding[d] < 0) throw ValueError(str(op, ": padding must be non-negative, got ", padding[d]));

@@ -13,6 +13,7 @@
 #include "kael/tensor/ops.hpp"
 #include "tensor/parallel.hpp"
 #include "tensor/strided.hpp"
+#include "tensor/window.hpp"
 
 namespace kael {
 
@@ -50,6 +51,10 @@ PoolShape pool_shape(const char* op, const Tensor& x, Size2 kernel, Size2 stride
     throw TypeError(str(op, ": input must be F32 or F64, got ", dtype_name(x.dtype())));
   for (int d = 0; d < 2; ++d) {
     if (stride[d] == 0) stride[d] = kernel[d];
+    check_window_arg(op, "input size", x.shape()[2 + d]);
+    check_window_arg(op, "kernel_size", kernel[d]);
+    check_window_arg(op, "stride", stride[d]);
+    check_window_arg(op, "dilation", dilation[d]);
     if (kernel[d] <= 0) throw ValueError(str(op, ": kernel_size must be positive, got ", kernel[d]));
     if (stride[d] <= 0) throw ValueError(str(op, ": stride must be positive, got ", stride[d]));
     if (dilation[d] <= 0) throw ValueError(str(op, ": dilation must be positive, got ", dilation[d]));
