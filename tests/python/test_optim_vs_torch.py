@@ -101,6 +101,37 @@ def test_ten_steps_match_torch(name, options):
     assert model.k[5].grad is None
 
 
+@pytest.mark.parametrize("name,options", [CASES[i] for i in (1, 5, 8, 11, 13)], ids=[IDS[i] for i in (1, 5, 8, 11, 13)])
+def test_add_param_group_midway_matches_torch(name, options):
+    # The second layer joins after three steps with options of its own: the first layer's state
+    # (moments, step counts) carries on, and the new group starts fresh, as in torch.
+    model = Model()
+    k_opt = getattr(kael.optim, name)(model.k[:2] + model.k[4:], **options)
+    t_opt = getattr(torch.optim, name)(model.t[:2] + model.t[4:], **options)
+    for step in range(STEPS):
+        if step == 3:
+            k_opt.add_param_group({"params": model.k[2:4], "lr": options.get("lr", 0.01) / 2})
+            t_opt.add_param_group({"params": model.t[2:4], "lr": options.get("lr", 0.01) / 2})
+            assert [g["lr"] for g in k_opt.param_groups] == [g["lr"] for g in t_opt.param_groups]
+        close(model.kael_step(k_opt, step), model.torch_step(t_opt, step), f"loss at step {step}")
+        model.compare(f"after step {step}")
+
+
+def test_add_param_group_refuses_a_parameter_it_has_and_changes_nothing():
+    model = Model()
+    opt = kael.optim.Adam(model.k[:2], lr=0.1)
+    model.kael_step(opt, 0)
+    before = opt.state_dict()
+    with pytest.raises(kael.ValueError, match="more than once"):
+        opt.add_param_group({"params": [model.k[2], model.k[0]]})
+    with pytest.raises(kael.ValueError, match="unknown option"):
+        opt.add_param_group({"params": [model.k[2]], "momentum": 0.9})
+    assert len(opt.param_groups) == 1
+    after = opt.state_dict()
+    assert before.keys() == after.keys()
+    assert all(np.array_equal(before[k].numpy(), after[k].numpy()) for k in before)
+
+
 STATE_CASES = [2, 5, 8, 11, 14]
 
 

@@ -38,20 +38,31 @@ class Optimizer:
         if not isinstance(groups[0], dict):
             groups = [{"params": groups}]
         self.defaults = dict(defaults)
-        self.param_groups: list[dict[str, Any]] = []
-        for group in groups:
-            if not isinstance(group, dict):
-                raise _kael.TypeError(f"{name}: give either tensors or dicts of parameter groups, not both")
-            unknown = set(group) - set(defaults) - {"params"}
-            if unknown:
-                raise _kael.ValueError(f"{name}: unknown option(s) {sorted(unknown)} in a parameter group")
-            params_of = group["params"]
-            entry = {"params": [params_of] if isinstance(params_of, Tensor) else list(params_of)}
-            for key, value in defaults.items():
-                entry[key] = group.get(key, value)
-            self.param_groups.append(entry)
-        self._native = self._native_type([(g["params"], self._native_options(g)) for g in self.param_groups])
+        self.param_groups: list[dict[str, Any]] = [self._group_entry(group) for group in groups]
+        self._native = self._make_native(self.param_groups)
         self._fixed = [self._options_of(g) for g in self.param_groups]
+
+    def _group_entry(self, group: Any) -> dict[str, Any]:
+        # A parameter group as torch keeps it: its params as a list, every default filled in.
+        name = type(self).__name__
+        if not isinstance(group, dict):
+            raise _kael.TypeError(f"{name}: give either tensors or dicts of parameter groups, not both")
+        if "params" not in group:
+            raise _kael.ValueError(f"{name}: a parameter group needs a 'params' entry")
+        unknown = set(group) - set(self.defaults) - {"params"}
+        if unknown:
+            raise _kael.ValueError(f"{name}: unknown option(s) {sorted(unknown)} in a parameter group")
+        params_of = group["params"]
+        if isinstance(params_of, set):
+            raise _kael.TypeError(f"{name}: parameters need to be organized in ordered collections, but the ordering "
+                                  "of tensors in sets will change between runs; use a list instead")
+        entry = {"params": [params_of] if isinstance(params_of, Tensor) else list(params_of)}
+        for key, value in self.defaults.items():
+            entry[key] = group.get(key, value)
+        return entry
+
+    def _make_native(self, groups: list[dict[str, Any]]) -> Any:
+        return self._native_type([(g["params"], self._native_options(g)) for g in groups])
 
     # --- what each optimizer says about its options ---
     def _native_options(self, group: dict[str, Any]) -> dict[str, Any]:
@@ -77,6 +88,22 @@ class Optimizer:
             self._native.set_group_lr(i, float(group["lr"]))
         self._native.step()
         return loss
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Adds a group (torch's add_param_group): options it leaves out take the defaults; the
+        state of the parameters already here is kept. Nothing changes when the group is refused."""
+        entry = self._group_entry(param_group)
+        groups = self.param_groups + [entry]
+        native = self._make_native(groups)  # checks the new group (a parameter in two groups, ...)
+        # The state's indices count the parameters group after group, so those already here keep theirs.
+        for i, group in enumerate(self.param_groups):
+            self._native.set_group_lr(i, float(group["lr"]))
+        state = {k: v for k, v in self._native.state_dict().items() if k.startswith("state.")}
+        state.update((k, v) for k, v in native.state_dict().items() if k.startswith("param_groups."))
+        native.load_state_dict(state)
+        self._native = native
+        self.param_groups.append(entry)  # in place: whoever holds the list sees the new group
+        self._fixed.append(self._options_of(entry))
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         self._native.zero_grad(set_to_none)
