@@ -204,6 +204,88 @@ TEST(Gpt, TheKvCacheGivesTheLogitsOfTheFullPass) {
   EXPECT_TRUE(allclose(cat(parts, 1), full_logits, 1e-5, 1e-5));
 }
 
+TEST(Gpt, TheKvCacheGrowsByDoublingNotByTheStep) {
+  // 70 positions one at a time: the cache's room doubles 4 times (16, 32, 64, 128) where a
+  // cache that grew with each step would change 70 times, and every step's logits are the full
+  // pass's at that position.
+  manual_seed(3);
+  GPT model(GptConfig{.vocab_size = 37, .n_positions = 80, .n_layer = 2, .n_head = 2, .n_embd = 8});
+  model.eval();
+  const autograd::NoGradGuard guard;
+  const Tensor ids = randint(0, 37, {1, 70});
+  const Tensor full_logits = model.forward(ids);
+  KVCache cache;
+  std::vector<std::int64_t> capacities;
+  std::vector<Tensor> parts;
+  for (std::int64_t t = 0; t < 70; ++t) {
+    parts.push_back(model.forward(ids.narrow(1, t, 1), &cache));
+    if (capacities.empty() || capacities.back() != cache.capacity()) capacities.push_back(cache.capacity());
+  }
+  EXPECT_EQ(capacities, (std::vector<std::int64_t>{16, 32, 64, 128}));
+  EXPECT_EQ(cache.length(), 70);
+  EXPECT_TRUE(allclose(cat(parts, 1), full_logits, 1e-5, 1e-5));
+}
+
+TEST(Gpt, AReservedKvCacheNeverGrows) {
+  manual_seed(4);
+  GPT model(tiny_config());
+  model.eval();
+  const autograd::NoGradGuard guard;
+  const Tensor ids = randint(0, 37, {2, 21});
+  KVCache cache;
+  cache.reserve(21);  // before the first forward: the layers are made with the room
+  std::vector<Tensor> parts{model.forward(ids.narrow(1, 0, 3), &cache)};
+  EXPECT_EQ(cache.capacity(), 32);  // 21 rounded up to the layout's 16 positions
+  for (std::int64_t t = 3; t < 21; ++t) {
+    parts.push_back(model.forward(ids.narrow(1, t, 1), &cache));
+    EXPECT_EQ(cache.capacity(), 32);
+  }
+  EXPECT_TRUE(allclose(cat(parts, 1), model.forward(ids), 1e-5, 1e-5));
+  cache.clear();
+  EXPECT_EQ(cache.length(), 0);
+  EXPECT_EQ(cache.capacity(), 0);
+  EXPECT_THROW(cache.reserve(-1), ValueError);
+}
+
+TEST(Gpt, TheKvCacheWithAGradientGivesTheSameLogitsAndGradients) {
+  // With grad mode on and parameters that require one, the cached positions are constants
+  // before the new ones (the composed attention, not the inference kernel): the same logits,
+  // and a gradient for every parameter the new positions reach.
+  manual_seed(6);
+  GPT model(tiny_config());
+  model.eval();
+  const Tensor ids = randint(0, 37, {2, 7});
+  Tensor inference;
+  {
+    const autograd::NoGradGuard guard;
+    KVCache cache;
+    model.forward(ids.narrow(1, 0, 4), &cache);
+    inference = model.forward(ids.narrow(1, 4, 3), &cache);
+  }
+  KVCache cache;
+  model.forward(ids.narrow(1, 0, 4), &cache);
+  const Tensor logits = model.forward(ids.narrow(1, 4, 3), &cache);
+  EXPECT_TRUE(logits.requires_grad());
+  EXPECT_TRUE(allclose(logits, inference, 1e-5, 1e-5));
+  EXPECT_EQ(cache.length(), 7);
+  logits.sum().backward();
+  EXPECT_TRUE(model.token_embedding->weight.grad().defined());
+  EXPECT_TRUE(model.blocks->operator[](0).attn->qkv->weight.grad().defined());
+}
+
+TEST(Gpt, AKvCacheRefusesAnotherBatchAndKeepsItsPositions) {
+  manual_seed(7);
+  GPT model(tiny_config());
+  model.eval();
+  const autograd::NoGradGuard guard;
+  KVCache cache;
+  model.forward(randint(0, 37, {2, 5}), &cache);
+  EXPECT_THROW(model.forward(randint(0, 37, {1, 1}), &cache), ValueError);
+  EXPECT_EQ(cache.length(), 5);
+  model.forward(randint(0, 37, {2, 1}), &cache);
+  EXPECT_EQ(cache.length(), 6);
+}
+
 TEST(Gpt, GreedyGenerateTakesTheArgmaxOfTheFullPass) {
   manual_seed(2);
   GPT model(tiny_config());

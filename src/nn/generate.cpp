@@ -58,6 +58,7 @@ Tensor generate(GPT& model, const Tensor& prompt, const GenerateOptions& options
   const std::int64_t B = prompt.size(0);
   std::vector<Tensor> pieces{prompt.to(DType::I64)};
   KVCache cache;
+  cache.reserve(total);  // every position's room at once: no step grows or copies the cache
   Tensor input = pieces[0];
   for (std::int64_t step = 0; step < options.max_new_tokens; ++step) {
     const Tensor logits = model.forward(input, &cache);  // (B, T, vocab)
