@@ -16,6 +16,7 @@
 
 #include "kael/model/gpt2.hpp"
 #include "kael/nn/generate.hpp"
+#include "kael/nn/gpt2_config.hpp"
 #include "kael/nn/gpt2_weights.hpp"
 #include "kael/tensor/ops.hpp"
 
@@ -43,9 +44,7 @@ int main(int argc, char** argv) {
 
   const auto engine = kael::model::GPT2::load(dir);
   const kael::model::Config& c = engine.config();
-  kael::nn::GPT book(kael::nn::GptConfig{.vocab_size = c.vocab_size, .n_positions = c.n_positions,
-                                         .n_layer = c.n_layer, .n_head = c.n_head, .n_embd = c.n_embd,
-                                         .layer_norm_eps = c.layer_norm_epsilon});
+  kael::nn::GPT book(kael::nn::gpt_config(c));
   kael::nn::load_gpt2_weights(book, dir / "model.safetensors");
   book.eval();
 

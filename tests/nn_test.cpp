@@ -9,6 +9,7 @@
 #include "kael/io/safetensors.hpp"
 #include "kael/nn/generate.hpp"
 #include "kael/nn/gpt.hpp"
+#include "kael/nn/gpt2_config.hpp"
 #include "kael/nn/gpt2_weights.hpp"
 #include "kael/nn/layers.hpp"
 #include "kael/tensor/autograd.hpp"
@@ -187,6 +188,30 @@ TEST(Gpt2Weights, SavedInGpt2sLayoutTheyLoadBackBitForBit) {
   GptConfig no_bias = tiny_config();
   no_bias.bias = false;
   EXPECT_THROW(gpt2_state_dict(GPT(no_bias)), ValueError);
+}
+
+TEST(Gpt2Config, TheEnginesConfigAndTheBooksConvertBothWays) {
+  // config.json -> model::Config -> GptConfig -> model::Config -> config.json: the same shape.
+  const model::Config stored = model::Config::from_json(
+      R"({"n_layer": 3, "n_head": 4, "n_embd": 32, "n_positions": 40, "vocab_size": 99,
+          "layer_norm_epsilon": 1e-6, "tie_word_embeddings": false})");
+  const GptConfig book = gpt_config(stored);
+  EXPECT_EQ(book.n_layer, 3);
+  EXPECT_EQ(book.n_head, 4);
+  EXPECT_EQ(book.n_embd, 32);
+  EXPECT_EQ(book.n_positions, 40);
+  EXPECT_EQ(book.vocab_size, 99);
+  EXPECT_FALSE(book.tied_embeddings);
+  EXPECT_FLOAT_EQ(static_cast<float>(book.layer_norm_eps), 1e-6f);
+  EXPECT_EQ(model::Config::from_json(model_config(book).to_json("float32")).to_json("float32"),
+            stored.to_json("float32"));
+
+  model::Config wide = stored;
+  wide.n_inner = 100;  // nn::GPT's MLP is 4 * n_embd
+  EXPECT_THROW(gpt_config(wide), ValueError);
+  GptConfig exact_gelu = book;
+  exact_gelu.tanh_gelu = false;
+  EXPECT_THROW(model_config(exact_gelu), ValueError);
 }
 
 TEST(Gpt, TheKvCacheGivesTheLogitsOfTheFullPass) {
