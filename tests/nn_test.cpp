@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "kael/core/error.hpp"
+#include "kael/generate/sampling.hpp"
 #include "kael/io/safetensors.hpp"
 #include "kael/nn/generate.hpp"
 #include "kael/nn/gpt.hpp"
@@ -341,6 +342,32 @@ TEST(Gpt, SampledGenerateIsReproducibleAndStaysInTheTopK) {
   manual_seed(6);
   const auto b = generate(model, prompt, {.max_new_tokens = 8, .temperature = 1.5, .top_k = 5}).to_vector<std::int64_t>();
   EXPECT_EQ(a, b);
+}
+
+TEST(Gpt, SampledGenerateIsTheEnginesSamplerOnTheFullPass) {
+  // nn::generate draws with kael::generate's Sampler, seeded from the process-wide generator:
+  // the same sampler over full passes (no cache) picks the same tokens.
+  GPT model(tiny_config());
+  model.eval();
+  const Tensor prompt = from_vector<std::int64_t>({2, 9, 4}, {1, 3});
+  manual_seed(11);
+  const auto out = generate(model, prompt, {.max_new_tokens = 10, .temperature = 1.3, .top_k = 6}).to_vector<std::int64_t>();
+  manual_seed(11);
+  generate::SamplingParams params;
+  params.temperature = 1.3f;
+  params.top_k = 6;
+  params.seed = static_cast<std::uint64_t>(randint(0, std::int64_t{1} << 62, {1}).to_vector<std::int64_t>()[0]);
+  generate::Sampler sampler(params);
+  sampler.add_prompt(std::vector<std::int32_t>{2, 9, 4});
+  const autograd::NoGradGuard guard;
+  Tensor ids = prompt;
+  for (int i = 0; i < 10; ++i) {
+    std::vector<float> logits = model.forward(ids).select(1, ids.size(1) - 1).contiguous().to_vector<float>();
+    const std::int32_t id = sampler.sample(logits);
+    sampler.add_generated(id);
+    ids = cat({ids, from_vector<std::int64_t>({id}, {1, 1})}, 1);
+  }
+  EXPECT_EQ(out, ids.to_vector<std::int64_t>());
 }
 
 TEST(Gpt, BadInputIsAValueError) {
