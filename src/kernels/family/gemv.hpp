@@ -2,8 +2,9 @@
 // row-major layout, read in place. kernels::gemm would otherwise pack the whole transposed weight
 // for a single row (a scalar transposition of every weight, then a second read of the copy),
 // which made a batch-1 tensor `linear` several times slower than the engine's decode.
-// Here each group of panels is transposed a k-block at a time (V's 4x4 transposition) into a
-// buffer that stays in L1, and the decode tile of family/gemm.hpp runs on it, resuming its sums
+// Here each group of panels (16 rows of w each) is transposed a k-block at a time, by V's 16x16
+// transposition in registers where it has one (AVX-512), else by its 4x4 one, into a buffer in
+// L2, and the decode tile of family/gemm.hpp runs on it, resuming its sums
 // from block to block (Chain): every output is the same single FMA chain over k in order as
 // gemm_panels computes, so the result has the same bits as the packed product.
 #pragma once
@@ -33,6 +34,21 @@ void transpose_block(float* dst, const float* w, long ldw, long rows, long k0, l
     const float* src = w + r0 * ldw + k0;
     const long h = std::min<long>(16, rows - r0);
     long g = 0;
+    if constexpr (requires { V::transpose16(panel, 16L, src, ldw); }) {
+      if (h == 16) {  // whole panels 16 k at a time in registers; the ragged end of k below
+        long k = 0;
+        for (; k + 16 <= kc; k += 16) {
+          for (long j = 0; j < 16; ++j) {
+            if (next != nullptr && k < next_kc && r0 + j < next_rows) V::prefetch_l2(next + (r0 + j) * ldw + k);
+            if (k + 64 < kc) V::prefetch(src + j * ldw + k + 64);
+          }
+          V::transpose16(panel + k * 16, 16, src + k, ldw);
+        }
+        for (; k < kc; ++k)
+          for (long j = 0; j < 16; ++j) panel[k * 16 + j] = src[j * ldw + k];
+        g = 16;
+      }
+    }
     for (; g + 4 <= h; g += 4) {
       long k = 0;
       for (; k + 4 <= kc; k += 4) {
