@@ -6,12 +6,11 @@
 #include "kael/nn/gpt.hpp"
 #include "kael/tensor/ops.hpp"
 #include "kernels/attention.hpp"
+#include "kernels/gemm.hpp"
 
 namespace kael::nn {
 
-namespace {
-constexpr std::int64_t kPanel = 16;  // the layout's panel of positions (keys) and of dimensions (values)
-}  // namespace
+using kernels::kPanel;  // the layout's panel of positions (keys) and of dimensions (values)
 
 std::int64_t KVCache::Layer::sequence_floats() const { return kernels::kv_layer_floats(heads, head_dim, capacity); }
 
