@@ -36,17 +36,7 @@ struct Options {
 // (the other GPT-2 sizes, or a small checkpoint of one's own).
 kael::nn::GptConfig config_of(const std::filesystem::path& directory) {
   if (!std::filesystem::exists(directory / "config.json")) return kael::nn::GptConfig::gpt2_small();
-  const kael::model::Config stored = kael::model::Config::from_json_file(directory / "config.json");
-  if (stored.mlp_dim() != 4 * stored.n_embd)
-    throw kael::ValueError("config.json: nn::GPT's MLP is 4 * n_embd wide, this checkpoint's is " +
-                           std::to_string(stored.mlp_dim()));
-  return {.vocab_size = stored.vocab_size,
-          .n_positions = stored.n_positions,
-          .n_layer = stored.n_layer,
-          .n_head = stored.n_head,
-          .n_embd = stored.n_embd,
-          .tied_embeddings = stored.tie_word_embeddings,
-          .layer_norm_eps = stored.layer_norm_epsilon};
+  return kael::nn::gpt_config(kael::model::Config::from_json_file(directory / "config.json"));
 }
 
 int run(const Options& options) {

@@ -417,6 +417,43 @@ TEST_P(IsaKernels, GeneralGemmRowsDoNotDependOnTheSplit) {
   }
 }
 
+TEST_P(IsaKernels, GemvOfATorchLayoutWeightHasTheBitsOfTheBatchRow) {
+  // One row against a transposed B (a batch-1 linear on an (out, in) weight) runs the table's
+  // GEMV on B in place; a row of a 5-row product packs B. Ragged N around the panel and the
+  // 4-panel group, K around the 4-wide transposition and the 256-long k-blocks.
+  for (std::int64_t N : {1, 5, 16, 17, 63, 64, 65, 130})
+    for (std::int64_t K : {1, 3, 4, 63, 255, 256, 257, 600})
+      for (bool accumulate : {false, true}) {
+        const std::int64_t M = 5, lda = K + 1, ldb = K + 3, ldc = N + 2;
+        const auto a = random_vector(M * lda, 60), b = random_vector(N * ldb, 61);
+        const auto start = random_vector(M * ldc, 62);
+        std::vector<float> all = start, slow = start;
+        gemm(all.data(), ldc, a.data(), lda, false, b.data(), ldb, true, M, N, K, accumulate);
+        ref::gemm(slow.data(), ldc, a.data(), lda, false, b.data(), ldb, true, M, N, K, accumulate);
+        ASSERT_LT(max_error(all, slow), 1e-4) << "N=" << N << " K=" << K;
+        for (std::int64_t i = 0; i < M; i += 2) {
+          std::vector<float> one(start.begin() + i * ldc, start.begin() + i * ldc + N);
+          gemm(one.data(), N, a.data() + i * lda, lda, false, b.data(), ldb, true, 1, N, K, accumulate);
+          ASSERT_TRUE(std::equal(one.begin(), one.end(), all.begin() + i * ldc))
+              << "N=" << N << " K=" << K << " accumulate=" << accumulate << " row " << i;
+        }
+      }
+}
+
+TEST_P(IsaKernels, GemvWithBiasEqualsTheReference) {
+  const KernelTable& kt = active_kernels();
+  ASSERT_NE(kt.gemv_rows, nullptr);
+  for (std::int64_t N : {7, 48, 81})
+    for (std::int64_t K : {5, 70}) {
+      const auto x = random_vector(K, 63), w = random_vector(N * K, 64), bias = random_vector(N, 65);
+      std::vector<float> fast(N), slow(N);
+      kt.gemv_rows(fast.data(), x.data(), w.data(), K, N, K, bias.data(), Epilogue::store);
+      ref::gemm(slow.data(), N, x.data(), K, false, w.data(), K, true, 1, N, K);
+      for (std::int64_t j = 0; j < N; ++j) slow[j] += bias[j];
+      ASSERT_LT(max_error(fast, slow), 1e-5) << "N=" << N << " K=" << K;
+    }
+}
+
 TEST_P(IsaKernels, GemmPackedMatchesReference) {
   for (std::int64_t M : {1, 2, 3, 7})
     for (std::int64_t N : kRagged)

@@ -6,9 +6,11 @@
 #include <filesystem>
 
 #include "kael/core/error.hpp"
+#include "kael/generate/sampling.hpp"
 #include "kael/io/safetensors.hpp"
 #include "kael/nn/generate.hpp"
 #include "kael/nn/gpt.hpp"
+#include "kael/nn/gpt2_config.hpp"
 #include "kael/nn/gpt2_weights.hpp"
 #include "kael/nn/layers.hpp"
 #include "kael/tensor/autograd.hpp"
@@ -189,6 +191,30 @@ TEST(Gpt2Weights, SavedInGpt2sLayoutTheyLoadBackBitForBit) {
   EXPECT_THROW(gpt2_state_dict(GPT(no_bias)), ValueError);
 }
 
+TEST(Gpt2Config, TheEnginesConfigAndTheBooksConvertBothWays) {
+  // config.json -> model::Config -> GptConfig -> model::Config -> config.json: the same shape.
+  const model::Config stored = model::Config::from_json(
+      R"({"n_layer": 3, "n_head": 4, "n_embd": 32, "n_positions": 40, "vocab_size": 99,
+          "layer_norm_epsilon": 1e-6, "tie_word_embeddings": false})");
+  const GptConfig book = gpt_config(stored);
+  EXPECT_EQ(book.n_layer, 3);
+  EXPECT_EQ(book.n_head, 4);
+  EXPECT_EQ(book.n_embd, 32);
+  EXPECT_EQ(book.n_positions, 40);
+  EXPECT_EQ(book.vocab_size, 99);
+  EXPECT_FALSE(book.tied_embeddings);
+  EXPECT_FLOAT_EQ(static_cast<float>(book.layer_norm_eps), 1e-6f);
+  EXPECT_EQ(model::Config::from_json(model_config(book).to_json("float32")).to_json("float32"),
+            stored.to_json("float32"));
+
+  model::Config wide = stored;
+  wide.n_inner = 100;  // nn::GPT's MLP is 4 * n_embd
+  EXPECT_THROW(gpt_config(wide), ValueError);
+  GptConfig exact_gelu = book;
+  exact_gelu.tanh_gelu = false;
+  EXPECT_THROW(model_config(exact_gelu), ValueError);
+}
+
 TEST(Gpt, TheKvCacheGivesTheLogitsOfTheFullPass) {
   manual_seed(1);
   GPT model(tiny_config(3));
@@ -202,6 +228,88 @@ TEST(Gpt, TheKvCacheGivesTheLogitsOfTheFullPass) {
   parts.push_back(model.forward(ids.narrow(1, 5, 4), &cache));  // several new positions at once
   EXPECT_EQ(cache.length(), 9);
   EXPECT_TRUE(allclose(cat(parts, 1), full_logits, 1e-5, 1e-5));
+}
+
+TEST(Gpt, TheKvCacheGrowsByDoublingNotByTheStep) {
+  // 70 positions one at a time: the cache's room doubles 4 times (16, 32, 64, 128) where a
+  // cache that grew with each step would change 70 times, and every step's logits are the full
+  // pass's at that position.
+  manual_seed(3);
+  GPT model(GptConfig{.vocab_size = 37, .n_positions = 80, .n_layer = 2, .n_head = 2, .n_embd = 8});
+  model.eval();
+  const autograd::NoGradGuard guard;
+  const Tensor ids = randint(0, 37, {1, 70});
+  const Tensor full_logits = model.forward(ids);
+  KVCache cache;
+  std::vector<std::int64_t> capacities;
+  std::vector<Tensor> parts;
+  for (std::int64_t t = 0; t < 70; ++t) {
+    parts.push_back(model.forward(ids.narrow(1, t, 1), &cache));
+    if (capacities.empty() || capacities.back() != cache.capacity()) capacities.push_back(cache.capacity());
+  }
+  EXPECT_EQ(capacities, (std::vector<std::int64_t>{16, 32, 64, 128}));
+  EXPECT_EQ(cache.length(), 70);
+  EXPECT_TRUE(allclose(cat(parts, 1), full_logits, 1e-5, 1e-5));
+}
+
+TEST(Gpt, AReservedKvCacheNeverGrows) {
+  manual_seed(4);
+  GPT model(tiny_config());
+  model.eval();
+  const autograd::NoGradGuard guard;
+  const Tensor ids = randint(0, 37, {2, 21});
+  KVCache cache;
+  cache.reserve(21);  // before the first forward: the layers are made with the room
+  std::vector<Tensor> parts{model.forward(ids.narrow(1, 0, 3), &cache)};
+  EXPECT_EQ(cache.capacity(), 32);  // 21 rounded up to the layout's 16 positions
+  for (std::int64_t t = 3; t < 21; ++t) {
+    parts.push_back(model.forward(ids.narrow(1, t, 1), &cache));
+    EXPECT_EQ(cache.capacity(), 32);
+  }
+  EXPECT_TRUE(allclose(cat(parts, 1), model.forward(ids), 1e-5, 1e-5));
+  cache.clear();
+  EXPECT_EQ(cache.length(), 0);
+  EXPECT_EQ(cache.capacity(), 0);
+  EXPECT_THROW(cache.reserve(-1), ValueError);
+}
+
+TEST(Gpt, TheKvCacheWithAGradientGivesTheSameLogitsAndGradients) {
+  // With grad mode on and parameters that require one, the cached positions are constants
+  // before the new ones (the composed attention, not the inference kernel): the same logits,
+  // and a gradient for every parameter the new positions reach.
+  manual_seed(6);
+  GPT model(tiny_config());
+  model.eval();
+  const Tensor ids = randint(0, 37, {2, 7});
+  Tensor inference;
+  {
+    const autograd::NoGradGuard guard;
+    KVCache cache;
+    model.forward(ids.narrow(1, 0, 4), &cache);
+    inference = model.forward(ids.narrow(1, 4, 3), &cache);
+  }
+  KVCache cache;
+  model.forward(ids.narrow(1, 0, 4), &cache);
+  const Tensor logits = model.forward(ids.narrow(1, 4, 3), &cache);
+  EXPECT_TRUE(logits.requires_grad());
+  EXPECT_TRUE(allclose(logits, inference, 1e-5, 1e-5));
+  EXPECT_EQ(cache.length(), 7);
+  logits.sum().backward();
+  EXPECT_TRUE(model.token_embedding->weight.grad().defined());
+  EXPECT_TRUE(model.blocks->operator[](0).attn->qkv->weight.grad().defined());
+}
+
+TEST(Gpt, AKvCacheRefusesAnotherBatchAndKeepsItsPositions) {
+  manual_seed(7);
+  GPT model(tiny_config());
+  model.eval();
+  const autograd::NoGradGuard guard;
+  KVCache cache;
+  model.forward(randint(0, 37, {2, 5}), &cache);
+  EXPECT_THROW(model.forward(randint(0, 37, {1, 1}), &cache), ValueError);
+  EXPECT_EQ(cache.length(), 5);
+  model.forward(randint(0, 37, {2, 1}), &cache);
+  EXPECT_EQ(cache.length(), 6);
 }
 
 TEST(Gpt, GreedyGenerateTakesTheArgmaxOfTheFullPass) {
@@ -234,6 +342,32 @@ TEST(Gpt, SampledGenerateIsReproducibleAndStaysInTheTopK) {
   manual_seed(6);
   const auto b = generate(model, prompt, {.max_new_tokens = 8, .temperature = 1.5, .top_k = 5}).to_vector<std::int64_t>();
   EXPECT_EQ(a, b);
+}
+
+TEST(Gpt, SampledGenerateIsTheEnginesSamplerOnTheFullPass) {
+  // nn::generate draws with kael::generate's Sampler, seeded from the process-wide generator:
+  // the same sampler over full passes (no cache) picks the same tokens.
+  GPT model(tiny_config());
+  model.eval();
+  const Tensor prompt = from_vector<std::int64_t>({2, 9, 4}, {1, 3});
+  manual_seed(11);
+  const auto out = generate(model, prompt, {.max_new_tokens = 10, .temperature = 1.3, .top_k = 6}).to_vector<std::int64_t>();
+  manual_seed(11);
+  generate::SamplingParams params;
+  params.temperature = 1.3f;
+  params.top_k = 6;
+  params.seed = static_cast<std::uint64_t>(randint(0, std::int64_t{1} << 62, {1}).to_vector<std::int64_t>()[0]);
+  generate::Sampler sampler(params);
+  sampler.add_prompt(std::vector<std::int32_t>{2, 9, 4});
+  const autograd::NoGradGuard guard;
+  Tensor ids = prompt;
+  for (int i = 0; i < 10; ++i) {
+    std::vector<float> logits = model.forward(ids).select(1, ids.size(1) - 1).contiguous().to_vector<float>();
+    const std::int32_t id = sampler.sample(logits);
+    sampler.add_generated(id);
+    ids = cat({ids, from_vector<std::int64_t>({id}, {1, 1})}, 1);
+  }
+  EXPECT_EQ(out, ids.to_vector<std::int64_t>());
 }
 
 TEST(Gpt, BadInputIsAValueError) {

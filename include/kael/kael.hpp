@@ -37,6 +37,7 @@
 #include "kael/io/safetensors.hpp"
 #include "kael/nn/generate.hpp"
 #include "kael/nn/gpt.hpp"
+#include "kael/nn/gpt2_config.hpp"
 #include "kael/nn/gpt2_weights.hpp"
 #include "kael/nn/layers.hpp"
 #include "kael/nn/conv.hpp"

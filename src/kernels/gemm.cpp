@@ -118,6 +118,15 @@ void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool tra
       for (std::int64_t i = 0; i < M; ++i) std::fill_n(c + i * ldc, N, 0.0f);
     return;
   }
+  // One row against a transposed B (a batch-1 linear on a torch-layout weight): the GEMV reads B
+  // in place, with the bits of the packed product below, instead of packing all of it for one row.
+  if (M == 1 && trans_b && !trans_a && kt.gemv_rows != nullptr) {
+    parallel_for((N + kPanel - 1) / kPanel, min_panels_per_thread(1, K), [&](std::int64_t first, std::int64_t last) {
+      const std::int64_t col = first * kPanel;
+      kt.gemv_rows(c + col, a, b + col * ldb, ldb, std::min(N, last * kPanel) - col, K, nullptr, epilogue);
+    });
+    return;
+  }
   // The micro-kernels read a row-major A and B in panels. A transposed A is copied once into
   // rows (M K floats, against M N K multiply-adds); B is packed into the exact panel layout
   // (K N floats) unless it is read only once or twice (M <= 2): strided panels, ldb floats

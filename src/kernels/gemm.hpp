@@ -78,7 +78,8 @@ void gemm_tn(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const
 // The general product, threaded: c (M, N; ldc) = op(a) @ op(b), or c += op(a) @ op(b) with
 // `accumulate`. op(a) is a (M, K; lda), or with trans_a the transpose of a (K, M; lda); op(b) is
 // b (K, N; ldb), or with trans_b the transpose of b (N, K; ldb). Each output is one chain over
-// k in order (then added to c), whatever the thread count. Training's products are this:
+// k in order (then added to c), whatever the thread count. One row with trans_b (a batch-1
+// linear on an (out, in) weight) reads b in place through the table's GEMV, with the same bits. Training's products are this:
 // dW = X^T dY is gemm(dW, X, trans_a = true, dY, accumulate = true), dX = dY W^T is
 // gemm(dX, dY, W, trans_b = true).
 void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,

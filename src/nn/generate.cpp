@@ -1,48 +1,16 @@
 #include "kael/nn/generate.hpp"
 
 #include <algorithm>
-#include <cmath>
+#include <cstdint>
+#include <span>
 #include <vector>
 
 #include "kael/core/error.hpp"
+#include "kael/generate/sampling.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 
 namespace kael::nn {
-
-namespace {
-
-// One token id from a row of logits.
-std::int64_t next_token(const Tensor& row_logits, const GenerateOptions& options) {
-  const Tensor logits = row_logits.to(DType::F32).contiguous();
-  if (options.temperature == 0.0) return argmax(logits).item<std::int64_t>();
-  std::vector<float> values = logits.to_vector<float>();
-  const auto vocab = static_cast<std::int64_t>(values.size());
-  if (options.top_k > 0 && options.top_k < vocab) {
-    std::vector<float> sorted = values;
-    std::nth_element(sorted.begin(), sorted.begin() + (options.top_k - 1), sorted.end(), std::greater<>());
-    const float kth = sorted[static_cast<std::size_t>(options.top_k - 1)];
-    for (float& v : values)
-      if (v < kth) v = -INFINITY;
-  }
-  const float largest = *std::max_element(values.begin(), values.end());
-  std::vector<double> weights(values.size());
-  double total = 0.0;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    weights[i] = std::exp((static_cast<double>(values[i]) - largest) / options.temperature);
-    total += weights[i];
-  }
-  // One uniform draw from the process-wide generator picks the token.
-  const double u = rand({}, DType::F64).item<double>() * total;
-  double running = 0.0;
-  for (std::size_t i = 0; i < weights.size(); ++i) {
-    running += weights[i];
-    if (u < running) return static_cast<std::int64_t>(i);
-  }
-  return vocab - 1;  // u at the very top of the range: the last token with weight
-}
-
-}  // namespace
 
 Tensor generate(GPT& model, const Tensor& prompt, const GenerateOptions& options) {
   if (prompt.dim() != 2) throw ValueError(str("generate: the prompt must have shape (B, T), got ", shape_to_string(prompt.shape())));
@@ -56,13 +24,37 @@ Tensor generate(GPT& model, const Tensor& prompt, const GenerateOptions& options
                          " new ones exceed the model's context of ", model.config().n_positions));
   const autograd::NoGradGuard guard;
   const std::int64_t B = prompt.size(0);
-  std::vector<Tensor> pieces{prompt.to(DType::I64)};
+  const Tensor ids = prompt.to(DType::I64).contiguous();
+  // One engine sampler per sequence (kael::generate's processors and draw), seeded from the
+  // process-wide generator so that kael::manual_seed makes a run reproducible.
+  const std::vector<std::int64_t> seeds = randint(0, std::int64_t{1} << 62, {B}).to_vector<std::int64_t>();
+  const std::vector<std::int64_t> prompt_ids = ids.to_vector<std::int64_t>();
+  std::vector<generate::Sampler> samplers;
+  for (std::int64_t b = 0; b < B; ++b) {
+    generate::SamplingParams params;
+    params.temperature = static_cast<float>(options.temperature);
+    params.top_k = static_cast<int>(std::min<std::int64_t>(options.top_k, model.config().vocab_size));
+    params.seed = static_cast<std::uint64_t>(seeds[static_cast<std::size_t>(b)]);
+    samplers.emplace_back(params);
+    const auto row = std::span(prompt_ids).subspan(static_cast<std::size_t>(b * prompt.size(1)),
+                                                   static_cast<std::size_t>(prompt.size(1)));
+    samplers.back().add_prompt(std::vector<std::int32_t>(row.begin(), row.end()));
+  }
+  std::vector<Tensor> pieces{ids};
   KVCache cache;
-  Tensor input = pieces[0];
+  cache.reserve(total);  // every position's room at once: no step grows or copies the cache
+  Tensor input = ids;
   for (std::int64_t step = 0; step < options.max_new_tokens; ++step) {
-    const Tensor logits = model.forward(input, &cache);  // (B, T, vocab)
+    const Tensor last = model.forward(input, &cache).select(1, -1).to(DType::F32).contiguous();  // (B, vocab)
+    std::vector<float> logits = last.to_vector<float>();
+    const std::int64_t vocab = last.size(1);
     std::vector<std::int64_t> next(static_cast<std::size_t>(B));
-    for (std::int64_t b = 0; b < B; ++b) next[static_cast<std::size_t>(b)] = next_token(logits.select(0, b).select(0, -1), options);
+    for (std::int64_t b = 0; b < B; ++b) {
+      const std::int32_t id = samplers[static_cast<std::size_t>(b)].sample(
+          std::span(logits).subspan(static_cast<std::size_t>(b * vocab), static_cast<std::size_t>(vocab)));
+      samplers[static_cast<std::size_t>(b)].add_generated(id);
+      next[static_cast<std::size_t>(b)] = id;
+    }
     input = from_vector(next, {B, 1});
     pieces.push_back(input);
   }

@@ -1,10 +1,12 @@
 #include "kael/nn/gpt.hpp"
 
 #include <cmath>
+#include <vector>
 
 #include "kael/core/error.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "kernels/attention.hpp"
 
 namespace kael::nn {
 
@@ -29,36 +31,55 @@ Tensor CausalSelfAttention::forward(const Tensor& x) { return forward(x, nullptr
 Tensor CausalSelfAttention::forward(const Tensor& x, KVCache* cache, std::size_t layer) {
   if (x.dim() != 3) throw ValueError(str("CausalSelfAttention: expected (B, T, C), got shape ", shape_to_string(x.shape())));
   const std::int64_t B = x.size(0), T = x.size(1), C = x.size(2), D = C / n_head_;
-  // (B, T, 3C) -> three (B, heads, T, D)
-  const Tensor qkv_out = qkv->forward(x).view({B, T, 3, n_head_, D}).permute({2, 0, 3, 1, 4});
-  const Tensor q = qkv_out.select(0, 0);
-  Tensor k = qkv_out.select(0, 1), v = qkv_out.select(0, 2);
+  const bool dropping = is_training() && dropout_ > 0.0;
+  Tensor qkv_rows = qkv->forward(x);  // (B, T, 3C)
+  KVCache::Layer* cached = nullptr;
   std::int64_t past = 0;
   if (cache) {
-    if (cache->keys.size() <= layer) {
-      cache->keys.resize(layer + 1);
-      cache->values.resize(layer + 1);
-    }
-    Tensor& keys = cache->keys[layer];
-    Tensor& values = cache->values[layer];
-    if (keys.defined()) {
-      past = keys.size(2);
+    if (qkv_rows.dtype() != DType::F32)
+      throw TypeError(str("CausalSelfAttention: a KVCache holds F32, the model computes in ", dtype_name(qkv_rows.dtype())));
+    cached = &cache->layer(layer, B, n_head_, D);
+    past = cached->length;
+  }
+  if (cached && !dropping && !autograd::any_requires_grad({&qkv_rows})) {
+    // Inference over the cache: the new keys and values written in place, then the engine's
+    // attention kernel over the cache (kernels/attention.hpp), one sequence at a time.
+    qkv_rows = qkv_rows.contiguous();
+    const float* rows = qkv_rows.data<float>();
+    cache->append(*cached, rows + C, rows + 2 * C, 3 * C, T);
+    Tensor y = Tensor::empty(DType::F32, {B, T, C});
+    std::vector<float> scratch(static_cast<std::size_t>(kernels::attention_scratch_size(T, past, n_head_)));
+    const std::int64_t floats = cached->sequence_floats();
+    for (std::int64_t b = 0; b < B; ++b)
+      kernels::cached_attention(y.data<float>() + b * T * C, scratch.data(), rows + b * T * 3 * C, 3 * C,
+                                cached->keys.data() + b * floats, cached->values.data() + b * floats, T, past, n_head_,
+                                D, cached->capacity);
+    return residual_dropout_->forward(proj->forward(y));
+  }
+  // (B, T, 3C) -> three (B, heads, T, D)
+  const Tensor qkv_out = qkv_rows.view({B, T, 3, n_head_, D}).permute({2, 0, 3, 1, 4});
+  const Tensor q = qkv_out.select(0, 0);
+  Tensor k = qkv_out.select(0, 1), v = qkv_out.select(0, 2);
+  if (cached) {
+    // With a gradient (or attention dropout): the cached positions as constants before the new ones.
+    if (past > 0) {
+      const auto [keys, values] = KVCache::past_tensors(*cached, past);
       k = cat({keys, k}, 2);
       v = cat({values, v}, 2);
     }
-    keys = k.detach();
-    values = v.detach();
+    const Tensor stored = qkv_rows.detach().contiguous();
+    cache->append(*cached, stored.data<float>() + C, stored.data<float>() + 2 * C, 3 * C, T);
   }
   Tensor y;  // (B, heads, T, D)
-  if (past == 0 && !(is_training() && dropout_ > 0.0)) {
+  if (past == 0 && !dropping) {
     y = scaled_dot_product_attention(q, k, v, /*is_causal=*/true);
-  } else if (T == 1 && !(is_training() && dropout_ > 0.0)) {
+  } else if (T == 1 && !dropping) {
     y = scaled_dot_product_attention(q, k, v);  // one new position sees every cached one
   } else {
     // Row t (position past + t) sees keys s <= past + t.
     const Tensor rows = arange(T, DType::I64).unsqueeze(1) + past, cols = arange(past + T, DType::I64).unsqueeze(0);
     const Tensor allowed = le(cols, rows);  // (T, past + T)
-    if (is_training() && dropout_ > 0.0) {
+    if (dropping) {
       // Dropout on the attention weights needs them: the composed form.
       const Tensor scores = matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(D));
       y = matmul(dropout(softmax(masked_fill(scores, eq(allowed, false), -INFINITY), -1), dropout_, true), v);

@@ -14,10 +14,11 @@ struct GenerateOptions {
 };
 
 // prompt (B, T) integer ids -> (B, T + max_new_tokens): the prompt, then tokens drawn one at a
-// time from softmax(logits / temperature) restricted to the top_k, with the process-wide
-// generator (kael::manual_seed). Runs under NoGradGuard, feeding the model only the new token
-// after the prompt. ValueError for an empty prompt, a length past the model's context,
-// negative options.
+// time from softmax(logits / temperature) restricted to the top_k (a logit tied with the k-th
+// kept), by the engine's sampler (kael/generate/sampling.hpp) of each sequence, seeded from the
+// process-wide generator (kael::manual_seed). Runs under NoGradGuard, feeding the model only
+// the new token after the prompt, with the KV cache's room for every position reserved at once.
+// ValueError for an empty prompt, a length past the model's context, negative options.
 Tensor generate(GPT& model, const Tensor& prompt, const GenerateOptions& options = {});
 
 }  // namespace kael::nn

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "kael/nn/layers.hpp"
@@ -32,14 +33,40 @@ struct GptConfig {
   void validate() const;
 };
 
-// The keys and values of the positions seen so far, one pair per block, (B, heads, P, head_dim).
-struct KVCache {
-  std::vector<Tensor> keys, values;
-  std::int64_t length() const { return keys.empty() || !keys[0].defined() ? 0 : keys[0].size(2); }
-  void clear() {
-    keys.clear();
-    values.clear();
-  }
+// The keys and values of the positions seen so far, one layer per block, for B sequences, in
+// the layout the engine's attention kernels read (positions in panels of 16 per head), with
+// room for capacity() positions: a step writes its new positions in place, and a layer that
+// runs out of room doubles its capacity (a copy now and then, where concatenating a step's
+// keys to the cache copied all of them at every step). Holds F32.
+class KVCache {
+ public:
+  std::int64_t length() const { return layers_.empty() ? 0 : layers_[0].length; }
+  // Positions each layer holds room for without growing (0 before the first forward).
+  std::int64_t capacity() const { return layers_.empty() ? 0 : layers_[0].capacity; }
+  // Room for `positions` in all, made at once (nn::generate reserves the prompt and every new
+  // token); applies to the layers now and to those the next forward creates.
+  void reserve(std::int64_t positions);
+  void clear();
+
+ private:
+  friend class CausalSelfAttention;
+  struct Layer {
+    std::int64_t batch = 0, heads = 0, head_dim = 0, capacity = 0, length = 0;
+    std::vector<float> keys, values;  // per sequence, kernels::kv_layer_floats(heads, head_dim, capacity)
+    std::int64_t sequence_floats() const;
+  };
+  // Layer `layer` for B sequences of `heads` heads, created on first use; ValueError when it
+  // holds another batch size.
+  Layer& layer(std::size_t layer, std::int64_t batch, std::int64_t heads, std::int64_t head_dim);
+  // Appends T positions per sequence, row (b, t)'s key at k + (b T + t) stride, its value at v
+  // + the same (heads side by side), growing the layer as needed.
+  void append(Layer& layer, const float* k, const float* v, std::int64_t stride, std::int64_t T);
+  static void grow(Layer& layer, std::int64_t positions);
+  // The first `past` positions of a layer as two (B, heads, past, head_dim) tensors.
+  static std::pair<Tensor, Tensor> past_tensors(const Layer& layer, std::int64_t past);
+
+  std::vector<Layer> layers_;
+  std::int64_t reserved_ = 0;
 };
 
 class CausalSelfAttention : public Module {

@@ -37,6 +37,11 @@ using GemmPanelsFn = void(float* c, std::int64_t ldc, const float* a, std::int64
 // (kernels::gemm's trans_a, dW = X^T dY in training), read without a transposed copy; M >= 3 and
 // N a multiple of 16 only. Equal bits to GemmPanelsFn on the transposed copy.
 using GemmPanelsAtFn = GemmPanelsFn;
+// One row against a torch-layout weight, read in place: out (N) = epilogue(x (K) @ w^T + bias) for
+// w (N, K; rows ldw apart), bias (N) may be null. Equal bits to GemmPanelsFn with M = 1 on the
+// packed w^T (kernels::gemm's M = 1, trans_b product, a batch-1 tensor linear). Single-threaded.
+using GemvRowsFn = void(float* out, const float* x, const float* w, std::int64_t ldw, std::int64_t N, std::int64_t K,
+                        const float* bias, Epilogue epilogue);
 // As kernels::gemm_nt (single-threaded).
 using GemmNtFn = void(float* out, std::int64_t ldo, const float* a, std::int64_t lda, const float* b,
                       std::int64_t ldb, std::int64_t M, std::int64_t N, std::int64_t K, float scale);
@@ -123,6 +128,7 @@ struct KernelTable {
   GemmPanelsFn* gemm_panels = nullptr;
   GemmPanelsAtFn* gemm_panels_at = nullptr;  // null: kernels::gemm copies a transposed A into rows
   GemmNtFn* gemm_nt = nullptr;
+  GemvRowsFn* gemv_rows = nullptr;  // null: kernels::gemm packs the transposed weight
   DequantizeF16Fn* dequantize_f16_panel = nullptr;
   F16GemmFn* f16_gemm = nullptr;  // null: linear_matrix dequantizes instead
   // The most rows f16_gemm is used for: where the set's tiles convert each weight once per tile

@@ -8,6 +8,7 @@
 
 #include "kernels/family/attention.hpp"
 #include "kernels/family/gemm.hpp"
+#include "kernels/family/gemv.hpp"
 #include "kernels/family/rows.hpp"
 #include "kernels/dispatch/kernel_table.hpp"
 
@@ -17,6 +18,7 @@ template <class V>
 void fill_families(KernelTable& table) {
   table.gemm_panels = gemm_panels<V>;
   table.gemm_panels_at = gemm_panels_at<V>;
+  table.gemv_rows = gemv_rows<V>;
   table.dequantize_f16_panel = dequantize_f16_panel<V>;
   table.f16_gemm = f16_gemm<V>;
   table.f16_gemm_rows = V::kBlockForCaches ? INT64_MAX : V::kTileRows;

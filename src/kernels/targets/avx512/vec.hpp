@@ -99,6 +99,36 @@ struct Vec {
   static void transpose4(float* dst, long ld_dst, const float* src, long ld_src) {
     x86::transpose4(dst, ld_dst, src, ld_src);
   }
+  // dst rows c = 0..15 (ld_dst apart) = column c of the 16x16 block at src (rows ld_src apart), in
+  // registers: 16 loads, 64 shuffles, 16 stores where 16 transpose4 calls make 64 of each
+  // (family/gemv.hpp's transposition of the weight). u[4g + j] holds, in 128-bit lane l,
+  // column 4l + j of rows 4g..4g+3; the two lane shuffles gather each column's four groups.
+  static void transpose16(float* dst, long ld_dst, const float* src, long ld_src) {
+    __m512 r[16], t[16];
+    for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * ld_src);
+    for (int g = 0; g < 4; ++g) {
+      t[4 * g + 0] = _mm512_unpacklo_ps(r[4 * g], r[4 * g + 1]);
+      t[4 * g + 1] = _mm512_unpackhi_ps(r[4 * g], r[4 * g + 1]);
+      t[4 * g + 2] = _mm512_unpacklo_ps(r[4 * g + 2], r[4 * g + 3]);
+      t[4 * g + 3] = _mm512_unpackhi_ps(r[4 * g + 2], r[4 * g + 3]);
+      r[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(1, 0, 1, 0));
+      r[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(3, 2, 3, 2));
+      r[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(1, 0, 1, 0));
+      r[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int j = 0; j < 4; ++j) {
+      t[j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);       // columns j, 8 + j of rows 0-7
+      t[4 + j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xdd);   // columns 4 + j, 12 + j
+      t[8 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);  // the same of rows 8-15
+      t[12 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xdd);
+    }
+    for (int j = 0; j < 4; ++j) {
+      _mm512_storeu_ps(dst + j * ld_dst, _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88));
+      _mm512_storeu_ps(dst + (8 + j) * ld_dst, _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd));
+      _mm512_storeu_ps(dst + (4 + j) * ld_dst, _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0x88));
+      _mm512_storeu_ps(dst + (12 + j) * ld_dst, _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0xdd));
+    }
+  }
 };
 
 }  // namespace kael::kernels::avx512

@@ -62,6 +62,21 @@ void gemm_panels(float* c, std::int64_t ldc, const float* a, std::int64_t lda, c
   }
 }
 
+void gemv_rows(float* out, const float* x, const float* w, std::int64_t ldw, std::int64_t N, std::int64_t K,
+               const float* bias, Epilogue epilogue) {
+  // panel_rows' chains and expression, on w's columns: 16 outputs at a time, k in order.
+  for (std::int64_t col = 0; col < N; col += kPanel) {
+    const std::int64_t width = std::min(kPanel, N - col);
+    float acc[kPanel] = {};
+    for (std::int64_t k = 0; k < K; ++k) {
+      const float xk = x[k];
+      for (std::int64_t j = 0; j < width; ++j) acc[j] += xk * w[(col + j) * ldw + k];
+    }
+    for (std::int64_t j = 0; j < width; ++j)
+      store_epilogue(out[col + j], acc[j] + (bias ? bias[col + j] : 0.0f), epilogue);
+  }
+}
+
 void gemm_nt(float* out, std::int64_t ldo, const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
              std::int64_t M, std::int64_t N, std::int64_t K, float scale) {
   for (std::int64_t i = 0; i < M; ++i)
@@ -72,6 +87,7 @@ void fill(KernelTable& table) {
   table.int8_dot = "scalar";
   table.gemm_panels = gemm_panels;
   table.gemm_nt = gemm_nt;
+  table.gemv_rows = gemv_rows;
   table.dequantize_f16_panel = dequantize_f16_panel;
   table.f16_gemm = nullptr;
   table.quantize_rows = quantize_rows;

@@ -11,6 +11,7 @@ namespace kael::kernels::portable {
 
 GemmPanelsFn gemm_panels;
 GemmNtFn gemm_nt;
+GemvRowsFn gemv_rows;
 DequantizeF16Fn dequantize_f16_panel;
 // The scalar form of the activation quantizer, which the references use too.
 QuantizeRowsFn quantize_rows;
