@@ -19,6 +19,7 @@ import time
 
 import numpy as np
 import tiktoken
+import tiktoken.load
 
 import kael
 
@@ -30,8 +31,6 @@ def gpt2_tokenizer(directory: pathlib.Path) -> tiktoken.Encoding:
     vocab, merges = directory / "vocab.json", directory / "merges.txt"
     if not (vocab.exists() and merges.exists()):
         return tiktoken.get_encoding("gpt2")
-    import tiktoken.load
-
     ranks = tiktoken.load.data_gym_to_mergeable_bpe_ranks(vocab_bpe_file=str(merges), encoder_json_file=str(vocab))
     return tiktoken.Encoding(name="gpt2", pat_str=GPT2_PATTERN, mergeable_ranks=ranks,
                              special_tokens={"<|endoftext|>": EOS_ID})

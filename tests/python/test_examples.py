@@ -115,3 +115,18 @@ def test_cpp_server_example_serves_completions_and_drains(examples_build, gpt2_f
         assert "ready:" in process.stderr.read()
     finally:
         process.kill()
+
+
+def test_python_example_without_vocab_files_asks_tiktoken_for_gpt2(tmp_path, monkeypatch):
+    # With no vocab.json and merges.txt beside the weights the example falls back on
+    # tiktoken.get_encoding("gpt2") (its cache or the network, neither of which a test has).
+    import importlib.util
+
+    import tiktoken
+
+    spec = importlib.util.spec_from_file_location("gpt2_generate_example", ROOT / "examples" / "gpt2_generate.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    asked = []
+    monkeypatch.setattr(tiktoken, "get_encoding", lambda name: asked.append(name) or "the gpt2 encoding")
+    assert example.gpt2_tokenizer(tmp_path) == "the gpt2 encoding" and asked == ["gpt2"]
