@@ -308,7 +308,8 @@ namespace {
 
 // out = x * (keep_at(i) ? scale : 0) over a contiguous floating x, in one pass on the pool's
 // threads. The scale is first rounded to x's dtype (the value torch's noise tensor holds), and
-// the factor multiplies rather than selects, so a NaN stays NaN where dropped, as in torch.
+// the factor multiplies rather than selects, so a NaN stays NaN where dropped, as in torch. The
+// factor is scale * keep in arithmetic, not a branch: a random mask mispredicts one in p.
 template <class KeepAt>
 Tensor scale_kept(const Tensor& x, double scale, KeepAt keep_at) {
   const DType dt = x.dtype();
@@ -320,7 +321,7 @@ Tensor scale_kept(const Tensor& x, double scale, KeepAt keep_at) {
     const float* in = x.data<float>();
     float* o = out.data<float>();
     parallel_range(n, 1, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t i = begin; i < end; ++i) o[i] = in[i] * (keep_at(i) ? f : 0.0f);
+      for (std::int64_t i = begin; i < end; ++i) o[i] = in[i] * (f * static_cast<float>(keep_at(i)));
     });
     return out;
   }
@@ -332,7 +333,7 @@ Tensor scale_kept(const Tensor& x, double scale, KeepAt keep_at) {
       const C f = load<C>(dt, factor.raw_data());
       parallel_range(n, 1, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t i = begin; i < end; ++i)
-          store(dt, o + i * size, load<C>(dt, in + i * size) * (keep_at(i) ? f : C(0)));
+          store(dt, o + i * size, load<C>(dt, in + i * size) * (f * static_cast<C>(keep_at(i))));
       });
     }
   });
