@@ -1,6 +1,7 @@
 // Neural-network functions, composed of the differentiable ops (so their gradients follow).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 #include <vector>
 
@@ -309,7 +310,8 @@ namespace {
 // out = x * (keep_at(i) ? scale : 0) over a contiguous floating x, in one pass on the pool's
 // threads. The scale is first rounded to x's dtype (the value torch's noise tensor holds), and
 // the factor multiplies rather than selects, so a NaN stays NaN where dropped, as in torch. The
-// factor is scale * keep in arithmetic, not a branch: a random mask mispredicts one in p.
+// factor is scale * keep in arithmetic, not a branch (a random mask mispredicts one in p), with
+// keep_at giving 0 or 1 as an int32 read from bytes: GCC vectorizes that conversion, not bool's.
 template <class KeepAt>
 Tensor scale_kept(const Tensor& x, double scale, KeepAt keep_at) {
   const DType dt = x.dtype();
@@ -321,7 +323,13 @@ Tensor scale_kept(const Tensor& x, double scale, KeepAt keep_at) {
     const float* in = x.data<float>();
     float* o = out.data<float>();
     parallel_range(n, 1, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t i = begin; i < end; ++i) o[i] = in[i] * (f * static_cast<float>(keep_at(i)));
+      // Locals, not the captures: a store through dst could alias the closure, which would then
+      // be reloaded each element and the loop would not vectorize.
+      const float* src = in;
+      float* dst = o;
+      const float factor = f;
+      const KeepAt keep = keep_at;
+      for (std::int64_t i = begin; i < end; ++i) dst[i] = src[i] * (factor * static_cast<float>(keep(i)));
     });
     return out;
   }
@@ -347,8 +355,8 @@ Tensor tensor_detail::dropout_backward(const Tensor& g, const Tensor& keep, doub
     throw ValueError(str("dropout_backward: expected a BOOL mask of the gradient's shape ", shape_to_string(g.shape()),
                          ", got ", dtype_name(keep.dtype()), " ", shape_to_string(keep.shape())));
   const Tensor gd = dense(g), kd = dense(keep);
-  const bool* k = kd.data<bool>();
-  return scale_kept(gd, scale, [k](std::int64_t i) { return k[i]; });
+  const auto* k = reinterpret_cast<const std::uint8_t*>(kd.raw_data());  // BOOL: bytes 0 or 1
+  return scale_kept(gd, scale, [k](std::int64_t i) { return static_cast<std::int32_t>(k[i]); });
 }
 
 // Each element is kept where a uniform draw in [0, 1) is >= p (the same draws, in the same
@@ -365,9 +373,13 @@ Tensor dropout(const Tensor& a, double p, bool training) {
   const Tensor draws = rand(a.shape(), DType::F64);
   const double* u = draws.data<double>();
   Tensor keep = Tensor::empty(DType::BOOL, a.shape());
-  bool* k = keep.data<bool>();
+  auto* k = reinterpret_cast<std::uint8_t*>(keep.raw_data());
   const double scale = 1.0 / (1.0 - p);
-  Tensor out = scale_kept(x, scale, [u, k, p](std::int64_t i) { return k[i] = u[i] >= p; });
+  Tensor out = scale_kept(x, scale, [u, k, p](std::int64_t i) {
+    const std::uint8_t kept = u[i] >= p ? 1 : 0;
+    k[i] = kept;
+    return static_cast<std::int32_t>(kept);
+  });
   if (!autograd::any_requires_grad({&a})) return out;
   return autograd::record("dropout", std::move(out), {&a}, [keep, scale](const Tensor& g) {
     return std::vector<Tensor>{dropout_backward(g, keep, scale)};
