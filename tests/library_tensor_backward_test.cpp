@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "kael/tensor/autograd.hpp"
@@ -16,10 +17,12 @@ namespace kael {
 namespace {
 
 using tensor_detail::cross_entropy_backward;
+using tensor_detail::dropout_backward;
 using tensor_detail::gelu_backward;
 using tensor_detail::layer_norm_backward;
 using tensor_detail::log_softmax_backward;
 using tensor_detail::matmul_backward;
+using tensor_detail::relu_backward;
 using tensor_detail::softmax_backward;
 
 // d(sum(f(x) * g))/dx by central differences, x F64.
@@ -126,6 +129,57 @@ TEST(TensorBackwardRules, MatmulWithBroadcastBatch) {
   const auto only_b = matmul_backward(g, a, b, false, true);
   EXPECT_FALSE(only_b[0].defined());
   expect_close(only_b[1], grads[1], 0.0, "db alone");
+}
+
+TEST(TensorBackwardRules, Relu) {
+  manual_seed(6);
+  const Tensor x = randn({6, 7}, DType::F64), g = randn({6, 7}, DType::F64);
+  const Tensor want = numeric_gradient([](const Tensor& v) { return relu(v); }, x, g);
+  expect_close(relu_backward(g, relu(x)), want, 1e-7, "F64");
+  expect_close(relu_backward(g.to(DType::F32), relu(x.to(DType::F32))), want, 1e-6, "F32");
+  expect_close(relu_backward(g.T().to(DType::F32), relu(x.T().to(DType::F32))), want.T(), 1e-6, "F32 transposed");
+  // torch's threshold_backward: 0 where the output is <= 0 (at 0 too, whatever g, inf and NaN
+  // included), g where it is positive or NaN.
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  for (DType dt : {DType::F32, DType::F64}) {
+    const Tensor y = from_vector(std::vector<double>{0.0, -0.0, 0.0, 2.0, nan}, {5}).to(dt);
+    const Tensor grad = from_vector(std::vector<double>{1.0, 1.0, inf, 3.0, 4.0}, {5}).to(dt);
+    const Tensor got = relu_backward(grad, y);
+    const std::vector<double> expected{0.0, 0.0, 0.0, 3.0, 4.0};
+    for (std::int64_t i = 0; i < 5; ++i) EXPECT_EQ(got.value_as_double(i), expected[static_cast<std::size_t>(i)]) << i;
+  }
+}
+
+TEST(TensorBackwardRules, Dropout) {
+  manual_seed(7);
+  const Tensor g = randn({5, 8}, DType::F64);
+  const Tensor keep = ge(rand({5, 8}, DType::F64), 0.3);
+  const double scale = 1.0 / (1.0 - 0.3);
+  for (DType dt : {DType::F64, DType::F32, DType::F16}) {
+    // The reference: torch's product of g with its noise tensor, the scaled mask in g's dtype.
+    const Tensor want = mul(g.to(dt), mul(keep.to(dt), scale));
+    expect_close(dropout_backward(g.to(dt), keep, scale), want, 0.0, std::string(dtype_name(dt)));
+    expect_close(dropout_backward(g.T().to(dt), keep.T(), scale), want.T(), 0.0,
+                 std::string(dtype_name(dt)) + " transposed");
+  }
+  // A product, not a select: a NaN gradient stays NaN where the element was dropped.
+  const Tensor dropped = from_vector(std::vector<bool>{false, true}, {2});
+  const Tensor nan_g = full({2}, std::numeric_limits<double>::quiet_NaN(), DType::F32);
+  const Tensor got = dropout_backward(nan_g, dropped, 2.0);
+  EXPECT_TRUE(std::isnan(got.value_as_double(0)));
+  EXPECT_TRUE(std::isnan(got.value_as_double(1)));
+  EXPECT_THROW(dropout_backward(nan_g, dropped.to(DType::F32), 2.0), ValueError);
+  EXPECT_THROW(dropout_backward(full({3}, 1.0, DType::F32), dropped, 2.0), ValueError);
+}
+
+TEST(TensorBackwardRules, DropoutRecordsItsMask) {
+  // On ones the output is the scaled mask, so the recorded backward must give g * output.
+  manual_seed(8);
+  const Tensor x = ones({6, 9}, DType::F32).requires_grad_();
+  const Tensor y = dropout(x, 0.4);
+  const Tensor g = randn({6, 9}, DType::F32);
+  y.backward(g);
+  expect_close(x.grad(), mul(g, y.detach()), 0.0, "grad");
 }
 
 }  // namespace

@@ -37,4 +37,11 @@ std::vector<Tensor> matmul_backward(const Tensor& g, const Tensor& a, const Tens
 // engine's and the training step's), the rest by the scalar rules.
 Tensor gelu_backward(const Tensor& g, const Tensor& x, const char* approximate);
 
+// relu, from its output y: g where y > 0 or y is NaN, else 0 (torch's threshold_backward at 0).
+Tensor relu_backward(const Tensor& g, const Tensor& y);
+
+// dropout, from the BOOL mask `keep` its forward drew: g * (keep ? scale : 0), the scale rounded
+// to g's dtype, a product so that a NaN g stays NaN where dropped (as torch's mul by its noise).
+Tensor dropout_backward(const Tensor& g, const Tensor& keep, double scale);
+
 }  // namespace kael::tensor_detail

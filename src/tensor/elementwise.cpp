@@ -427,13 +427,23 @@ KAEL_FLOAT_UNARY(sigmoid, C(1) / (C(1) + std::exp(-x)), mul(g, mul(y, sub(ones_l
                  kVectorMathWork)
 #undef KAEL_FLOAT_UNARY
 
+// relu and its gradient as torch's clamp_min(x, 0) and threshold_backward: x < 0 gives 0, so a
+// NaN and -0.0 pass through unchanged; the gradient is 0 where the output is <= 0 (at 0 too)
+// and g elsewhere (a NaN output passes g), a select, so an infinite g where the output is 0
+// still gives 0. Each one pass of the elementwise kernels.
 Tensor relu(const Tensor& a) {
   require_not_bool("relu", a);
-  Tensor out = unary_kernel(a, a.dtype(), a.dtype(), [](auto x) { return x > decltype(x){} ? x : decltype(x){}; });
+  Tensor out = unary_kernel(a, a.dtype(), a.dtype(), [](auto x) { return x < decltype(x){} ? decltype(x){} : x; });
   if (!autograd::any_requires_grad({&a})) return out;
   autograd::SavedTensor sy(out);
   return autograd::record("relu", std::move(out), {&a}, [sy](const Tensor& g) {
-    return std::vector<Tensor>{mul(g, gt(sy.get("relu"), 0).to(g.dtype()))};
+    return std::vector<Tensor>{relu_backward(g, sy.get("relu"))};
+  });
+}
+
+Tensor tensor_detail::relu_backward(const Tensor& g, const Tensor& y) {
+  return binary_kernel("relu_backward", g, y, g.dtype(), g.dtype(), [](auto grad, auto out) {
+    return out <= decltype(out){} ? decltype(grad){} : grad;
   });
 }
 

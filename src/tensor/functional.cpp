@@ -1,6 +1,8 @@
 // Neural-network functions, composed of the differentiable ops (so their gradients follow).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "kael/tensor/autograd.hpp"
@@ -303,12 +305,85 @@ Tensor mse_loss(const Tensor& a, const Tensor& b, std::string_view reduction) {
   return reduction == "sum" ? sum(squares) : mean(squares);
 }
 
+namespace {
+
+// out = x * (keep_at(i) ? scale : 0) over a contiguous floating x, in one pass on the pool's
+// threads. The scale is first rounded to x's dtype (the value torch's noise tensor holds), and
+// the factor multiplies rather than selects, so a NaN stays NaN where dropped, as in torch. The
+// factor is scale * keep in arithmetic, not a branch (a random mask mispredicts one in p), with
+// keep_at giving 0 or 1 as an int32 read from bytes: GCC vectorizes that conversion, not bool's.
+template <class KeepAt>
+Tensor scale_kept(const Tensor& x, double scale, KeepAt keep_at) {
+  const DType dt = x.dtype();
+  Tensor out = Tensor::empty(dt, x.shape());
+  const Tensor factor = full({}, scale, dt);
+  const std::int64_t n = x.numel();
+  if (dt == DType::F32) {
+    const float f = factor.item<float>();
+    const float* in = x.data<float>();
+    float* o = out.data<float>();
+    parallel_range(n, 1, [&](std::int64_t begin, std::int64_t end) {
+      // Locals, not the captures: a store through dst could alias the closure, which would then
+      // be reloaded each element and the loop would not vectorize.
+      const float* src = in;
+      float* dst = o;
+      const float factor = f;
+      const KeepAt keep = keep_at;
+      for (std::int64_t i = begin; i < end; ++i) dst[i] = src[i] * (factor * static_cast<float>(keep(i)));
+    });
+    return out;
+  }
+  const auto size = static_cast<std::int64_t>(x.element_size());
+  const std::byte* in = x.raw_data();
+  std::byte* o = out.raw_data();
+  dispatch(dt, [&]<class C>() {
+    if constexpr (std::is_floating_point_v<C>) {
+      const C f = load<C>(dt, factor.raw_data());
+      parallel_range(n, 1, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i)
+          store(dt, o + i * size, load<C>(dt, in + i * size) * (f * static_cast<C>(keep_at(i))));
+      });
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
+Tensor tensor_detail::dropout_backward(const Tensor& g, const Tensor& keep, double scale) {
+  if (keep.dtype() != DType::BOOL || keep.shape() != g.shape())
+    throw ValueError(str("dropout_backward: expected a BOOL mask of the gradient's shape ", shape_to_string(g.shape()),
+                         ", got ", dtype_name(keep.dtype()), " ", shape_to_string(keep.shape())));
+  const Tensor gd = dense(g), kd = dense(keep);
+  const auto* k = reinterpret_cast<const std::uint8_t*>(kd.raw_data());  // BOOL: bytes 0 or 1
+  return scale_kept(gd, scale, [k](std::int64_t i) { return static_cast<std::int32_t>(k[i]); });
+}
+
+// Each element is kept where a uniform draw in [0, 1) is >= p (the same draws, in the same
+// order, as rand), and the mask is kept as BOOL for the backward: one pass draws, one pass
+// writes the mask and the output together.
 Tensor dropout(const Tensor& a, double p, bool training) {
   if (p < 0.0 || p > 1.0) throw ValueError(str("dropout: p must be in [0, 1], got ", p));
   if (!training || p == 0.0) return a;
   if (p == 1.0) return mul(a, zeros_like(a));
-  const Tensor keep = ge(rand(a.shape(), DType::F64), full({}, p, DType::F64)).to(a.dtype());
-  return mul(a, mul(keep, 1.0 / (1.0 - p)));
+  // torch too refuses to scale an integer input.
+  if (!is_floating(a.dtype()))
+    throw TypeError(str("dropout: expected a floating input, got ", dtype_name(a.dtype())));
+  const Tensor x = dense(a);
+  const Tensor draws = rand(a.shape(), DType::F64);
+  const double* u = draws.data<double>();
+  Tensor keep = Tensor::empty(DType::BOOL, a.shape());
+  auto* k = reinterpret_cast<std::uint8_t*>(keep.raw_data());
+  const double scale = 1.0 / (1.0 - p);
+  Tensor out = scale_kept(x, scale, [u, k, p](std::int64_t i) {
+    const std::uint8_t kept = u[i] >= p ? 1 : 0;
+    k[i] = kept;
+    return static_cast<std::int32_t>(kept);
+  });
+  if (!autograd::any_requires_grad({&a})) return out;
+  return autograd::record("dropout", std::move(out), {&a}, [keep, scale](const Tensor& g) {
+    return std::vector<Tensor>{dropout_backward(g, keep, scale)};
+  });
 }
 
 }  // namespace kael
