@@ -13,21 +13,13 @@ rand, >=, cast and two products, and its backward y.backward(g) for y = x * the 
 """
 import argparse
 import statistics
-import subprocess
 import time
 
 import numpy as np
 import torch
 
 import kael
-
-
-def cpu_model():
-    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        if line.startswith("Model name:"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
+from cpu_name import cpu_name
 
 
 def timed(f):
@@ -85,7 +77,7 @@ def main():
         ("dropout p=0.25 (64,64,12,12)", "dropout", (64, 64, 12, 12), 0.25),
         ("dropout p=0.5 (64,128)", "dropout", (64, 128), 0.5),
     ]
-    print(f"CPU: {cpu_model()}; threads {args.threads}; median of {args.repeats} alternating repeats (ms)")
+    print(f"CPU: {cpu_name()}; threads {args.threads}; median of {args.repeats} alternating repeats (ms)")
     print(f"{'op':30} {'pass':9} {'kael':>9} {'composed':>9} {'torch':>9} {'kael/torch':>11}")
     for name, case, shape, p in cases:
         x_values = rng.standard_normal(shape, dtype=np.float32)

@@ -86,6 +86,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "bench"))
 import llama_cpp_peer  # noqa: E402  (bench/, beside this file)
+from cpu_name import cpu_name
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -97,13 +98,6 @@ def run_json(cmd: list, env: dict | None = None) -> dict:
 
 def load_avg() -> float:
     return os.getloadavg()[0]
-
-
-def cpu_model() -> str:
-    for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown CPU"
 
 
 def model_shape(model_dir: pathlib.Path) -> dict:
@@ -390,7 +384,7 @@ def main(argv=None) -> int:
         skip.add("ctranslate2")
     t = args.threads
 
-    figures = {"threads": t, "model": str(model), "cpu": cpu_model(), "load_avg_start": load_avg(),
+    figures = {"threads": t, "model": str(model), "cpu": cpu_name(), "load_avg_start": load_avg(),
                "rounds": args.rounds}
     figures["prefill_gflop"] = prefill_flops(shape, args.prefill) / 1e9
     figures["decode_bytes_mb"] = shape["decode_bytes"] / 1e6

@@ -15,14 +15,10 @@ import collections
 import os
 import re
 import subprocess
+from cpu_name import cpu_name
 
 TOTAL = re.compile(r"T=\s*(\d+)\s+[\d.]+ ms\s+[\d.]+ GB/s\s+([\d.]+) GFLOP/s wall")
 SHAPE = re.compile(r"T=512\s+(\S+(?: 12x64)?)\s+([\d.]+) GFLOP/s")
-
-
-def cpu_model() -> str:
-    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    return next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")), "?")
 
 
 def main() -> None:
@@ -54,7 +50,7 @@ def main() -> None:
                 else:
                     continue
                 best[key][config] = max(best[key].get(config, 0.0), float(m.group(2)))
-    print(f"CPU: {cpu_model()}; isa {args.isa}, {args.threads} threads, best of {args.rounds} rounds in turns")
+    print(f"CPU: {cpu_name()}; isa {args.isa}, {args.threads} threads, best of {args.rounds} rounds in turns")
     print("GFLOP/s: " + " | ".join(args.configs))
     for key, figures in best.items():
         values = [figures.get(c, 0.0) for c in args.configs]

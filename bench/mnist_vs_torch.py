@@ -7,7 +7,6 @@ the same machine load; the figure is each side's median steps per second over th
 """
 import argparse
 import os
-import platform
 import statistics
 import time
 
@@ -18,6 +17,7 @@ import torch.nn.functional as TF
 
 import kael
 import kael.nn.functional as F
+from cpu_name import cpu_name
 
 
 class KaelNet(kael.nn.Module):
@@ -54,17 +54,6 @@ class TorchNet(tnn.Module):
         x = self.dropout1(TF.max_pool2d(x, 2))
         x = TF.relu(self.fc1(torch.flatten(x, 1)))
         return TF.log_softmax(self.fc2(self.dropout2(x)), dim=1)
-
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def timed_steps(step, batches, steps):

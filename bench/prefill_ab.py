@@ -21,17 +21,7 @@ import os
 import statistics
 import subprocess
 import sys
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
+from cpu_name import cpu_name
 
 
 def load_average() -> float:
@@ -86,7 +76,7 @@ def main() -> int:
             runs[label].append(run_once(binary, env, args))
     timed = f"{args.decode} decode steps after a {args.prompt_tokens}-token prompt" if args.decode else \
         f"{args.prompt_tokens}-token prefill"
-    print(f"CPU: {cpu_model()}, {os.cpu_count()} logical CPUs; {args.rounds} rounds, {args.threads} threads, {timed}, {args.dtype} weights")
+    print(f"CPU: {cpu_name()}, {os.cpu_count()} logical CPUs; {args.rounds} rounds, {args.threads} threads, {timed}, {args.dtype} weights")
     print("| config | isa | wall ms median / best | CPU ms median / best | busier thread CPU ms median / best "
           "| side by side | load average |")
     print("| --- | --- | ---: | ---: | ---: | ---: | --- |")

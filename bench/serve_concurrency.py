@@ -13,22 +13,15 @@ Usage: bench/serve_concurrency.py [--kael build/kael] [--model DIR] [--clients 1
 import argparse
 import os
 import pathlib
-import platform
 import statistics
 import sys
 import tempfile
+from cpu_name import cpu_name
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests" / "python"))  # the server helpers the tests use
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-
-def cpu_name() -> str:
-    for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown CPU"
 
 
 def main():

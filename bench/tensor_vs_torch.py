@@ -12,6 +12,7 @@ import json
 import pathlib
 import subprocess
 import time
+from cpu_name import cpu_name
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -24,14 +25,6 @@ def best_seconds(f, reps=5):
         f()
         best = min(best, time.perf_counter() - t0)
     return best
-
-
-def cpu_model():
-    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        if line.startswith("Model name:"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
 
 
 def torch_figures(torch, threads):
@@ -103,7 +96,7 @@ def main():
     import torch
 
     theirs = torch_figures(torch, threads)
-    print(f"CPU: {cpu_model()} (lscpu); kael threads {threads}, torch {torch.__version__} set_num_threads({threads})")
+    print(f"CPU: {cpu_name()} (lscpu); kael threads {threads}, torch {torch.__version__} set_num_threads({threads})")
     print("\n(a) matmul, F32: kael::matmul vs kernels::gemm direct vs torch.matmul")
     print(f"{'shape':<24} {'kael ms':>9} {'gemm ms':>9} {'kael/gemm':>9} {'torch ms':>9} {'kael/torch':>10}")
     for r in rows:

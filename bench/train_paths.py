@@ -28,6 +28,7 @@ import tempfile
 import time
 
 import numpy as np
+from cpu_name import cpu_name
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -36,13 +37,6 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 LR, BETAS, EPS, WEIGHT_DECAY, GRAD_CLIP = 1e-4, (0.9, 0.999), 1e-8, 0.01, 1.0
 BOUND = 1.15
-
-
-def cpu_name() -> str:
-    for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown CPU"
 
 
 def timed(step) -> tuple[float, float]:
