@@ -48,7 +48,7 @@ void bind(ModelTensors& view, const model::ParameterSpec& spec, float* data) {
 
 // Hugging Face's name as GPT2LMHeadModel's state_dict spells it.
 std::string hf_name(const std::string& canonical) {
-  return canonical == model::kHeadName ? canonical : "transformer." + canonical;
+  return canonical == model::kHeadName ? canonical : std::string(model::kTransformerPrefix) + canonical;
 }
 
 bool is_residual_projection(const std::string& name) { return name.ends_with("c_proj.weight"); }
