@@ -559,7 +559,7 @@ def main(argv=None) -> int:
     b = k["b1"]["breakdown_ms"]
     print(f"kael batch 1: latency p50 {k['b1']['latency_ms']['p50']:.2f} ms, p95 {k['b1']['latency_ms']['p95']:.2f} ms;"
           f" peak RSS {k['b1']['peak_rss_mb']:.0f} MB for {k['b1']['weights_mb']:.0f} MB of weights; breakdown (ms) "
-          + ", ".join(f"{name} {b[name]:.0f}" for name in ("attention", "mlp", "layernorm", "logits", "other")))
+          + ", ".join(f"{name} {b[name]:.0f}" for name in ("attention", "mlp", "layer_norm", "logits", "other")))
     return 0
 
 

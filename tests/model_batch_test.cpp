@@ -113,10 +113,10 @@ TEST_F(Batch, ProfileAddsUpEachPart) {
   const std::int32_t two[] = {1, 2};
   model.forward_batch(pair, two);  // one shared profile: the step is counted once
   EXPECT_GT(profile.total_ms, 0.0);
-  for (double part : {profile.attention_ms, profile.mlp_ms, profile.layernorm_ms, profile.logits_ms})
+  for (double part : {profile.attention_ms, profile.mlp_ms, profile.layer_norm_ms, profile.logits_ms})
     EXPECT_GE(part, 0.0);
   EXPECT_GE(profile.other_ms(), -1e-9);
-  EXPECT_LE(profile.attention_ms + profile.mlp_ms + profile.layernorm_ms + profile.logits_ms,
+  EXPECT_LE(profile.attention_ms + profile.mlp_ms + profile.layer_norm_ms + profile.logits_ms,
             profile.total_ms + 1e-9);
   a.set_profile(nullptr);
   const ForwardProfile before = profile;

@@ -105,7 +105,7 @@ inline std::vector<double> naive_last_logits(const Config& c, const std::map<std
                      D = C / NH;
   const auto w = [&](const std::string& name) { return t.at(name).data<float>(); };
   using Matrix = std::vector<std::vector<double>>;
-  const auto layernorm = [&](const Matrix& x, const float* g, const float* b) {
+  const auto layer_norm = [&](const Matrix& x, const float* g, const float* b) {
     Matrix out(x.size(), std::vector<double>(static_cast<std::size_t>(C)));
     for (std::size_t r = 0; r < x.size(); ++r) {
       double mean = 0, var = 0;
@@ -134,7 +134,7 @@ inline std::vector<double> naive_last_logits(const Config& c, const std::map<std
     for (std::int64_t i = 0; i < C; ++i) x[p][i] = w("wte.weight")[ids[p] * C + i] + w("wpe.weight")[p * C + i];
   for (int l = 0; l < c.n_layer; ++l) {
     const std::string h = "h." + std::to_string(l) + ".";
-    const Matrix qkv = conv1d(layernorm(x, w(h + "ln_1.weight"), w(h + "ln_1.bias")), w(h + "attn.c_attn.weight"),
+    const Matrix qkv = conv1d(layer_norm(x, w(h + "ln_1.weight"), w(h + "ln_1.bias")), w(h + "attn.c_attn.weight"),
                               w(h + "attn.c_attn.bias"), C, 3 * C);
     Matrix att(static_cast<std::size_t>(T), std::vector<double>(static_cast<std::size_t>(C), 0.0));
     for (std::int64_t head = 0; head < NH; ++head)
@@ -154,7 +154,7 @@ inline std::vector<double> naive_last_logits(const Config& c, const std::map<std
     const Matrix proj = conv1d(att, w(h + "attn.c_proj.weight"), w(h + "attn.c_proj.bias"), C, C);
     for (std::int64_t p = 0; p < T; ++p)
       for (std::int64_t i = 0; i < C; ++i) x[p][i] += proj[p][i];
-    Matrix fc = conv1d(layernorm(x, w(h + "ln_2.weight"), w(h + "ln_2.bias")), w(h + "mlp.c_fc.weight"),
+    Matrix fc = conv1d(layer_norm(x, w(h + "ln_2.weight"), w(h + "ln_2.bias")), w(h + "mlp.c_fc.weight"),
                        w(h + "mlp.c_fc.bias"), C, H);
     for (auto& row : fc)
       for (double& v : row) v = 0.5 * v * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
@@ -162,7 +162,7 @@ inline std::vector<double> naive_last_logits(const Config& c, const std::map<std
     for (std::int64_t p = 0; p < T; ++p)
       for (std::int64_t i = 0; i < C; ++i) x[p][i] += mlp[p][i];
   }
-  const Matrix last = layernorm({x.back()}, w("ln_f.weight"), w("ln_f.bias"));
+  const Matrix last = layer_norm({x.back()}, w("ln_f.weight"), w("ln_f.bias"));
   std::vector<double> logits(static_cast<std::size_t>(c.vocab_size));
   for (std::int64_t v = 0; v < c.vocab_size; ++v)
     for (std::int64_t i = 0; i < C; ++i) logits[v] += last[0][i] * w("wte.weight")[v * C + i];

@@ -15,6 +15,7 @@
 #include "kael/nn/layers.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "model/weight_names.hpp"
 
 namespace kael::nn {
 namespace {
@@ -162,6 +163,25 @@ TEST(Gpt2Weights, Conv1DWeightsAreTransposed) {
   }
   EXPECT_EQ(checked, model.state_dict().size());
   std::filesystem::remove(path);
+}
+
+// What nn writes in GPT-2's names and layout is, name for name and shape for shape, what the
+// engine's loader reads (model::parameter_specs): both sides follow one table.
+TEST(Gpt2Weights, NamesAndShapesAreTheEnginesOwn) {
+  for (const bool tied : {true, false}) {
+    GptConfig config = tiny_config();
+    config.tied_embeddings = tied;
+    const io::TensorMap stored = gpt2_state_dict(GPT(config));
+    const model::Config engine{.n_layer = 2, .n_head = 2, .n_embd = 8, .n_positions = 24, .vocab_size = 37,
+                               .tie_word_embeddings = tied};
+    const std::vector<model::ParameterSpec> specs = model::parameter_specs(engine);
+    EXPECT_EQ(stored.size(), specs.size()) << "tied " << tied;
+    for (const model::ParameterSpec& spec : specs) {
+      const std::string name = spec.name == model::kHeadName ? spec.name : "transformer." + spec.name;
+      ASSERT_TRUE(stored.contains(name)) << name;
+      EXPECT_EQ(stored.at(name).shape(), spec.shape) << name;
+    }
+  }
 }
 
 TEST(Gpt2Weights, SavedInGpt2sLayoutTheyLoadBackBitForBit) {

@@ -97,7 +97,7 @@ nlohmann::json thread_busy_json(const model::ForwardProfile& p, double main_cpu_
   ThreadBusy all;
   nlohmann::json out;
   for (const auto& [name, b] : {std::pair{"attention", &p.attention_threads}, {"mlp", &p.mlp_threads},
-                                {"layernorm", &p.layernorm_threads}, {"logits", &p.logits_threads},
+                                {"layer_norm", &p.layer_norm_threads}, {"logits", &p.logits_threads},
                                 {"other", &p.other_threads}}) {
     out[name] = busy_json(*b);
     all += *b;
@@ -112,7 +112,7 @@ nlohmann::json thread_busy_json(const model::ForwardProfile& p, double main_cpu_
 }
 
 nlohmann::json breakdown(const model::ForwardProfile& p) {
-  return {{"attention", p.attention_ms}, {"mlp", p.mlp_ms},  {"layernorm", p.layernorm_ms},
+  return {{"attention", p.attention_ms}, {"mlp", p.mlp_ms},  {"layer_norm", p.layer_norm_ms},
           {"logits", p.logits_ms},       {"other", p.other_ms()}, {"total", p.total_ms}};
 }
 
@@ -255,8 +255,8 @@ int run_bench(const BenchArgs& args) {
               out["decode_tok_s"].get<double>());
   std::printf("latency      mean %.2f ms, p50 %.2f ms, p95 %.2f ms per step\n", mean, quantile(step_ms, 0.5),
               quantile(step_ms, 0.95));
-  std::printf("breakdown    attention %.1f, mlp %.1f, layernorm %.1f, logits %.1f, other %.1f ms (decode)\n",
-              b["attention"].get<double>(), b["mlp"].get<double>(), b["layernorm"].get<double>(),
+  std::printf("breakdown    attention %.1f, mlp %.1f, layer_norm %.1f, logits %.1f, other %.1f ms (decode)\n",
+              b["attention"].get<double>(), b["mlp"].get<double>(), b["layer_norm"].get<double>(),
               b["logits"].get<double>(), b["other"].get<double>());
   if (args.thread_busy) {
     const auto& d = out["decode_thread_busy"];

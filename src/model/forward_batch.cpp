@@ -76,7 +76,7 @@ void forward_batch_step(const Config& config, const Weights& weights, BatchWorks
   for (ForwardProfile* p : profiles) {
     p->attention_ms += step.attention_ms;
     p->mlp_ms += step.mlp_ms;
-    p->layernorm_ms += step.layernorm_ms;
+    p->layer_norm_ms += step.layer_norm_ms;
     p->logits_ms += step.logits_ms;
     p->total_ms += step.total_ms;
   }

@@ -35,11 +35,11 @@ void run_layers(const Config& config, const Weights& weights, const LayerBuffers
   for (int layer = 0; layer < config.n_layer; ++layer) {
     const LayerWeights& w = weights.layers[static_cast<std::size_t>(layer)];
     k::layer_norm(buffers.ln, buffers.x, w.ln_1_weight, w.ln_1_bias, buffers.rows, C, eps);  // (rows, C)
-    timer.lap(&ForwardProfile::layernorm_ms);
+    timer.lap(&ForwardProfile::layer_norm_ms);
     attention_block(config, w, buffers, cache, layer);
     timer.lap(&ForwardProfile::attention_ms);
     k::layer_norm(buffers.ln, buffers.x, w.ln_2_weight, w.ln_2_bias, buffers.rows, C, eps);  // (rows, C)
-    timer.lap(&ForwardProfile::layernorm_ms);
+    timer.lap(&ForwardProfile::layer_norm_ms);
     mlp_block(config, w, buffers);
     timer.lap(&ForwardProfile::mlp_ms);
   }
@@ -49,7 +49,7 @@ void final_logits(const Config& config, const Weights& weights, float* logits, f
                   std::int64_t rows, PartTimer& timer) {
   const std::int64_t C = config.n_embd;
   k::layer_norm(ln, x, weights.ln_f_weight, weights.ln_f_bias, rows, C, config.layer_norm_epsilon);  // (rows, C)
-  timer.lap(&ForwardProfile::layernorm_ms);
+  timer.lap(&ForwardProfile::layer_norm_ms);
   k::linear_matrix(logits, ln, weights.head, nullptr, rows, C, config.vocab_size);  // (rows, V)
   timer.lap(&ForwardProfile::logits_ms);
 }

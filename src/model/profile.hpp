@@ -34,7 +34,7 @@ class PartTimer {
   static ThreadBusy ForwardProfile::*threads_of(double ForwardProfile::*part) {
     if (part == &ForwardProfile::attention_ms) return &ForwardProfile::attention_threads;
     if (part == &ForwardProfile::mlp_ms) return &ForwardProfile::mlp_threads;
-    if (part == &ForwardProfile::layernorm_ms) return &ForwardProfile::layernorm_threads;
+    if (part == &ForwardProfile::layer_norm_ms) return &ForwardProfile::layer_norm_threads;
     if (part == &ForwardProfile::logits_ms) return &ForwardProfile::logits_threads;
     return &ForwardProfile::other_threads;
   }

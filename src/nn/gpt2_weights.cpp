@@ -4,59 +4,48 @@
 
 #include "kael/core/error.hpp"
 #include "kael/io/safetensors.hpp"
+#include "model/weight_names.hpp"
 
 namespace kael::nn {
 
 namespace {
 
-// GPT-2's name pieces and kael's, one table for both directions. The top-level pairs match at
-// the start of a name; the block pairs have dots on both sides, so .attn.c_proj. and
-// .mlp.c_proj. cannot be confused.
-struct NamePair {
-  std::string_view gpt2, kael;
-};
-constexpr NamePair kTopLevelNames[] = {
-    {"wte.", "token_embedding."}, {"wpe.", "position_embedding."}, {"ln_f.", "ln_final."}, {"h.", "blocks."}};
-constexpr NamePair kBlockNames[] = {{".ln_1.", ".ln1."},           {".ln_2.", ".ln2."},
-                                    {".attn.c_attn.", ".attn.qkv."}, {".attn.c_proj.", ".attn.proj."},
-                                    {".mlp.c_fc.", ".mlp.fc1."},     {".mlp.c_proj.", ".mlp.fc2."}};
-constexpr std::string_view kTransformerPrefix = "transformer.";
+// Where nn::GPT keeps its blocks: ModuleList "blocks", so block i's parameters are "blocks.{i}.".
+constexpr std::string_view kModuleBlockPrefix = "blocks.";
 
-// `name` with its first top-level piece and then its block pieces swapped, GPT-2's for kael's
-// (to_kael) or back.
-std::string renamed(std::string name, bool to_kael) {
-  const auto from = [&](const NamePair& pair) { return to_kael ? pair.gpt2 : pair.kael; };
-  const auto to = [&](const NamePair& pair) { return to_kael ? pair.kael : pair.gpt2; };
-  for (const NamePair& pair : kTopLevelNames) {
-    if (!name.starts_with(from(pair))) continue;
-    name.replace(0, from(pair).size(), to(pair));
-    if (pair.gpt2 == "h.") {
-      for (const NamePair& block : kBlockNames) {
-        const auto at = name.find(from(block));
-        if (at != std::string::npos) name.replace(at, from(block).size(), to(block));
-      }
-    }
-    break;
-  }
-  return name;
+// `name` from one naming to the other, by the table in model/weight_names: a global parameter's
+// whole name, or the part after a block's prefix. Unknown parts pass through, so a block's
+// unknown tensor still gets the other block prefix.
+std::string renamed(std::string_view name, bool to_module) {
+  const auto from = [&](const model::ParameterName& n) { return to_module ? n.gpt2 : n.module; };
+  const auto to = [&](const model::ParameterName& n) { return to_module ? n.module : n.gpt2; };
+  for (const model::ParameterName& global : model::global_parameter_names())
+    if (name == from(global)) return std::string(to(global));
+  const std::string_view from_prefix = to_module ? model::kBlockPrefix : kModuleBlockPrefix;
+  const std::string_view to_prefix = to_module ? kModuleBlockPrefix : model::kBlockPrefix;
+  const auto block = model::split_block(name, from_prefix);
+  if (!block) return std::string(name);
+  std::string_view rest = block->second;
+  for (const model::ParameterName& parameter : model::block_parameter_names())
+    if (rest == from(parameter)) rest = to(parameter);
+  return std::string(to_prefix) + std::to_string(block->first) + "." + std::string(rest);
 }
 
 }  // namespace
 
-std::string translated_gpt2_name(std::string name) {
-  if (name.starts_with(kTransformerPrefix)) name.erase(0, kTransformerPrefix.size());
-  return renamed(std::move(name), true);
-}
+std::string translated_gpt2_name(std::string name) { return renamed(model::canonical_name(name), true); }
 
 std::string gpt2_name(const std::string& name) {
-  if (name == "lm_head.weight") return name;  // outside the transformer in GPT2LMHeadModel
-  return std::string(kTransformerPrefix) + renamed(name, false);
+  if (name == model::kHeadName) return name;  // outside the transformer in GPT2LMHeadModel
+  return std::string(model::kTransformerPrefix) + renamed(name, false);
 }
 
 bool stored_transposed(const std::string& name) {
-  const bool conv1d = name.find(".attn.qkv.") != std::string::npos || name.find(".attn.proj.") != std::string::npos ||
-                      name.find(".mlp.fc1.") != std::string::npos || name.find(".mlp.fc2.") != std::string::npos;
-  return conv1d && name.ends_with(".weight");
+  const auto block = model::split_block(name, kModuleBlockPrefix);
+  if (!block) return false;
+  for (const model::ParameterName& parameter : model::block_parameter_names())
+    if (block->second == parameter.module) return parameter.conv1d;
+  return false;
 }
 
 void load_gpt2_weights(GPT& model, const std::filesystem::path& path) {

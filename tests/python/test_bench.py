@@ -7,7 +7,7 @@ import pytest
 
 KEYS = {"prompt_tokens", "generated_tokens", "prefill_ms", "decode_tok_s", "latency_ms", "peak_rss_mb", "threads",
         "weights_mb", "breakdown_ms"}
-PARTS = {"attention", "mlp", "layernorm", "logits", "other"}
+PARTS = {"attention", "mlp", "layer_norm", "logits", "other"}
 
 
 def bench(kael, model_dir, *args):

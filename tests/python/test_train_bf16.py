@@ -12,7 +12,7 @@ kael keeps them F32; so each side sits a few u from F32 PyTorch in its own direc
     most twice the largest logit error; a mean over B * T tokens of errors of both signs stays
     below that. Measured here: 8e-6 relative (autocast against F32 torch: 3e-6).
   - each gradient: within 16 u (2^-5, ~3%) of that tensor's largest |value|. Autocast itself is
-    5u from F32 torch (measured 9.7e-3 of the largest value, in a layernorm weight, whose
+    5u from F32 torch (measured 9.7e-3 of the largest value, in a layer_norm weight, whose
     gradient sums many rounded terms); kael, rounding independently, may be as far the other
     way, so 10u is the expected gap and 16u the bound. Measured: 7.6e-3 (about 4u).
   - training: five AdamW steps (lr 3e-3) on one batch: each step's loss within 2 u relative of

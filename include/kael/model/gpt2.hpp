@@ -139,17 +139,17 @@ const char* int8_dot();
 // Where the time of forward passes went, in milliseconds, summed over the calls made while a
 // session points at it (Session::set_profile). The parts: attention (QKV projection, cache
 // update, attention, output projection and residual), mlp (both layers, GELU, residual),
-// layernorm (ln_1, ln_2 and ln_f), logits (the output head); other is the rest (embedding,
+// layer_norm (ln_1, ln_2 and ln_f), logits (the output head); other is the rest (embedding,
 // bookkeeping). Profiling costs a clock read per part and layer. With count_thread_busy(true)
 // each part also gets the thread pool's counts for the calls it made.
 struct ForwardProfile {
   double attention_ms = 0;
   double mlp_ms = 0;
-  double layernorm_ms = 0;
+  double layer_norm_ms = 0;
   double logits_ms = 0;
   double total_ms = 0;
-  double other_ms() const { return total_ms - attention_ms - mlp_ms - layernorm_ms - logits_ms; }
-  ThreadBusy attention_threads, mlp_threads, layernorm_threads, logits_threads, other_threads;
+  double other_ms() const { return total_ms - attention_ms - mlp_ms - layer_norm_ms - logits_ms; }
+  ThreadBusy attention_threads, mlp_threads, layer_norm_threads, logits_threads, other_threads;
 };
 
 class GPT2 {

@@ -69,7 +69,7 @@ struct DropoutOptions {
 // process's CPU time (all threads, so the figures hold on a machine shared with other work),
 // summed over the calls made while the model points at it (set_profile). matmul: the four
 // products of each block (forward; backward: dX, dW and bias in one call); head: the output
-// projection fused with cross-entropy, forward and backward (dX and dW); other: layernorm,
+// projection fused with cross-entropy, forward and backward (dX and dW); other: layer_norm,
 // GELU, embeddings, residual adds, dropout. Profiling costs two clock reads per part and layer.
 struct TrainProfile {
   double forward_matmul_ms = 0;

@@ -48,11 +48,11 @@ void bind(ModelTensors& view, const model::ParameterSpec& spec, float* data) {
 
 // Hugging Face's name as GPT2LMHeadModel's state_dict spells it.
 std::string hf_name(const std::string& canonical) {
-  return canonical == model::kHeadName ? canonical : "transformer." + canonical;
+  return canonical == model::kHeadName ? canonical : std::string(model::kTransformerPrefix) + canonical;
 }
 
 bool is_residual_projection(const std::string& name) { return name.ends_with("c_proj.weight"); }
-bool is_layernorm(const std::string& name) { return name.find("ln_") != std::string::npos; }
+bool is_layer_norm(const std::string& name) { return name.find("ln_") != std::string::npos; }
 
 }  // namespace
 
@@ -92,7 +92,7 @@ void initialize(ParameterSet& set, const model::Config& config, std::uint64_t se
   for (std::size_t i = 0; i < set.parameters.size(); ++i) {
     Parameter& p = set.parameters[i];
     if (p.shape.size() < 2) {  // biases 0, LayerNorm weight 1 and bias 0
-      const float value = is_layernorm(p.name) && p.name.ends_with(".weight") ? 1.0f : 0.0f;
+      const float value = is_layer_norm(p.name) && p.name.ends_with(".weight") ? 1.0f : 0.0f;
       std::fill(p.data, p.data + p.numel, value);
       continue;
     }
