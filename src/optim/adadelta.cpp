@@ -47,7 +47,6 @@ void Adadelta::check(const AdadeltaOptions& o) {
   if (!(o.rho >= 0.0 && o.rho <= 1.0)) throw ValueError(str("Adadelta: invalid rho value: ", o.rho));
 }
 
-
 void Adadelta::step() {
   autograd::NoGradGuard no_grad;
   for (std::size_t i = 0; i < params_.size(); ++i) {

@@ -89,7 +89,6 @@ void Adam::check(const AdamOptions& o) const {
   detail::check_non_negative(name_, "weight_decay value", o.weight_decay);
 }
 
-
 void Adam::step() {
   autograd::NoGradGuard no_grad;
   for (std::size_t i = 0; i < params_.size(); ++i) {

@@ -60,7 +60,6 @@ void RMSprop::check(const RMSpropOptions& o) {
   detail::check_non_negative("RMSprop", "alpha value", o.alpha);
 }
 
-
 void RMSprop::step() {
   autograd::NoGradGuard no_grad;
   for (std::size_t i = 0; i < params_.size(); ++i) {

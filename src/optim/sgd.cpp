@@ -53,7 +53,6 @@ void SGD::check(const SGDOptions& o) {
     throw ValueError("SGD: Nesterov momentum requires a momentum and zero dampening");
 }
 
-
 void SGD::step() {
   autograd::NoGradGuard no_grad;
   for (std::size_t i = 0; i < params_.size(); ++i) {
