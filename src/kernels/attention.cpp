@@ -251,6 +251,25 @@ void kv_store(float* k_layer, float* v_layer, const float* k, const float* v, st
   for (std::int64_t h = 0; h < n_head; ++h) kv_store_run(k_layer, v_layer, k, v, 0, pos, 1, h, head_dim, capacity);
 }
 
+void kv_copy_head(float* to_keys, float* to_values, std::int64_t to_capacity, const float* from_keys,
+                  const float* from_values, std::int64_t from_capacity, std::int64_t head_dim, std::int64_t positions) {
+  if (positions <= 0) return;  // an empty cache may have no memory behind its pointers
+  // Keys: whole panels of K^T, kPanel * head_dim floats each, in the same place whatever the capacity.
+  std::copy_n(from_keys, kv_capacity(positions) * head_dim, to_keys);
+  // Values: panel d0 (kPanel dimensions) starts at d0 * capacity, one row of kPanel floats a position.
+  for (std::int64_t d0 = 0; d0 < head_dim; d0 += kPanel)
+    std::copy_n(from_values + d0 * from_capacity, positions * kPanel, to_values + d0 * to_capacity);
+}
+
+void kv_load_head(float* keys, float* values, const float* k_head, const float* v_head, std::int64_t capacity,
+                  std::int64_t head_dim, std::int64_t positions) {
+  for (std::int64_t s = 0; s < positions; ++s)
+    for (std::int64_t d = 0; d < head_dim; ++d) {
+      keys[s * head_dim + d] = k_head[s / kPanel * kPanel * head_dim + d * kPanel + s % kPanel];
+      values[s * head_dim + d] = v_head[d / kPanel * kPanel * capacity + s * kPanel + d % kPanel];
+    }
+}
+
 void cached_attention(float* out, float* scratch, const float* q, std::int64_t q_stride, const float* k_layer,
                       const float* v_layer, std::int64_t T, std::int64_t pos0, std::int64_t n_head,
                       std::int64_t head_dim, std::int64_t capacity) {

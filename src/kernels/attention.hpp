@@ -37,6 +37,15 @@ inline std::int64_t kv_layer_floats(std::int64_t n_head, std::int64_t head_dim, 
 void kv_store(float* k_layer, float* v_layer, const float* k, const float* v, std::int64_t pos, std::int64_t n_head,
               std::int64_t head_dim, std::int64_t capacity);
 
+// One head's positions 0 .. positions - 1, from a head block of from_capacity positions (keys at
+// from_keys, values at from_values) into one of to_capacity: what a cache keeps when it grows
+// or is copied.
+void kv_copy_head(float* to_keys, float* to_values, std::int64_t to_capacity, const float* from_keys,
+                  const float* from_values, std::int64_t from_capacity, std::int64_t head_dim, std::int64_t positions);
+// One head's positions 0 .. positions - 1 read back as rows: keys and values (positions, head_dim).
+void kv_load_head(float* keys, float* values, const float* k_head, const float* v_head, std::int64_t capacity,
+                  std::int64_t head_dim, std::int64_t positions);
+
 // causal_attention over a cache in the layout above (which already holds the T new
 // positions): the same results, bit for bit.
 void cached_attention(float* out, float* scratch, const float* q, std::int64_t q_stride, const float* k_layer,

@@ -51,16 +51,11 @@ void KVCache::grow(Layer& layer, std::int64_t positions) {
   bigger.values.assign(static_cast<std::size_t>(layer.batch * new_floats), 0.0f);
   const std::int64_t old_head = kernels::kv_head_floats(layer.head_dim, layer.capacity),
                      new_head = kernels::kv_head_floats(layer.head_dim, capacity);
-  const std::int64_t key_floats = kernels::kv_capacity(layer.length) * layer.head_dim;  // whole panels of K^T
   for (std::int64_t b = 0; b < layer.batch; ++b)
     for (std::int64_t h = 0; h < layer.heads; ++h) {
-      const float* old_keys = layer.keys.data() + b * old_floats + h * old_head;
-      const float* old_values = layer.values.data() + b * old_floats + h * old_head;
-      float* keys = bigger.keys.data() + b * new_floats + h * new_head;
-      float* values = bigger.values.data() + b * new_floats + h * new_head;
-      if (layer.capacity > 0) std::copy_n(old_keys, key_floats, keys);  // keys' panels sit capacity-independent
-      for (std::int64_t d0 = 0; d0 < layer.head_dim; d0 += kPanel)  // value panel d0 starts at d0 * capacity
-        std::copy_n(old_values + d0 * layer.capacity, layer.length * kPanel, values + d0 * capacity);
+      const std::int64_t from = b * old_floats + h * old_head, to = b * new_floats + h * new_head;
+      kernels::kv_copy_head(bigger.keys.data() + to, bigger.values.data() + to, capacity, layer.keys.data() + from,
+                            layer.values.data() + from, layer.capacity, layer.head_dim, layer.length);
     }
   layer = std::move(bigger);
 }
@@ -78,19 +73,12 @@ void KVCache::append(Layer& layer, const float* k, const float* v, std::int64_t 
 std::pair<Tensor, Tensor> KVCache::past_tensors(const Layer& layer, std::int64_t past) {
   const std::int64_t B = layer.batch, H = layer.heads, D = layer.head_dim;
   Tensor keys = Tensor::empty(DType::F32, {B, H, past, D}), values = Tensor::empty(DType::F32, {B, H, past, D});
-  float* kd = keys.data<float>();
-  float* vd = values.data<float>();
   const std::int64_t floats = layer.sequence_floats(), head = kernels::kv_head_floats(D, layer.capacity);
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t h = 0; h < H; ++h) {
-      const float* kh = layer.keys.data() + b * floats + h * head;
-      const float* vh = layer.values.data() + b * floats + h * head;
-      for (std::int64_t s = 0; s < past; ++s)
-        for (std::int64_t d = 0; d < D; ++d) {
-          const std::int64_t at = ((b * H + h) * past + s) * D + d;
-          kd[at] = kh[s / kPanel * kPanel * D + d * kPanel + s % kPanel];
-          vd[at] = vh[d / kPanel * kPanel * layer.capacity + s * kPanel + d % kPanel];
-        }
+      const std::int64_t from = b * floats + h * head, to = (b * H + h) * past * D;
+      kernels::kv_load_head(keys.data<float>() + to, values.data<float>() + to, layer.keys.data() + from,
+                            layer.values.data() + from, layer.capacity, D, past);
     }
   return {keys, values};
 }
