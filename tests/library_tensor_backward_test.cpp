@@ -182,5 +182,10 @@ TEST(TensorBackwardRules, DropoutRecordsItsMask) {
   expect_close(x.grad(), mul(g, y.detach()), 0.0, "grad");
 }
 
+TEST(TensorBackwardRules, DropoutRefusesAProbabilityOutsideZeroToOne) {
+  for (double p : {-0.1, 1.5, std::numeric_limits<double>::quiet_NaN()})
+    EXPECT_THROW(dropout(ones({4}, DType::F32), p), ValueError) << p;
+}
+
 }  // namespace
 }  // namespace kael

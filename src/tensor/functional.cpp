@@ -363,7 +363,7 @@ Tensor tensor_detail::dropout_backward(const Tensor& g, const Tensor& keep, doub
 // order, as rand), and the mask is kept as BOOL for the backward: one pass draws, one pass
 // writes the mask and the output together.
 Tensor dropout(const Tensor& a, double p, bool training) {
-  if (p < 0.0 || p > 1.0) throw ValueError(str("dropout: p must be in [0, 1], got ", p));
+  if (!(p >= 0.0 && p <= 1.0)) throw ValueError(str("dropout: p must be in [0, 1], got ", p));  // NaN too
   if (!training || p == 0.0) return a;
   if (p == 1.0) return mul(a, zeros_like(a));
   // torch too refuses to scale an integer input.
