@@ -55,9 +55,13 @@ Size2 padding_arg(const py::handle& value, const Tensor& weight, Size2 stride, S
   if (how != "same") throw ValueError(str(op, ": invalid padding string '", how, "', should be one of {'valid', 'same'}"));
   if (stride[0] != 1 || stride[1] != 1) throw ValueError(str(op, ": padding='same' is not supported for strided convolutions"));
   Size2 out{0, 0};
+  if (weight.dim() != dims + 2) return out;  // the convolution names the weight's wrong shape
   for (int d = 0; d < dims; ++d) {
     const int at = 2 - dims + d;  // the weight's spatial dims are its last `dims`
-    const std::int64_t total = dilation[static_cast<std::size_t>(at)] * (weight.shape()[static_cast<std::size_t>(weight.dim() - dims + d)] - 1);
+    const std::int64_t reach = weight.shape()[static_cast<std::size_t>(2 + d)] - 1;
+    std::int64_t total = 0;
+    if (__builtin_mul_overflow(dilation[static_cast<std::size_t>(at)], reach, &total))
+      throw ValueError(str(op, ": dilation ", dilation[static_cast<std::size_t>(at)], " is too large"));
     if (total % 2 != 0)
       throw ValueError(str(op, ": padding='same' needs an even dilation * (kernel_size - 1), got ", total,
                            " (torch pads one side more; pad the input explicitly)"));

@@ -120,6 +120,14 @@ def test_conv_errors():
         F.conv2d(x, kael.zeros(2, 4, 2, 2), padding="same")
     with pytest.raises(ValueError, match="2 values"):
         F.conv2d(x, kael.zeros(2, 4, 3, 3), stride=(1, 1, 1))
+    # padding="same" reads the weight's spatial sizes: a weight of the wrong rank gets the
+    # convolution's message (never a read past its shape), a huge dilation a ValueError.
+    with pytest.raises(ValueError, match="4-D weight"):
+        F.conv2d(x, kael.tensor(1.0), padding="same")
+    with pytest.raises(ValueError, match="3-D weight"):
+        F.conv1d(kael.zeros(1, 4, 5), kael.zeros(2, 4), padding="same")
+    with pytest.raises(ValueError, match="dilation"):
+        F.conv2d(x, kael.zeros(2, 4, 3, 3), padding="same", dilation=2**62)
 
 
 MAX_POOL_CASES = [
