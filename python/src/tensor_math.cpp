@@ -252,6 +252,12 @@ void init_tensor_math(py::module_& m) {
       cls, m, "mean", [](const Tensor& a, const py::object& dim, bool keepdim) { return mean(a, dims_arg(dim), keepdim); },
       py::arg("dim") = py::none(), py::arg("keepdim") = false);
   method_and_function(
+      cls, m, "all", [](const Tensor& a, const py::object& dim, bool keepdim) { return all(a, dims_arg(dim), keepdim); },
+      py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  method_and_function(
+      cls, m, "any", [](const Tensor& a, const py::object& dim, bool keepdim) { return any(a, dims_arg(dim), keepdim); },
+      py::arg("dim") = py::none(), py::arg("keepdim") = false);
+  method_and_function(
       cls, m, "var",
       [](const Tensor& a, const py::object& dim, const py::object& unbiased, bool keepdim, const py::object& correction) {
         return var(a, dims_arg(dim), keepdim, correction_arg(correction, unbiased));

@@ -328,4 +328,18 @@ Tensor argmax(const Tensor& a) {
   return extreme("argmax", a.detach().reshape({a.numel()}), 0, false, true).second;
 }
 
+// Whether every / some element over `dims` is nonzero (NaN counts as nonzero, as in torch):
+// a count of the zeros (or nonzeros) in the sum's order, compared with 0.
+Tensor all(const Tensor& a, std::vector<int> dims, bool keepdim) {
+  const std::vector<bool> reduce = reduced_dims("all", a, dims);
+  const Tensor zeros = sum_raw(eq(a.detach(), 0), reduce, DType::I64).reshape(kept_shape(a, reduce, keepdim));
+  return eq(zeros, 0).to(a.dtype() == DType::U8 ? DType::U8 : DType::BOOL);
+}
+
+Tensor any(const Tensor& a, std::vector<int> dims, bool keepdim) {
+  const std::vector<bool> reduce = reduced_dims("any", a, dims);
+  const Tensor nonzeros = sum_raw(ne(a.detach(), 0), reduce, DType::I64).reshape(kept_shape(a, reduce, keepdim));
+  return gt(nonzeros, 0).to(a.dtype() == DType::U8 ? DType::U8 : DType::BOOL);
+}
+
 }  // namespace kael

@@ -133,6 +133,9 @@ Tensor& masked_fill_(Tensor& a, const Tensor& mask, Scalar value);
 // --- reductions (dims may be negative; an empty list means every dim) ---
 Tensor sum(const Tensor& a, std::vector<int> dims = {}, bool keepdim = false);
 Tensor mean(const Tensor& a, std::vector<int> dims = {}, bool keepdim = false);
+// Whether every (all) or some (any) element is nonzero, NaN included: BOOL (U8 for a U8 input, as torch).
+Tensor all(const Tensor& a, std::vector<int> dims = {}, bool keepdim = false);
+Tensor any(const Tensor& a, std::vector<int> dims = {}, bool keepdim = false);
 // correction 1 is the unbiased estimate (PyTorch's default).
 Tensor var(const Tensor& a, std::vector<int> dims = {}, bool keepdim = false, int correction = 1);
 // sqrt(var): the standard deviation.

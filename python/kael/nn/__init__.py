@@ -2,7 +2,8 @@
 sub-modules assigned as attributes are registered), the layers ``Linear``, ``Embedding``,
 ``LayerNorm``, ``Dropout``, ``GELU``, ``ReLU``, ``Tanh``, ``Sequential``, ``ModuleList``, ``ModuleDict``,
 ``Conv1d``, ``Conv2d``, ``MaxPool1d``, ``MaxPool2d``, ``AvgPool2d``, ``AdaptiveAvgPool2d``, ``Flatten``,
-``Dropout1d``, ``Dropout2d``, ``BatchNorm1d``, ``BatchNorm2d``, ``GroupNorm``, ``RNN``, ``LSTM``, ``GRU``, the
+``Dropout1d``, ``Dropout2d``, ``BatchNorm1d``, ``BatchNorm2d``, ``GroupNorm``, ``RNN``, ``LSTM``, ``GRU``,
+``MultiheadAttention``, ``TransformerEncoderLayer``, ``TransformerEncoder``, the
 losses ``CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``, ``kael.nn.init``, the book's ``GPT`` with
 ``GptConfig``, ``kael.nn.functional`` for the functions (linear, layer_norm, cross_entropy, ...) and
 ``kael.nn.utils`` for gradient clipping."""
@@ -18,6 +19,7 @@ from .convolution import (  # noqa: F401
 )
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm  # noqa: F401
 from .rnn import GRU, LSTM, RNN, RNNBase  # noqa: F401
+from .transformer import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer  # noqa: F401
 from .modules import (  # noqa: F401
     GELU, CrossEntropyLoss, Dropout, Embedding, Identity, LayerNorm, Linear, Module, ModuleDict, ModuleList, MSELoss,
     NLLLoss, Parameter, ReLU, Sequential, Sigmoid, Tanh,

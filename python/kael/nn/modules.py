@@ -14,6 +14,7 @@ parameter: named_parameters() and parameters() give it once, under its first nam
 """
 from __future__ import annotations
 
+import copy
 from collections import OrderedDict, namedtuple
 from typing import Any, Callable, Iterable, Iterator
 
@@ -286,6 +287,20 @@ class _Native(Module):
     def forward(self, input: Tensor) -> Tensor:
         return self._native.forward(input)
 
+    def _copy_native(self) -> Any:
+        raise _kael.TypeError(f"copy.deepcopy of {type(self).__name__} is not supported: build a new one and "
+                              "load_state_dict")
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Native:
+        """A copy with its own C++ module (copy.deepcopy of a model, as TransformerEncoder clones layers)."""
+        clone = type(self).__new__(type(self))
+        memo[id(self)] = clone
+        native = self._copy_native()
+        native.train(self.training)
+        for name, value in self.__dict__.items():
+            object.__setattr__(clone, name, native if name == "_native" else copy.deepcopy(value, memo))
+        return clone
+
 
 class _NativeModel(_Native):
     """A C++ model whose parameters and buffers are its own (the book's GPT): their Python
@@ -395,6 +410,9 @@ class Dropout(_Native):
         super().__init__(_kael._Dropout(p))
         self.p = p
 
+    def _copy_native(self) -> Any:
+        return _kael._Dropout(self.p)
+
     def extra_repr(self) -> str:
         return f"p={self.p}"
 
@@ -403,6 +421,9 @@ class GELU(_Native):
     def __init__(self, approximate: str = "none") -> None:
         super().__init__(_kael._GELU(approximate))
         self.approximate = approximate
+
+    def _copy_native(self) -> Any:
+        return _kael._GELU(self.approximate)
 
     def extra_repr(self) -> str:
         return f"approximate={self.approximate!r}"
