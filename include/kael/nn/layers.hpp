@@ -29,9 +29,6 @@ class Linear : public Module {
   Tensor weight, bias;  // bias undefined without one
 
  private:
-  friend class MLP;
-  friend class CausalSelfAttention;
-  friend class GPT;
   std::shared_ptr<detail::PackedWeight> packed_;
 };
 
