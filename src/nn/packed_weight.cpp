@@ -1,6 +1,7 @@
 #include "nn/packed_weight.hpp"
 
 #include "kael/tensor/autograd.hpp"
+#include "kernels/gemm.hpp"
 
 namespace kael::nn::detail {
 
@@ -32,20 +33,16 @@ Tensor PackedWeight::packed_for(const Tensor& weight) {
   return packed_;
 }
 
-Tensor PackedWeight::linear(const Tensor& x, const Tensor& weight, const Tensor& bias, kernels::Epilogue epilogue,
-                            Tensor out) {
+Tensor PackedWeight::linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const std::int64_t N = weight.size(0), K = weight.size(1), T = x.numel() / K;
   const Tensor packed = packed_for(weight);
   const Tensor rows = x.detach().contiguous();
   const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();
-  if (!out.defined()) {
-    Shape shape = x.shape();
-    shape.back() = N;
-    out = Tensor::empty(DType::F32, std::move(shape));
-  }
+  Shape shape = x.shape();
+  shape.back() = N;
+  Tensor out = Tensor::empty(DType::F32, std::move(shape));
   kernels::linear_packed(out.data<float>(), rows.data<float>(), packed.data<float>(),
-                         b.defined() ? b.data<float>() : nullptr, T, K, N, epilogue);
-  out.bump_version();
+                         b.defined() ? b.data<float>() : nullptr, T, K, N);
   return out;
 }
 

@@ -8,19 +8,16 @@
 #include <mutex>
 
 #include "kael/core/tensor.hpp"
-#include "kernels/gemm.hpp"
 
 namespace kael::nn::detail {
 
 class PackedWeight {
  public:
-  // out (..., out) = epilogue(x (..., in) @ weight^T + bias), through the packed copy of weight,
-  // packed again when weight is another storage, shape or version than the copy was made from
-  // (the tensor library bumps the version at every in-place write, as autograd's checks rely
-  // on; a write through a raw pointer that does not bump it is not seen). With
-  // Epilogue::residual, `out` must hold the residual (..., out) and is returned added to.
-  Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                kernels::Epilogue epilogue = kernels::Epilogue::store, Tensor out = Tensor());
+  // x (..., in) @ weight^T + bias -> (..., out), through the packed copy of weight, packed
+  // again when weight is another storage, shape or version than the copy was made from (the
+  // tensor library bumps the version at every in-place write, as autograd's checks rely on; a
+  // write through a raw pointer that does not bump it is not seen). Needs applies().
+  Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
   // Frees the copy (training mode changes the weights at every step).
   void clear();
 
