@@ -4,6 +4,8 @@
 // the copy must follow every change of the weight.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "kael/nn/generate.hpp"
 #include "kael/nn/gpt.hpp"
 #include "kael/nn/layers.hpp"
@@ -70,6 +72,28 @@ TEST(LinearInference, AGradientOrTrainingModeTakesTheRecordedPath) {
   layer.train();
   const autograd::NoGradGuard guard;
   expect_same(layer.forward(x), linear(x, layer.weight, layer.bias));
+}
+
+TEST(LinearInference, ThreadsSharingALayerGetTheSameResult) {
+  // The first inference forwards race to make the packed copy: one makes it, all read it.
+  manual_seed(10);
+  Linear layer(96, 200);
+  layer.eval();
+  const Tensor x = randn({1, 96});
+  Tensor want;
+  {
+    const autograd::NoGradGuard guard;
+    want = linear(x, layer.weight, layer.bias);
+  }
+  std::vector<Tensor> got(4);
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    threads.emplace_back([&, i] {
+      const autograd::NoGradGuard guard;  // grad mode is per thread
+      got[i] = layer.forward(x);
+    });
+  for (std::thread& t : threads) t.join();
+  for (const Tensor& y : got) expect_same(y, want);
 }
 
 GptConfig small_config() {
