@@ -155,9 +155,9 @@ Tensor GPT::forward(const Tensor& ids, KVCache* cache) {
   for (std::size_t i = 0; i < blocks->size(); ++i) x = (*blocks)[i].forward(x, cache, i);
   x = ln_final->forward(x);
   if (lm_head) return lm_head->forward(x);  // (B, T, vocab)
-  if (is_training()) tied_head_->clear();
-  else if (detail::PackedWeight::applies(x, token_embedding->weight, Tensor()))
+  if (!is_training() && detail::PackedWeight::applies(x, token_embedding->weight, Tensor()))
     return tied_head_->linear(x, token_embedding->weight, Tensor());  // as Linear's inference
+  tied_head_->clear();
   return linear(x, token_embedding->weight);
 }
 

@@ -24,11 +24,8 @@ Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool with_bi
 }
 
 Tensor Linear::forward(const Tensor& x) {
-  if (is_training()) {
-    packed_->clear();
-  } else if (detail::PackedWeight::applies(x, weight, bias)) {
-    return packed_->linear(x, weight, bias);
-  }
+  if (!is_training() && detail::PackedWeight::applies(x, weight, bias)) return packed_->linear(x, weight, bias);
+  packed_->clear();  // training, a gradient or another dtype: the copy would only go stale
   return linear(x, weight, bias);
 }
 

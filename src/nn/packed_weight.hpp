@@ -18,7 +18,8 @@ class PackedWeight {
   // tensor library bumps the version at every in-place write, as autograd's checks rely on; a
   // write through a raw pointer that does not bump it is not seen). Needs applies().
   Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
-  // Frees the copy (training mode changes the weights at every step).
+  // Frees the copy: a forward that does not take this path (training, which changes the
+  // weights at every step, a gradient, another dtype) would leave it to go stale.
   void clear();
 
   // Whether linear() applies: F32 x, weight (and bias) on the CPU, x's last dim the weight's

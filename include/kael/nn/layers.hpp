@@ -19,8 +19,8 @@ class PackedWeight;  // nn/packed_weight.hpp
 // In eval mode with nothing recording a gradient (inference: NoGradGuard, or no input requiring
 // one), an F32 layer keeps a copy of its weight packed for the kernels and multiplies with it,
 // as the engine decodes (the same bits as the tensor library's product); the copy is made
-// again after the weight changes and freed by a forward in training mode. Inference thus
-// holds the weight twice.
+// again after the weight changes and freed by a forward that does not use it (training mode, a
+// gradient, another dtype). Inference thus holds the weight twice.
 class Linear : public Module {
  public:
   Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true);
