@@ -7,6 +7,7 @@
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "kernels/attention.hpp"
+#include "nn/packed_weight.hpp"
 
 namespace kael::nn {
 
@@ -113,7 +114,7 @@ Tensor Block::forward(const Tensor& x, KVCache* cache, std::size_t layer) {
   return h + mlp->forward(ln2->forward(h));
 }
 
-GPT::GPT(const GptConfig& config) : config_(config) {
+GPT::GPT(const GptConfig& config) : config_(config), tied_head_(std::make_shared<detail::PackedWeight>()) {
   config_.validate();
   token_embedding = register_module("token_embedding", std::make_shared<Embedding>(config.vocab_size, config.n_embd));
   position_embedding = register_module("position_embedding", std::make_shared<Embedding>(config.n_positions, config.n_embd));
@@ -153,7 +154,11 @@ Tensor GPT::forward(const Tensor& ids, KVCache* cache) {
   Tensor x = embedding_dropout_->forward(token_embedding->forward(ids) + position_embedding->forward(positions));
   for (std::size_t i = 0; i < blocks->size(); ++i) x = (*blocks)[i].forward(x, cache, i);
   x = ln_final->forward(x);
-  return lm_head ? lm_head->forward(x) : linear(x, token_embedding->weight);  // (B, T, vocab)
+  if (lm_head) return lm_head->forward(x);  // (B, T, vocab)
+  if (!is_training() && detail::PackedWeight::applies(x, token_embedding->weight, Tensor()))
+    return tied_head_->linear(x, token_embedding->weight, Tensor());  // as Linear's inference
+  tied_head_->clear();
+  return linear(x, token_embedding->weight);
 }
 
 }  // namespace kael::nn

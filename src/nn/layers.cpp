@@ -4,6 +4,7 @@
 
 #include "kael/core/error.hpp"
 #include "kael/tensor/ops.hpp"
+#include "nn/packed_weight.hpp"
 #include "nn/uniform.hpp"
 
 namespace kael::nn {
@@ -12,7 +13,8 @@ Tensor detail::uniform(Shape shape, double bound) { return (rand(std::move(shape
 
 using detail::uniform;
 
-Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool with_bias) {
+Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool with_bias)
+    : packed_(std::make_shared<detail::PackedWeight>()) {
   if (in_features <= 0 || out_features <= 0)
     throw ValueError(str("Linear: features must be positive, got in ", in_features, ", out ", out_features));
   // torch's kaiming_uniform_(a = sqrt(5)) and its bias rule both come to 1/sqrt(in).
@@ -21,7 +23,11 @@ Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool with_bi
   if (with_bias) bias = register_parameter("bias", uniform({out_features}, bound));
 }
 
-Tensor Linear::forward(const Tensor& x) { return linear(x, weight, bias); }
+Tensor Linear::forward(const Tensor& x) {
+  if (!is_training() && detail::PackedWeight::applies(x, weight, bias)) return packed_->linear(x, weight, bias);
+  packed_->clear();  // training, a gradient or another dtype: the copy would only go stale
+  return linear(x, weight, bias);
+}
 
 Embedding::Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim) {
   if (num_embeddings <= 0 || embedding_dim <= 0)

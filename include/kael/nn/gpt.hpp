@@ -126,6 +126,7 @@ class GPT : public Module {
  private:
   GptConfig config_;
   std::shared_ptr<Dropout> embedding_dropout_;
+  std::shared_ptr<detail::PackedWeight> tied_head_;  // the head's packed copy of token_embedding.weight
 };
 
 }  // namespace kael::nn

@@ -11,13 +11,25 @@
 
 namespace kael::nn {
 
+namespace detail {
+class PackedWeight;  // nn/packed_weight.hpp
+}
+
 // y = x W^T + b: weight (out, in), bias (out); both uniform in +-1/sqrt(in), as torch's.
+// In eval mode with nothing recording a gradient (inference: NoGradGuard, or no input requiring
+// one), an F32 layer keeps a copy of its weight packed for the kernels and multiplies with it,
+// as the engine decodes (the same bits as the tensor library's product); the copy is made
+// again after the weight changes and freed by a forward that does not use it (training mode, a
+// gradient, another dtype). Inference thus holds the weight twice.
 class Linear : public Module {
  public:
   Linear(std::int64_t in_features, std::int64_t out_features, bool bias = true);
   Tensor forward(const Tensor& x) override;  // (..., in) -> (..., out)
   std::string name() const override { return "Linear"; }
   Tensor weight, bias;  // bias undefined without one
+
+ private:
+  std::shared_ptr<detail::PackedWeight> packed_;
 };
 
 // Rows of weight (num, dim) picked by integer ids: (ids...) -> (ids..., dim); N(0, 1) init.
