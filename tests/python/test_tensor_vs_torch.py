@@ -148,6 +148,7 @@ def test_unary_ops(name, layout, shape, seed):
     check(UNARY[name], [Pair(shape, rng, layout)], rng)
 
 
+
 BINARY = {
     "add": lambda lib, x, y: x + y,
     "add_alpha": lambda lib, x, y: lib.add(x, y, alpha=-0.5),
@@ -191,6 +192,22 @@ def test_matmul_batched_broadcast(m, k, n, batch, other_batch, transposed, seed)
 def test_matmul_vectors(shapes):
     rng = np.random.default_rng(1)
     check(lambda lib, x, y: lib.matmul(x, y), [Pair(s, rng) for s in shapes], rng)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("a_shape", [(4, 5, 7), (2, 3, 5, 7), (3, 0, 7), (0, 5, 7)])
+def test_matmul_batch_by_matrix(a_shape, layout):
+    """(..., M, K) @ (K, N) runs as one (... * M, K) product, views that cannot be folded in place
+    included: values and gradients as torch's."""
+    rng = np.random.default_rng(3)
+    check(lambda lib, x, w: x @ w, [Pair(a_shape, rng, layout), Pair((7, 6), rng, "transposed")], rng)
+    check(lambda lib, x, w, b: functional(lib).linear(x, w, b), [Pair(a_shape, rng, layout), Pair((6, 7), rng),
+                                                                   Pair((6,), rng)], rng)
+
+
+def test_matmul_batch_by_matrix_without_inner_dim():
+    rng = np.random.default_rng(4)
+    check(lambda lib, x, w: x @ w, [Pair((2, 3, 0), rng), Pair((0, 4), rng)], rng)
 
 
 @pytest.mark.parametrize("bias", [True, False])
