@@ -7,6 +7,7 @@ sliced or expanded views. The F64 finite-difference checks are in
 tests/library_tensor_gradcheck_test.cpp."""
 from __future__ import annotations
 
+import math
 import pathlib
 
 import numpy as np
@@ -147,6 +148,21 @@ def test_unary_ops(name, layout, shape, seed):
     rng = np.random.default_rng(seed)
     check(UNARY[name], [Pair(shape, rng, layout)], rng)
 
+
+def test_gelu_keeps_its_negative_tail():
+    """F32 gelu (erf form) where 1 + erf(x / sqrt(2)) is below the float spacing at 1: within 2% of
+    0.5 x erfc(-x / sqrt(2)), where adding erf to 1 in F32 gives 0 (and so does torch's F32 gelu);
+    the gradient Phi(x) + x phi(x) the same way. Larger inputs, and torch, in test_unary_ops."""
+    x = np.linspace(-9, -3, 2001, dtype=np.float32)
+    x64 = x.astype(np.float64)
+    want = np.array([0.5 * v * math.erfc(-v / math.sqrt(2)) for v in x64])
+    want_grad = np.array([0.5 * math.erfc(-v / math.sqrt(2)) + v * math.exp(-v * v / 2) / math.sqrt(2 * math.pi)
+                          for v in x64])
+    leaf = kael.tensor(x, requires_grad=True)
+    out = kael.nn.functional.gelu(leaf)
+    out.sum().backward()
+    np.testing.assert_allclose(out.detach().numpy(), want, rtol=0.02, atol=0)
+    np.testing.assert_allclose(leaf.grad.numpy(), want_grad, rtol=0.05, atol=0)
 
 
 BINARY = {
