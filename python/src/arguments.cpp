@@ -80,9 +80,10 @@ std::optional<Scalar> scalar_arg(const py::handle& object, const std::string& wh
   if (PyBool_Check(object.ptr())) return Scalar(object.cast<bool>());
   if (PyLong_Check(object.ptr())) return Scalar(int64_arg(object, what));
   if (PyFloat_Check(object.ptr())) return Scalar(object.cast<double>());
-  // numpy scalars: np.bool_, np.integer, np.floating
-  if (py::hasattr(object, "dtype") && py::hasattr(object, "item") && !py::isinstance<py::array>(object) &&
-      !py::isinstance<Tensor>(object)) {
+  // numpy scalars: np.bool_, np.integer, np.floating. A Tensor is refused first: it has dtype and
+  // item too, and reading its dtype builds an object, on every tensor operand of every operator.
+  if (py::isinstance<Tensor>(object)) return std::nullopt;
+  if (py::hasattr(object, "dtype") && py::hasattr(object, "item") && !py::isinstance<py::array>(object)) {
     py::object value = object.attr("item")();
     if (PyBool_Check(value.ptr()) || PyLong_Check(value.ptr()) || PyFloat_Check(value.ptr())) return scalar_arg(value, what);
   }

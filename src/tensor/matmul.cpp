@@ -111,6 +111,14 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   if (K != Kb)
     throw ValueError(str("matmul: shapes ", shape_to_string(a_in.shape()), " and ", shape_to_string(b_in.shape()),
                          " cannot be multiplied (", K, " vs ", Kb, ")"));
+  if (a.dim() > 2 && b.dim() == 2 && !vec_b) {
+    // (..., M, K) @ (K, N) as torch folds it: one (... * M, K) @ (K, N) product rather than one
+    // per batch index, each re-packing b, and a backward that sums a batch of b's gradients.
+    Shape out_shape = a.shape();
+    out_shape.back() = b.shape()[1];
+    const std::int64_t rows = shape_numel(Shape(a.shape().begin(), a.shape().end() - 1));
+    return matmul(a.reshape({rows, K}), b).reshape(std::move(out_shape));
+  }
   Tensor out;
   {
     autograd::NoGradGuard inner;

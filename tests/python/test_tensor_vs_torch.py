@@ -7,6 +7,7 @@ sliced or expanded views. The F64 finite-difference checks are in
 tests/library_tensor_gradcheck_test.cpp."""
 from __future__ import annotations
 
+import math
 import pathlib
 
 import numpy as np
@@ -148,6 +149,22 @@ def test_unary_ops(name, layout, shape, seed):
     check(UNARY[name], [Pair(shape, rng, layout)], rng)
 
 
+def test_gelu_keeps_its_negative_tail():
+    """F32 gelu (erf form) where 1 + erf(x / sqrt(2)) is below the float spacing at 1: within 2% of
+    0.5 x erfc(-x / sqrt(2)), where adding erf to 1 in F32 gives 0 (and so does torch's F32 gelu);
+    the gradient Phi(x) + x phi(x) the same way. Larger inputs, and torch, in test_unary_ops."""
+    x = np.linspace(-9, -3, 2001, dtype=np.float32)
+    x64 = x.astype(np.float64)
+    want = np.array([0.5 * v * math.erfc(-v / math.sqrt(2)) for v in x64])
+    want_grad = np.array([0.5 * math.erfc(-v / math.sqrt(2)) + v * math.exp(-v * v / 2) / math.sqrt(2 * math.pi)
+                          for v in x64])
+    leaf = kael.tensor(x, requires_grad=True)
+    out = kael.nn.functional.gelu(leaf)
+    out.sum().backward()
+    np.testing.assert_allclose(out.detach().numpy(), want, rtol=0.02, atol=0)
+    np.testing.assert_allclose(leaf.grad.numpy(), want_grad, rtol=0.05, atol=0)
+
+
 BINARY = {
     "add": lambda lib, x, y: x + y,
     "add_alpha": lambda lib, x, y: lib.add(x, y, alpha=-0.5),
@@ -191,6 +208,22 @@ def test_matmul_batched_broadcast(m, k, n, batch, other_batch, transposed, seed)
 def test_matmul_vectors(shapes):
     rng = np.random.default_rng(1)
     check(lambda lib, x, y: lib.matmul(x, y), [Pair(s, rng) for s in shapes], rng)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("a_shape", [(4, 5, 7), (2, 3, 5, 7), (3, 0, 7), (0, 5, 7)])
+def test_matmul_batch_by_matrix(a_shape, layout):
+    """(..., M, K) @ (K, N) runs as one (... * M, K) product, views that cannot be folded in place
+    included: values and gradients as torch's."""
+    rng = np.random.default_rng(3)
+    check(lambda lib, x, w: x @ w, [Pair(a_shape, rng, layout), Pair((7, 6), rng, "transposed")], rng)
+    check(lambda lib, x, w, b: functional(lib).linear(x, w, b), [Pair(a_shape, rng, layout), Pair((6, 7), rng),
+                                                                   Pair((6,), rng)], rng)
+
+
+def test_matmul_batch_by_matrix_without_inner_dim():
+    rng = np.random.default_rng(4)
+    check(lambda lib, x, w: x @ w, [Pair((2, 3, 0), rng), Pair((0, 4), rng)], rng)
 
 
 @pytest.mark.parametrize("bias", [True, False])
