@@ -12,6 +12,13 @@ void gelu_new(float* out, const float* inp, std::int64_t n);
 // dinp (n) = gelu_new'(inp) * dout, the derivative of the tanh form. dinp may equal dout.
 void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n);
 
+// out (n) = gelu(inp), the exact form 0.5 x (1 + erf(x / sqrt(2))) (torch's default), on the
+// calling thread: erf by Abramowitz and Stegun 7.1.26 (|error| < 1.5e-7), the formula of torch's
+// vectorized CPU GELU, so very negative x keep their relative accuracy. out may equal inp.
+void gelu_erf_rows(float* out, const float* inp, std::int64_t n);
+// dinp (n) = dout * (Phi(x) + x phi(x)), the exact form's derivative, on the calling thread.
+void gelu_erf_backward_rows(float* dinp, const float* inp, const float* dout, std::int64_t n);
+
 // x (n) += y (n): the residual connection.
 void add_inplace(float* x, const float* y, std::int64_t n);
 
@@ -26,6 +33,8 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_
 void add_inplace(float* x, const float* y, std::int64_t n);
 void embedding(float* out, const std::int32_t* tokens, const float* wte, const float* wpe, std::int64_t T,
                std::int64_t C, std::int64_t pos0);
+void gelu_erf(float* out, const float* inp, std::int64_t n);  // std::erf in double, rounded once
+void gelu_erf_backward(float* dinp, const float* inp, const float* dout, std::int64_t n);
 }  // namespace ref
 
 }  // namespace kael::kernels

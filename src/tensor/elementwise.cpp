@@ -465,45 +465,6 @@ C gelu_erf_derivative(C x) {
   return static_cast<C>(cdf + x * pdf);
 }
 
-// The exact form on F32, a vector loop in L1 blocks rather than the C library's erff per element:
-// erf by Abramowitz and Stegun 7.1.26 (|error| < 1.5e-7), the formula of torch's vectorized CPU
-// GELU, with e^(-x^2/2) from the kernel table's exp. For z = |x| / sqrt(2) it gives
-// 1 - erf(z) = t p(t) e^(-z^2) directly, so 1 + erf(x / sqrt(2)) keeps its relative accuracy
-// where x is very negative. `cdf` gets 1 + erf(x / sqrt(2)) (twice the normal CDF), `gauss`
-// e^(-x^2/2); n <= kGatherBlock.
-// Branch-free and on restrict pointers, so that the compiler vectorizes both loops.
-void gelu_erf_parts(float* __restrict cdf, float* __restrict gauss, const float* __restrict x, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) gauss[i] = -0.5f * x[i] * x[i];
-  kernels::active_kernels().exp(gauss, gauss, n);
-  for (std::int64_t i = 0; i < n; ++i) {
-    const float t = 1.0f / (1.0f + 0.3275911f * (std::fabs(x[i]) * 0.70710678f));
-    const float p = ((((1.061405429f * t - 1.453152027f) * t + 1.421413741f) * t - 0.284496736f) * t + 0.254829592f) * t;
-    const float tail = p * gauss[i];  // 1 - erf(|x| / sqrt(2))
-    const float positive = x[i] >= 0.0f ? 1.0f : 0.0f;
-    cdf[i] = tail + positive * (2.0f - 2.0f * tail);  // 2 - tail for x >= 0, tail below (and NaN for NaN)
-  }
-}
-
-void gelu_erf_rows(float* out, const float* inp, std::int64_t n) {
-  float cdf[kGatherBlock], gauss[kGatherBlock];
-  for (std::int64_t i0 = 0; i0 < n; i0 += kGatherBlock) {
-    const std::int64_t m = std::min(kGatherBlock, n - i0);
-    gelu_erf_parts(cdf, gauss, inp + i0, m);
-    for (std::int64_t i = 0; i < m; ++i) out[i0 + i] = 0.5f * inp[i0 + i] * cdf[i];
-  }
-}
-
-// dx = g (Phi(x) + x phi(x)) in one pass over contiguous F32 x and g.
-void gelu_erf_backward_rows(float* dx, const float* x, const float* g, std::int64_t n) {
-  float cdf[kGatherBlock], gauss[kGatherBlock];
-  for (std::int64_t i0 = 0; i0 < n; i0 += kGatherBlock) {
-    const std::int64_t m = std::min(kGatherBlock, n - i0);
-    gelu_erf_parts(cdf, gauss, x + i0, m);
-    for (std::int64_t i = 0; i < m; ++i)
-      dx[i0 + i] = g[i0 + i] * (0.5f * cdf[i] + x[i0 + i] * gauss[i] * 0.3989422804014327f);
-  }
-}
-
 // "none" or "tanh", else ValueError.
 bool gelu_uses_tanh(const char* approximate) {
   const std::string mode = approximate;
@@ -529,7 +490,7 @@ Tensor tensor_detail::gelu_backward(const Tensor& g, const Tensor& x, const char
     float* out = dx.data<float>();
     const float *px = xd.data<float>(), *pg = gd.data<float>();
     parallel_range(x.numel(), kVectorMathWork, [&](std::int64_t begin, std::int64_t end) {
-      gelu_erf_backward_rows(out + begin, px + begin, pg + begin, end - begin);
+      kernels::gelu_erf_backward_rows(out + begin, px + begin, pg + begin, end - begin);
     });
     return dx;
   }
@@ -546,7 +507,7 @@ Tensor gelu(const Tensor& a, const char* approximate) {
   Tensor out = unary_kernel(a, dt, dt, [use_tanh](auto x) {
     using C = FloatOf<decltype(x)>;
     return use_tanh ? kernels::gelu_tanh(static_cast<C>(x)) : gelu_erf(static_cast<C>(x));
-  }, kMathWork, use_tanh ? gelu_tanh_rows : gelu_erf_rows);
+  }, kMathWork, use_tanh ? gelu_tanh_rows : kernels::gelu_erf_rows);
   if (!autograd::any_requires_grad({&a})) return out;
   autograd::SavedTensor sx(a);
   const std::string mode = approximate;

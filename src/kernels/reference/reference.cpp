@@ -41,6 +41,22 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_
     dinp[i] = static_cast<float>(dout[i] * gelu_tanh_derivative(static_cast<double>(inp[i])));
 }
 
+void gelu_erf(float* out, const float* inp, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double x = inp[i];
+    out[i] = static_cast<float>(0.5 * x * std::erfc(-x / std::sqrt(2.0)));  // erfc: exact in the negative tail
+  }
+}
+
+void gelu_erf_backward(float* dinp, const float* inp, const float* dout, std::int64_t n) {
+  const double inv_sqrt_2pi = 0.3989422804014327;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double x = inp[i];
+    const double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0)), pdf = inv_sqrt_2pi * std::exp(-0.5 * x * x);
+    dinp[i] = static_cast<float>(dout[i] * (cdf + x * pdf));
+  }
+}
+
 void add_inplace(float* x, const float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
