@@ -77,8 +77,8 @@ Tensor causal_kernel(const Tensor& q, const Tensor& k, const Tensor& v, const Sh
   return dense_copy(out.permute({1, 0, 2})).reshape(full);
 }
 
-// The shape of one batch element's q, k and v for the training kernels: each batch element is
-// one sequence of one head, (G, L, E) dense.
+// t broadcast to full (batch..., L, E) as the training kernels read it: (G, L, E) dense, each of
+// the G batch elements one sequence of one head.
 Tensor sequences(const Tensor& t, const Shape& full, std::int64_t G, std::int64_t L, std::int64_t E) {
   return dense(t.expand(full).reshape({G, L, E}));
 }
