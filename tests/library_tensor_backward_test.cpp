@@ -11,6 +11,7 @@
 
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "kernels/random.hpp"
 #include "tensor/backward.hpp"
 
 namespace kael {
@@ -23,6 +24,7 @@ using tensor_detail::layer_norm_backward;
 using tensor_detail::log_softmax_backward;
 using tensor_detail::matmul_backward;
 using tensor_detail::relu_backward;
+using tensor_detail::scaled_dot_product_attention_backward;
 using tensor_detail::softmax_backward;
 
 // d(sum(f(x) * g))/dx by central differences, x F64.
@@ -185,6 +187,41 @@ TEST(TensorBackwardRules, DropoutRecordsItsMask) {
 TEST(TensorBackwardRules, DropoutRefusesAProbabilityOutsideZeroToOne) {
   for (double p : {-0.1, 1.5, std::numeric_limits<double>::quiet_NaN()})
     EXPECT_THROW(dropout(ones({4}, DType::F32), p), ValueError) << p;
+}
+
+// The kernel form's rule against finite differences of the composed attention in F64 through
+// the same mask (kernels::DropoutMask{p, seed}, element index = probs index), on a length
+// that is no multiple of the kernels' 16-wide panels and an odd head size.
+TEST(TensorBackwardRules, ScaledDotProductAttention) {
+  manual_seed(9);
+  const std::int64_t G = 3, L = 19, E = 5;
+  const Tensor q = randn({G, L, E}, DType::F64), k = randn({G, L, E}, DType::F64), v = randn({G, L, E}, DType::F64);
+  const Tensor g = randn({G, L, E}, DType::F64);
+  const Tensor causal = triu(full({L, L}, -std::numeric_limits<double>::infinity(), DType::F64), 1);
+  const auto probs_of = [&](const Tensor& a, const Tensor& b) {
+    return softmax(add(div(matmul(a, b.transpose(-1, -2)), std::sqrt(static_cast<double>(E))), causal), -1);
+  };
+  const std::uint64_t seed = 77;
+  for (double p : {0.0, 0.3}) {
+    const kernels::DropoutMask mask{static_cast<float>(p), seed, 0, 0};
+    std::vector<double> factors(static_cast<std::size_t>(G * L * L));
+    for (std::size_t i = 0; i < factors.size(); ++i) factors[i] = p > 0 ? mask.factor(i) : 1.0;
+    const Tensor factor = from_vector(factors, {G, L, L});
+    const auto attention = [&](const Tensor& a, const Tensor& b, const Tensor& c) {
+      return matmul(mul(probs_of(a, b), factor), c);
+    };
+    const auto f32 = [](const Tensor& t) { return t.to(DType::F32); };
+    const auto grads = scaled_dot_product_attention_backward(f32(g), f32(q), f32(k), f32(v), f32(probs_of(q, k)), p, seed);
+    ASSERT_EQ(grads.size(), 3u);
+    const std::string what = p > 0 ? " (dropout)" : "";
+    expect_close(grads[0], numeric_gradient([&](const Tensor& x) { return attention(x, k, v); }, q, g), 1e-5, "dq" + what);
+    expect_close(grads[1], numeric_gradient([&](const Tensor& x) { return attention(q, x, v); }, k, g), 1e-5, "dk" + what);
+    expect_close(grads[2], numeric_gradient([&](const Tensor& x) { return attention(q, k, x); }, v, g), 1e-5, "dv" + what);
+  }
+  const Tensor x = randn({G, L, E}, DType::F32), probs = softmax(randn({G, L, L}, DType::F32), -1);
+  EXPECT_THROW(scaled_dot_product_attention_backward(x, x, x, x, probs.narrow(2, 0, L - 1), 0.0, seed), ValueError);
+  EXPECT_THROW(scaled_dot_product_attention_backward(x, x.transpose(0, 1), x, x, probs, 0.0, seed), ValueError);
+  EXPECT_THROW(scaled_dot_product_attention_backward(x, x, x, x, probs, 1.0, seed), ValueError);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// The training kernels (src/train/ops.hpp, matmul.hpp) against their plain references on
-// ragged sizes and 1 or 2 threads, and the references (in double) against central finite
-// differences of a scalar loss L = sum(out * G) for a random G on tiny shapes.
+// The training step's own kernels (src/train/model/ops.hpp, matmul.hpp) against their plain
+// references on ragged sizes and 1 or 2 threads, and the references (in double) against central
+// finite differences of a scalar loss L = sum(out * G) for a random G on tiny shapes. Its
+// attention and output head are the kernels' (kernels_attention_train_test.cpp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,7 +13,6 @@
 
 #include "kernels/family/scalar_math.hpp"
 #include "kernels/gemm_bf16.hpp"
-#include "kernels_testing.hpp"
 #include "kernels/infra/thread_pool.hpp"
 #include "kernels/reference/layer_norm.hpp"
 #include "train/model/matmul.hpp"
@@ -94,34 +94,6 @@ TEST_P(TrainOps, EmbeddingMatchesReference) {
   EXPECT_EQ(dwpe, want_dwpe);
 }
 
-TEST_P(TrainOps, HeadCrossEntropyMatchesReference) {
-  // 600 rows: two chunks of the head, the second ragged; V not a multiple of 16.
-  const std::int64_t M = 600, C = 40, V = 517;
-  const auto x = random_values<float>(M * C, 1), w = random_values<float>(V * C, 2, 0.5);
-  auto targets = random_ids(M, V, 3);
-  targets[7] = targets[599] = -1;
-  const float dscale = 1.0f / 598;
-  std::vector<float> losses(M), dx(M * C), want_losses(M), want_dx(M * C);
-  auto dw = random_values<float>(V * C, 4);
-  auto want_dw = dw;
-  std::vector<float> scratch(head_scratch_floats(M, C, V));
-  head_cross_entropy(losses.data(), dx.data(), dw.data(), scratch.data(), x.data(), w.data(), targets.data(), dscale,
-                     M, C, V, Precision::f32);
-  ref::head_cross_entropy(want_losses.data(), want_dx.data(), want_dw.data(), x.data(), w.data(), targets.data(),
-                          dscale, M, C, V);
-  EXPECT_LT(relative_error(losses, want_losses), 1e-5);
-  EXPECT_EQ(losses[7], 0.0f);
-  EXPECT_LT(relative_error(dx, want_dx), 1e-5);
-  EXPECT_LT(relative_error(dw, want_dw), 1e-5);
-  // Loss only: the same losses, nothing written to dw.
-  std::vector<float> eval_losses(M);
-  const auto before = dw;
-  head_cross_entropy(eval_losses.data(), nullptr, nullptr, scratch.data(), x.data(), w.data(), targets.data(), 0, M,
-                     C, V, Precision::f32);
-  EXPECT_EQ(eval_losses, losses);
-  EXPECT_EQ(dw, before);
-}
-
 // At bf16 one call converts dout once for both products: within BF16's rounding of the F32
 // reference (about 1% of the largest value at worst) and not at F32's (the BF16 products ran).
 TEST_P(TrainOps, MatmulBackwardAtBf16IsWithinBf16OfReference) {
@@ -141,31 +113,6 @@ TEST_P(TrainOps, MatmulBackwardAtBf16IsWithinBf16OfReference) {
   }
 }
 
-// At bf16 the head converts w^T and each vocabulary block of w once per call, for every chunk:
-// 600 rows (two chunks, the second ragged) and V = 4200 (blocks of 2048, 2048 and a ragged 104)
-// against the F32 reference, within BF16's rounding (operands off by 2^-9 of themselves, so
-// about 1% of the largest value at worst) and not at F32's (the BF16 products really ran).
-TEST_P(TrainOps, HeadCrossEntropyAtBf16IsWithinBf16OfReference) {
-  if (!kernels::gemm_bf16_available()) GTEST_SKIP() << "no BF16 product on this CPU";
-  const std::int64_t M = 600, C = 40, V = 4200;
-  const auto x = random_values<float>(M * C, 11), w = random_values<float>(V * C, 12, 0.5);
-  auto targets = random_ids(M, V, 13);
-  targets[5] = -1;
-  const float dscale = 1.0f / 599;
-  std::vector<float> losses(M), dx(M * C), dw(V * C), want_losses(M), want_dx(M * C), want_dw(V * C);
-  std::vector<float> scratch(head_scratch_floats(M, C, V));
-  head_cross_entropy(losses.data(), dx.data(), dw.data(), scratch.data(), x.data(), w.data(), targets.data(), dscale,
-                     M, C, V, Precision::bf16);
-  ref::head_cross_entropy(want_losses.data(), want_dx.data(), want_dw.data(), x.data(), w.data(), targets.data(),
-                          dscale, M, C, V);
-  EXPECT_EQ(losses[5], 0.0f);
-  for (const auto& [name, got, want] : {std::tuple{"losses", &losses, &want_losses}, std::tuple{"dx", &dx, &want_dx},
-                                        std::tuple{"dw", &dw, &want_dw}}) {
-    EXPECT_LT(relative_error(*got, *want), 2e-2) << name;
-    EXPECT_GT(relative_error(*got, *want), 1e-4) << name;
-  }
-}
-
 TEST_P(TrainOps, DropoutKeepsAboutOneMinusPAndScales) {
   const std::int64_t n = 100000;
   std::vector<float> x(n, 1.0f);
@@ -180,32 +127,6 @@ TEST_P(TrainOps, DropoutKeepsAboutOneMinusPAndScales) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, TrainOps, ::testing::Values(1, 2));
-
-// Attention on every instruction set: within one of the backward's 64-row blocks, and at
-// lengths past them (its dv and dk gather the blocks' terms) and ragged against them, with head
-// sizes that the transposed products read in place (32, 64) and copy (20).
-using AttentionOnEveryIsa = kernels::test_util::OnEveryIsa;
-
-TEST_P(AttentionOnEveryIsa, MatchesReference) {
-  for (auto [B, T, NH, hd] : {std::tuple{3, 37, 3, 20}, {2, 150, 2, 32}, {1, 130, 3, 20}, {1, 64, 1, 64}})
-    for (float p : {0.0f, 0.3f}) {
-      const std::int64_t C = NH * hd;
-      const DropoutMask dropout{p, 11, 5};
-      const auto qkv = random_values<float>(B * T * 3 * C, 1), dout = random_values<float>(B * T * C, 2);
-      std::vector<float> out(B * T * C), probs(B * NH * T * T), want(B * T * C), want_probs(B * NH * T * T);
-      attention_forward(out.data(), probs.data(), qkv.data(), dropout, B, T, NH, hd);
-      ref::attention_forward(want.data(), want_probs.data(), qkv.data(), dropout, B, T, NH, hd);
-      EXPECT_LT(relative_error(out, want), 1e-5) << "T=" << T << " hd=" << hd << " p=" << p;
-      EXPECT_LT(relative_error(probs, want_probs), 1e-5) << "T=" << T << " hd=" << hd << " p=" << p;
-      std::vector<float> dqkv(B * T * 3 * C), want_dqkv(B * T * 3 * C);
-      attention_backward(dqkv.data(), dout.data(), qkv.data(), probs.data(), dropout, B, T, NH, hd);
-      ref::attention_backward(want_dqkv.data(), dout.data(), qkv.data(), want_probs.data(), dropout, B, T, NH, hd);
-      EXPECT_LT(relative_error(dqkv, want_dqkv), 1e-5) << "T=" << T << " hd=" << hd << " p=" << p;
-    }
-}
-
-INSTANTIATE_TEST_SUITE_P(Sets, AttentionOnEveryIsa, kernels::test_util::every_isa_and_threads(),
-                         kernels::test_util::isa_threads_name);
 
 // ---- references against finite differences, in double ----
 
@@ -282,25 +203,6 @@ TEST(TrainReference, GeluGradient) {  // the scalar rules every GELU kernel shar
   expect_gradient(inp, loss, dinp, "inp");
 }
 
-TEST(TrainReference, AttentionGradient) {
-  for (float p : {0.0f, 0.4f}) {
-    const std::int64_t B = 2, T = 5, NH = 2, hd = 3, C = NH * hd;
-    const DropoutMask dropout{p, 4, 2};
-    auto qkv = random_values<double>(B * T * 3 * C, 1);
-    const auto g = random_values<double>(B * T * C, 2);
-    std::vector<double> probs(B * NH * T * T);
-    const auto loss = [&] {
-      std::vector<double> out(B * T * C);
-      ref::attention_forward(out.data(), probs.data(), qkv.data(), dropout, B, T, NH, hd);
-      return weighted_sum(out, g);
-    };
-    loss();
-    std::vector<double> dqkv(B * T * 3 * C);
-    ref::attention_backward(dqkv.data(), g.data(), qkv.data(), probs.data(), dropout, B, T, NH, hd);
-    expect_gradient(qkv, loss, dqkv, p > 0 ? "qkv (dropout)" : "qkv");
-  }
-}
-
 TEST(TrainReference, EmbeddingGradients) {
   const std::int64_t B = 2, T = 3, C = 4, V = 5;
   const std::vector<std::int32_t> ids{1, 3, 1, 0, 1, 4};
@@ -315,24 +217,6 @@ TEST(TrainReference, EmbeddingGradients) {
   ref::embedding_backward(dwte.data(), dwpe.data(), g.data(), ids.data(), B, T, C);
   expect_gradient(wte, loss, dwte, "wte");
   expect_gradient(wpe, loss, dwpe, "wpe");
-}
-
-TEST(TrainReference, HeadCrossEntropyGradients) {
-  const std::int64_t M = 4, C = 3, V = 6;
-  auto x = random_values<double>(M * C, 1), w = random_values<double>(V * C, 2);
-  const std::vector<std::int32_t> targets{2, -1, 5, 0};
-  const double dscale = 1.0 / 3;  // the mean over the three counted rows
-  const auto loss = [&] {
-    std::vector<double> losses(M);
-    ref::head_cross_entropy<double>(losses.data(), nullptr, nullptr, x.data(), w.data(), targets.data(), 0, M, C, V);
-    double s = 0;
-    for (double l : losses) s += l;
-    return s * dscale;
-  };
-  std::vector<double> losses(M), dx(M * C), dw(V * C);
-  ref::head_cross_entropy(losses.data(), dx.data(), dw.data(), x.data(), w.data(), targets.data(), dscale, M, C, V);
-  expect_gradient(x, loss, dx, "x");
-  expect_gradient(w, loss, dw, "w");
 }
 
 }  // namespace

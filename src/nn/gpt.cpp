@@ -72,21 +72,18 @@ Tensor CausalSelfAttention::forward(const Tensor& x, KVCache* cache, std::size_t
     cache->append(*cached, stored.data<float>() + C, stored.data<float>() + 2 * C, 3 * C, T);
   }
   Tensor y;  // (B, heads, T, D)
-  if (past == 0 && !dropping) {
-    y = scaled_dot_product_attention(q, k, v, /*is_causal=*/true);
+  // Dropout on the attention weights (training) is scaled_dot_product_attention's own: in F32
+  // with no cached positions, on the training step's attention kernels (kernels/attention_train.hpp).
+  const double attention_dropout = dropping ? dropout_ : 0.0;
+  if (past == 0) {
+    y = scaled_dot_product_attention(q, k, v, /*is_causal=*/true, Tensor(), std::nullopt, attention_dropout);
   } else if (T == 1 && !dropping) {
     y = scaled_dot_product_attention(q, k, v);  // one new position sees every cached one
   } else {
     // Row t (position past + t) sees keys s <= past + t.
     const Tensor rows = arange(T, DType::I64).unsqueeze(1) + past, cols = arange(past + T, DType::I64).unsqueeze(0);
     const Tensor allowed = le(cols, rows);  // (T, past + T)
-    if (dropping) {
-      // Dropout on the attention weights needs them: the composed form.
-      const Tensor scores = matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(D));
-      y = matmul(dropout(softmax(masked_fill(scores, eq(allowed, false), -INFINITY), -1), dropout_, true), v);
-    } else {
-      y = scaled_dot_product_attention(q, k, v, false, allowed);
-    }
+    y = scaled_dot_product_attention(q, k, v, false, allowed, std::nullopt, attention_dropout);
   }
   return residual_dropout_->forward(proj->forward(y.transpose(1, 2).reshape({B, T, C})));
 }

@@ -1,14 +1,19 @@
 // scaled_dot_product_attention: softmax(scale q k^T + mask) v, as torch.nn.functional's.
-// F32 causal self-attention with the default scale runs on the kernels' causal_attention
-// (threaded over batch x heads); everything else is composed of matmul and softmax. The
-// backward is one node that recomputes the probabilities instead of keeping the (L, S)
-// matrix of every op that made them.
+// F32 causal self-attention with the default scale runs on the kernels (threaded over batch x
+// heads): without a gradient or dropout on the engine's causal_attention, which keeps nothing;
+// otherwise on the training kernels (kernels/attention_train.hpp, the training step's own),
+// whose forward keeps the probabilities and applies dropout to them, and whose backward is the
+// named rule scaled_dot_product_attention_backward. Everything else is composed of matmul and
+// softmax: with dropout as composed ops, without as one node whose backward recomputes the
+// probabilities instead of keeping the (L, S) matrix of every op that made them.
 #include <cmath>
 #include <limits>
 
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "kernels/attention.hpp"
+#include "kernels/attention_train.hpp"
+#include "tensor/backward.hpp"
 #include "tensor/strided.hpp"
 
 namespace kael {
@@ -72,6 +77,54 @@ Tensor causal_kernel(const Tensor& q, const Tensor& k, const Tensor& v, const Sh
   return dense_copy(out.permute({1, 0, 2})).reshape(full);
 }
 
+// t broadcast to full (batch..., L, E) as the training kernels read it: (G, L, E) dense, each of
+// the G batch elements one sequence of one head.
+Tensor sequences(const Tensor& t, const Shape& full, std::int64_t G, std::int64_t L, std::int64_t E) {
+  return dense(t.expand(full).reshape({G, L, E}));
+}
+
+// The kernels' dropout for a draw's seed: p as a float (p == 0: none).
+kernels::DropoutMask attention_dropout(double p, std::uint64_t seed) { return {static_cast<float>(p), seed, 0, 0}; }
+
+// The training kernels' forward: q, k, v (batch..., L, E) F32 -> (batch..., L, E), recording
+// the backward (scaled_dot_product_attention_backward) when one of them wants a gradient. With
+// dropout_p > 0 the mask's seed is one draw of the process-wide generator, so manual_seed makes
+// the mask reproducible; the backward redraws the same mask from it.
+Tensor causal_training_kernel(const Tensor& q, const Tensor& k, const Tensor& v, const Shape& batch, double dropout_p) {
+  const std::int64_t L = q.shape()[q.shape().size() - 2], E = q.shape().back();
+  const std::int64_t G = shape_numel(batch);
+  Shape full = batch;
+  full.push_back(L);
+  full.push_back(E);
+  const std::uint64_t seed =
+      dropout_p > 0.0
+          ? static_cast<std::uint64_t>(randint(0, std::numeric_limits<std::int64_t>::max(), {}).item<std::int64_t>())
+          : 0;
+  Tensor out = Tensor::empty(DType::F32, {G, L, E}), probs = Tensor::empty(DType::F32, {G, L, L});
+  {
+    const autograd::NoGradGuard no_grad;
+    const Tensor qs = sequences(q.detach(), full, G, L, E), ks = sequences(k.detach(), full, G, L, E),
+                 vs = sequences(v.detach(), full, G, L, E);
+    kernels::causal_attention_forward(out.data<float>(), probs.data<float>(), qs.data<float>(), ks.data<float>(),
+                                      vs.data<float>(), E, attention_dropout(dropout_p, seed), G, L, 1, E);
+  }
+  out = out.reshape(full);
+  if (!autograd::any_requires_grad({&q, &k, &v})) return out;
+  const autograd::SavedTensor sq(q), sk(k), sv(v);
+  const bool gq = q.requires_grad(), gk = k.requires_grad(), gv = v.requires_grad();
+  return autograd::record(kOp, std::move(out), {&q, &k, &v}, [=](const Tensor& g) {  // g (..., L, E)
+    const Tensor& vq = sq.get(kOp);
+    const Tensor& vk = sk.get(kOp);
+    const Tensor& vv = sv.get(kOp);
+    const auto grads = tensor_detail::scaled_dot_product_attention_backward(
+        sequences(g, full, G, L, E), sequences(vq, full, G, L, E), sequences(vk, full, G, L, E),
+        sequences(vv, full, G, L, E), probs, dropout_p, seed);
+    return std::vector<Tensor>{gq ? sum_to(grads[0].reshape(full), vq.shape()) : Tensor(),
+                               gk ? sum_to(grads[1].reshape(full), vk.shape()) : Tensor(),
+                               gv ? sum_to(grads[2].reshape(full), vv.shape()) : Tensor()};
+  });
+}
+
 void check_inputs(const Tensor& q, const Tensor& k, const Tensor& v, bool is_causal, const Tensor& attn_mask) {
   const auto shapes = [&] {
     return str("q ", shape_to_string(q.shape()), ", k ", shape_to_string(k.shape()), ", v ", shape_to_string(v.shape()));
@@ -112,13 +165,18 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                            " does not broadcast to the scores' shape ", shape_to_string(scores)));
   }
   const double s = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(E));
+  // The kernels scale by the float 1 / sqrt(E) and keep s <= t: default scale, L == S only.
+  const bool kernel_fits = q.dtype() == DType::F32 && is_causal && L == S && E == Ev && L > 0 && E > 0 &&
+                           static_cast<float>(s) == 1.0f / std::sqrt(static_cast<float>(E));
+  // The training kernels where a gradient or dropout needs what they keep; their dropout's scale
+  // 1 / (1 - p) is a float, so p must stay below 1 as a float (p == 1 drops everything: composed).
+  if (kernel_fits && static_cast<float>(dropout_p) < 1.0f &&
+      (dropout_p > 0.0 || autograd::any_requires_grad({&q, &k, &v})))
+    return causal_training_kernel(q, k, v, batch, dropout_p);
   const MaskBias mask = mask_bias(attn_mask, is_causal, L, S, q.dtype());
   // With dropout the probabilities themselves are dropped: composed ops, whose gradients follow
   // (the one-node backward below recomputes the probabilities, which a random mask forbids).
   if (dropout_p > 0.0) return matmul(dropout(probabilities(q, k, mask, s), dropout_p), v);
-  // The kernel scales by the float 1 / sqrt(E) and keeps s <= t: default scale, L == S only.
-  const bool kernel_fits = q.dtype() == DType::F32 && is_causal && L == S && E == Ev && L > 0 && E > 0 &&
-                           static_cast<float>(s) == 1.0f / std::sqrt(static_cast<float>(E));
   Tensor out;
   {
     const autograd::NoGradGuard no_grad;
@@ -139,6 +197,31 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                gk ? sum_to(mul(matmul(ds.transpose(-1, -2), vq), s), vk.shape()) : Tensor(),
                                gv ? sum_to(matmul(p.transpose(-1, -2), g), vv.shape()) : Tensor()};
   });
+}
+
+std::vector<Tensor> tensor_detail::scaled_dot_product_attention_backward(const Tensor& g, const Tensor& q,
+                                                                         const Tensor& k, const Tensor& v,
+                                                                         const Tensor& probs, double dropout_p,
+                                                                         std::uint64_t seed) {
+  const auto fits = [&](const Tensor& t, const Shape& shape) {
+    return t.dtype() == DType::F32 && t.is_contiguous() && t.shape() == shape;
+  };
+  const Shape heads = q.shape();
+  if (heads.size() != 3 || !fits(q, heads) || !fits(k, heads) || !fits(v, heads) || !fits(g, heads) ||
+      !fits(probs, {heads[0], heads[1], heads[1]}))
+    throw ValueError(str("scaled_dot_product_attention_backward: needs contiguous F32 g, q, k, v of one shape (G, L, E) "
+                         "and probs (G, L, L), got g ", shape_to_string(g.shape()), ", q ", shape_to_string(q.shape()),
+                         ", k ", shape_to_string(k.shape()), ", v ", shape_to_string(v.shape()), ", probs ",
+                         shape_to_string(probs.shape())));
+  if (!(dropout_p >= 0.0 && static_cast<float>(dropout_p) < 1.0f))
+    throw ValueError(str("scaled_dot_product_attention_backward: dropout_p must be in [0, 1), got ", dropout_p));
+  const std::int64_t G = heads[0], L = heads[1], E = heads[2];
+  Tensor dq = Tensor::empty(DType::F32, heads), dk = Tensor::empty(DType::F32, heads),
+         dv = Tensor::empty(DType::F32, heads);
+  kernels::causal_attention_backward(dq.data<float>(), dk.data<float>(), dv.data<float>(), g.data<float>(),
+                                     q.data<float>(), k.data<float>(), v.data<float>(), E, probs.data<float>(),
+                                     attention_dropout(dropout_p, seed), G, L, 1, E);
+  return {dq, dk, dv};
 }
 
 }  // namespace kael

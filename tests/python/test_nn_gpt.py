@@ -232,3 +232,31 @@ def test_ten_adamw_steps_on_the_gpt_equal_torchs(tmp_path):
             keep = np.r_[0:32, 64:96]
             got, want = got[keep], want[keep]
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-4, err_msg=kael_name)
+
+
+def test_dropout_in_training_is_reproducible_under_manual_seed():
+    """Training mode drops the attention weights (scaled_dot_product_attention's dropout, on the
+    training kernels) and the residual branches: one seed gives one loss and one set of gradients,
+    another seed other ones, and eval mode drops nothing."""
+    kael.manual_seed(5)
+    model = kael.GPT(kael.nn.GptConfig(vocab_size=64, n_layer=2, n_head=3, n_embd=24, n_positions=40, dropout=0.2))
+    ids = kael.tensor(np.random.default_rng(2).integers(0, 64, size=(2, 37)))
+
+    def step(seed):
+        for p in model.parameters():
+            p.zero_grad()
+        kael.manual_seed(seed)
+        loss = F.cross_entropy(model(ids[:, :-1]).flatten(0, 1), ids[:, 1:].flatten())
+        loss.backward()
+        return loss.item(), [p.grad.numpy().copy() for p in model.parameters()]
+    loss, grads = step(1)
+    again, grads_again = step(1)
+    other, _ = step(2)
+    assert loss == again and all(np.array_equal(a, b) for a, b in zip(grads, grads_again))
+    assert other != loss and all(np.isfinite(g).all() for g in grads)
+    model.eval()
+    with kael.no_grad():
+        kael.manual_seed(1)
+        first = model(ids).numpy()
+        kael.manual_seed(2)
+        assert np.array_equal(first, model(ids).numpy())

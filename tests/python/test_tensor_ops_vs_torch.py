@@ -198,14 +198,64 @@ def test_softmax_over_an_empty_dim_as_torch():
         assert kael.log_softmax(kael.zeros(*shape), dim).shape == tuple(t.shape)
 
 
-def test_scaled_dot_product_attention_dropout_is_dropout_of_the_probabilities():
+def causal_probabilities(q, k):
+    """torch's softmax(q k^T / sqrt(E)) with position s hidden from row t < s."""
+    L, E = q.shape[-2], q.shape[-1]
+    hidden = torch.triu(torch.ones(L, L, dtype=torch.bool), 1)
+    return torch.softmax((q @ k.transpose(-1, -2) / np.sqrt(E)).masked_fill(hidden, float("-inf")), -1)
+
+
+def test_scaled_dot_product_attention_dropout_drops_the_probabilities():
+    """Causal F32 attention with dropout runs on the training kernels, whose mask torch cannot draw
+    bit for bit: with v the identity the output is the dropped weights themselves, so the test reads
+    the mask off it (about 1 - p kept, each probability / (1 - p), nothing above the diagonal), checks
+    that manual_seed reproduces it, and holds the forward and every gradient of a second call under
+    the same seed (the same mask) to torch's through that mask."""
+    rng = np.random.default_rng(3)
+    B, H, L, p = 2, 3, 37, 0.3  # E = L: v may be the identity
+    F = kael.nn.functional
+    q_np, k_np = (rng.standard_normal((B, H, L, L)).astype(np.float32) * 0.4 for _ in range(2))
+    eye = np.broadcast_to(np.eye(L, dtype=np.float32), (B, H, L, L)).copy()
+
+    def weights(seed):
+        kael.manual_seed(seed)
+        return F.scaled_dot_product_attention(kael.tensor(q_np), kael.tensor(k_np), kael.tensor(eye), dropout_p=p,
+                                              is_causal=True).numpy()
+    dropped = weights(7)
+    probs = causal_probabilities(torch.tensor(q_np, dtype=torch.float64), torch.tensor(k_np, dtype=torch.float64))
+    probs = probs.numpy()
+    kept, lower = dropped != 0, np.tril(np.ones((L, L), dtype=bool))
+    assert not kept[..., ~lower].any()
+    assert abs(kept[..., lower].mean() - (1 - p)) < 0.03  # 4218 draws: 4 standard deviations
+    np.testing.assert_allclose(dropped[kept], probs[kept] / (1 - p), rtol=1e-5)
+    assert (weights(7) == dropped).all()
+    assert (weights(8) != dropped).any()
+
+    v_np = rng.standard_normal((B, H, L, L)).astype(np.float32)
+    q, k, v = (kael.tensor(x, requires_grad=True) for x in (q_np, k_np, v_np))
+    kael.manual_seed(7)
+    out = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+    g = rng.standard_normal(out.shape).astype(np.float32)
+    (out * kael.tensor(g)).sum().backward()
+    tq, tk, tv = (torch.tensor(x, dtype=torch.float64, requires_grad=True) for x in (q_np, k_np, v_np))
+    want = (causal_probabilities(tq, tk) * torch.tensor(kept / (1 - p))) @ tv
+    close(out.detach().numpy(), want.detach().numpy(), rtol=1e-5)
+    (want * torch.tensor(g, dtype=torch.float64)).sum().backward()
+    for got, leaf in ((q, tq), (k, tk), (v, tv)):
+        expected = leaf.grad.numpy()
+        np.testing.assert_allclose(got.grad.numpy(), expected, rtol=0, atol=1e-5 * np.abs(expected).max())
+
+
+def test_scaled_dot_product_attention_dropout_elsewhere_is_dropout_of_the_probabilities():
+    """Outside the kernel form (here a scale of its own) dropout is F.dropout of the probabilities,
+    drawing from the same generator in the same order."""
     rng = np.random.default_rng(3)
     q, k, v = (kael.tensor(rng.standard_normal((2, 4, 5)).astype(np.float32), requires_grad=True) for _ in range(3))
     F = kael.nn.functional
     kael.manual_seed(7)
-    out = F.scaled_dot_product_attention(q, k, v, dropout_p=0.3, is_causal=True)
+    out = F.scaled_dot_product_attention(q, k, v, dropout_p=0.3, is_causal=True, scale=0.25)
     kael.manual_seed(7)
-    probs = F.softmax((q @ k.transpose(-1, -2)) / np.sqrt(5) + kael.triu(kael.full((4, 4), float("-inf")), 1), -1)
+    probs = F.softmax((q @ k.transpose(-1, -2)) * 0.25 + kael.triu(kael.full((4, 4), float("-inf")), 1), -1)
     want = F.dropout(probs, 0.3) @ v
     close(out.detach().numpy(), want.detach().numpy())
     out.sum().backward()

@@ -305,6 +305,18 @@ def test_scaled_dot_product_attention(case):
     check(attention, pairs, rng)
 
 
+@pytest.mark.parametrize("heads,L,E", [(1, 19, 7), (2, 37, 13), (3, 17, 5), (2, 70, 16)])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_causal_attention_on_the_training_kernels(heads, L, E, layout):
+    """F32 causal self-attention at the default scale with a gradient runs on the training kernels
+    (the forward keeps the probabilities, the backward is scaled_dot_product_attention_backward):
+    lengths no multiple of 16, odd head sizes, 1 to 3 heads, every layout, and k broadcast over
+    the batch."""
+    rng = np.random.default_rng(9)
+    pairs = [Pair((2, heads, L, E), rng, layout), Pair((heads, L, E), rng, layout), Pair((2, heads, L, E), rng)]
+    check(lambda lib, q, k, v: functional(lib).scaled_dot_product_attention(q, k, v, is_causal=True), pairs, rng)
+
+
 # ---- integer and bool ops: exact
 
 

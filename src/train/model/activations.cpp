@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "train/model/ops.hpp"
+#include "kernels/cross_entropy.hpp"
 
 namespace kael::train {
 
@@ -44,7 +44,7 @@ std::int64_t plan_activations(Activations& a, const model::Config& config, std::
   a.d_small = take(M * C);
   a.d_wide = take(M * wide);
   // The head and the matrix products (a packed weight) never run at once: they share the scratch.
-  a.scratch_floats = std::max(head_scratch_floats(M, C, V), C * wide);
+  a.scratch_floats = std::max(kernels::head_scratch_floats(M, C, V), C * wide);
   a.scratch = take(a.scratch_floats);
   return used;
 }

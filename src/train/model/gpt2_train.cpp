@@ -9,6 +9,8 @@
 
 #include "kael/core/error.hpp"
 #include "kael/io/safetensors.hpp"
+#include "kernels/attention_train.hpp"
+#include "kernels/cross_entropy.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/infra/thread_pool.hpp"
 #include "kernels/norm.hpp"
@@ -122,8 +124,9 @@ void TrainableGPT2::Impl::forward(ProfileTimer& timer, const std::int32_t* input
     timer.lap(&TrainProfile::forward_other_ms);
     matmul_forward(a.qkv, acts.scratch, a.ln_1, lw.qkv_weight, lw.qkv_bias, M, C, 3 * C, precision);
     timer.lap(&TrainProfile::forward_matmul_ms);
-    attention_forward(a.attn, a.probs, a.qkv, mask(train, attention_site(l), config.n_head * T * T), B, T, config.n_head,
-                      config.head_dim());
+    kernels::causal_attention_forward(a.attn, a.probs, a.qkv, a.qkv + C, a.qkv + 2 * C, 3 * C,
+                                      mask(train, attention_site(l), config.n_head * T * T), B, T, config.n_head,
+                                      config.head_dim());
     timer.lap(&TrainProfile::forward_attention_ms);
     matmul_forward(acts.branch, acts.scratch, a.attn, lw.attn_proj_weight, lw.attn_proj_bias, M, C, C, precision);
     timer.lap(&TrainProfile::forward_matmul_ms);
@@ -150,9 +153,9 @@ double TrainableGPT2::Impl::head(ProfileTimer& timer, const std::int32_t* target
                                  bool backward, std::int64_t* count) {
   *count = std::count_if(targets, targets + M, [](std::int32_t t) { return t >= 0; });
   const float dscale = *count > 0 ? static_cast<float>(static_cast<double>(loss_scale) / *count) : 0.0f;
-  head_cross_entropy(acts.losses, backward ? acts.d_small : nullptr, backward ? params.grad.head : nullptr,
-                     acts.scratch, acts.ln_f, params.value.head, targets, dscale, M, config.n_embd,
-                     config.vocab_size, precision);
+  kernels::head_cross_entropy(acts.losses, backward ? acts.d_small : nullptr, backward ? params.grad.head : nullptr,
+                              acts.scratch, acts.ln_f, params.value.head, targets, dscale, M, config.n_embd,
+                              config.vocab_size, precision == Precision::bf16);
   timer.lap(&TrainProfile::head_ms);
   double sum = 0;
   for (std::int64_t i = 0; i < M; ++i) sum += acts.losses[i];
@@ -205,8 +208,10 @@ void TrainableGPT2::Impl::backward(ProfileTimer& timer, const std::int32_t* inpu
     matmul_backward(acts.d_small, lg.attn_proj_weight, lg.attn_proj_bias, d_out, a.attn, lw.attn_proj_weight, M, C, C,
                     precision);
     timer.lap(&TrainProfile::backward_matmul_ms);
-    attention_backward(acts.d_wide, acts.d_small, a.qkv, a.probs, mask(true, attention_site(l), config.n_head * T * T), B, T,
-                       config.n_head, config.head_dim());
+    kernels::causal_attention_backward(acts.d_wide, acts.d_wide + C, acts.d_wide + 2 * C, acts.d_small, a.qkv,
+                                       a.qkv + C, a.qkv + 2 * C, 3 * C, a.probs,
+                                       mask(true, attention_site(l), config.n_head * T * T), B, T, config.n_head,
+                                       config.head_dim());
     timer.lap(&TrainProfile::backward_attention_ms);
     matmul_backward(acts.d_small, lg.qkv_weight, lg.qkv_bias, acts.d_wide, a.ln_1, lw.qkv_weight, M, C, 3 * C,
                     precision);
