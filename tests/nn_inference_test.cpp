@@ -4,6 +4,7 @@
 // the copy must follow every change of the weight.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <thread>
 
 #include "kael/nn/generate.hpp"
@@ -20,6 +21,13 @@ std::vector<float> values(const Tensor& t) { return t.to(DType::F32).contiguous(
 void expect_same(const Tensor& got, const Tensor& want) {
   ASSERT_EQ(got.shape(), want.shape());
   EXPECT_EQ(values(got), values(want));
+}
+
+// Within float rounding: a stale packed copy would be off by far more.
+void expect_close(const Tensor& got, const Tensor& want) {
+  ASSERT_EQ(got.shape(), want.shape());
+  const std::vector<float> a = values(got), b = values(want);
+  for (std::size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-5f * (1.0f + std::fabs(b[i]))) << i;
 }
 
 TEST(LinearInference, EqualsTheTensorLibrarysLinearBitForBit) {
@@ -101,7 +109,9 @@ GptConfig small_config() {
   return GptConfig{.vocab_size = 101, .n_positions = 40, .n_layer = 2, .n_head = 3, .n_embd = 48};
 }
 
-TEST(GptInference, LogitsAreTheRecordedForwardsBitForBit) {
+// Attention differs in the last bits: with a gradient it runs the training kernel, which keeps
+// the probabilities for the backward and sums in another order than the decode kernel.
+TEST(GptInference, LogitsAreTheRecordedForwards) {
   manual_seed(8);
   for (const bool tied : {true, false}) {
     GptConfig config = small_config();
@@ -115,7 +125,7 @@ TEST(GptInference, LogitsAreTheRecordedForwardsBitForBit) {
       const Tensor recorded = model.forward(ids);
       EXPECT_TRUE(recorded.requires_grad());
       const autograd::NoGradGuard guard;
-      expect_same(model.forward(ids), recorded.detach());
+      expect_close(model.forward(ids), recorded.detach());
     };
     both();
     {  // the head's copy follows the embedding it is tied to
