@@ -31,8 +31,19 @@ is summed, the bound the N ranks are measured against. Prints tokens/s, the rati
 ranks' steps waited for the gradient sums after the backward (reduce_wait_s), and each rank's
 peak RSS.
 
+With --ab OLD NEW (two kael binaries, no PyTorch): the speed gate between two builds. Per shape and
+precision (both F32 and BF16 unless --precision names one), ROUNDS rounds; each round runs
+`kael finetune` for STEPS steps with OLD and then with NEW (the next round NEW first, and so on), as
+whole short runs one after the other, so that both builds see the same load on the machine in turn.
+Each run's first step is its warm-up and is dropped; the other steps' step_s and cpu_s from
+--log-json are pooled per build over the rounds. Prints per cell each build's median step time
+(wall and CPU), NEW / OLD for both, and whether both are within 1.15x (the bound under which the
+training step may move to a slower path).
+
 Usage: bench/train_speed.py [--kael build/kael] [--threads 2] [--steps 4] [--shapes 4x64,8x256] [--precision f32|bf16]
                             [--ranks N]
+       bench/train_speed.py --ab OLD NEW [--rounds 3] [--steps 4] [--shapes 4x64,8x256] [--precision f32|bf16]
+e.g.   bench/train_speed.py --ab build-old/kael build/kael
 (--steps 2 is the least: the first step is a warm-up. With --steps 2 both shapes take about 7
 minutes on 2 cores.)
 Without --model a seeded GPT-2-small-shape F32 checkpoint is built (scripts/gpt2_reference.py)
@@ -52,6 +63,7 @@ import sys
 import tempfile
 import time
 from cpu_name import cpu_name
+from train_paths import BOUND
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -88,6 +100,7 @@ def kael_figures(stderr: str, log: pathlib.Path, tokens_per_step: int) -> dict:
     parameters, activations = int(memory.group(1)), int(memory.group(2))
     waits = [r["reduce_wait_s"] for r in steps_after_warmup if "reduce_wait_s" in r]
     return dict(step_s=step_s, cpu_s=cpu_s, tokens_per_s=tokens_per_step / step_s, peak_rss=int(memory.group(3)),
+                steps_s=[r["step_s"] for r in steps_after_warmup], cpus_s=[r["cpu_s"] for r in steps_after_warmup],
                 estimate=16 * parameters + activations, parameters=parameters, activations=activations,
                 losses=[r["loss"] for r in records if r["type"] == "step"],
                 reduce_wait_s=statistics.median(waits) if waits else None,
@@ -136,8 +149,8 @@ def data_parallel_comparison(args, model: pathlib.Path, data: pathlib.Path) -> N
     if os.geteuid() == 0:
         launcher.insert(1, "--allow-run-as-root")
     rows = []
-    for shape in args.shapes.split(","):
-        B, T = map(int, shape.split("x"))
+    for B, T in args.shapes:
+        shape = f"{B}x{T}"
         one = kael_run(args.kael, model, data, B, T, args.steps, 1)
         ranks = kael_run(args.kael, model, data, B, T, args.steps, 1, launcher=launcher, ranks=N)
         threads = kael_run(args.kael, model, data, N * B, T, args.steps, N)
@@ -194,19 +207,57 @@ def torch_run(model_dir: pathlib.Path, tokens, B: int, T: int, steps: int, threa
     return dict(step_s=step_s, cpu_s=statistics.median(cpu_times[1:]), tokens_per_s=B * T / step_s, losses=losses)
 
 
-def main() -> None:
+def shape_list(text: str) -> list[tuple[int, int]]:
+    """--shapes: comma-separated B x T, e.g. 4x64,8x256."""
+    shapes = []
+    for shape in text.split(","):
+        B, x, T = shape.partition("x")
+        if not (x and B.isdigit() and T.isdigit() and int(B) > 0 and int(T) > 0):
+            raise argparse.ArgumentTypeError(f"'{shape}' is not BxT with positive whole numbers (e.g. 4x64)")
+        shapes.append((int(B), int(T)))
+    return shapes
+
+
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kael", default=str(ROOT / "build" / "kael"))
+    parser.add_argument("--kael", help="the kael binary (default: build/kael)")
     parser.add_argument("--model", type=pathlib.Path, help="checkpoint directory (default: a seeded GPT-2 small shape)")
     parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path(tempfile.gettempdir()) / "kael-train-bench")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", type=int, default=4, help="optimizer steps per engine and shape (>= 2)")
-    parser.add_argument("--shapes", default="4x64,8x256")
-    parser.add_argument("--precision", choices=("f32", "bf16"), default="f32",
-                        help="bf16: kael bf16 against PyTorch autocast bf16 and PyTorch f32")
+    parser.add_argument("--shapes", type=shape_list, default=shape_list("4x64,8x256"))
+    parser.add_argument("--precision", choices=("f32", "bf16"),
+                        help="bf16: kael bf16 against PyTorch autocast bf16 and PyTorch f32 (default f32; "
+                             "with --ab both unless named)")
     parser.add_argument("--ranks", type=int, default=0,
                         help="data parallel: N ranks x 1 thread against 1 x 1, 1 x N threads and N apart (no PyTorch)")
-    args = parser.parse_args()
+    parser.add_argument("--ab", nargs=2, metavar=("OLD", "NEW"),
+                        help="two kael binaries in turns: median step times, NEW / OLD and the 1.15x gate")
+    parser.add_argument("--rounds", type=int, help="--ab: runs of each build per cell, in turns (default 3)")
+    args = parser.parse_args(argv)
+    if args.steps < 2:
+        parser.error("--steps must be at least 2 (the first step is a warm-up)")
+    if args.threads < 1 or args.ranks < 0:
+        parser.error("--threads must be at least 1 and --ranks at least 0")
+    if args.ab:
+        if args.kael is not None or args.ranks:
+            parser.error("--ab names both binaries and runs no ranks: it takes neither --kael nor --ranks")
+        for binary in args.ab:
+            if not os.access(binary, os.X_OK):
+                parser.error(f"--ab: {binary} is not an executable kael binary")
+        if args.rounds is None:
+            args.rounds = 3
+        if args.rounds < 1:
+            parser.error("--rounds must be at least 1")
+    elif args.rounds is not None:
+        parser.error("--rounds is for --ab only")
+    if args.kael is None:
+        args.kael = str(ROOT / "build" / "kael")
+    return args
+
+
+def main() -> None:
+    args = parse_arguments()
 
     import gpt2_reference
 
@@ -217,26 +268,26 @@ def main() -> None:
         if not (model / "model.safetensors").exists():
             gpt2_reference.make_checkpoint(model, seed=1, init_std=0.02)
     data = corpus_file(args.workdir)
-    tokens = []
-    for ids in [gpt2_reference.gpt2_encoding().encode_ordinary(data.read_bytes().decode("utf-8"))]:
-        tokens += ids + [50256]
-
-    if args.steps < 2:
-        parser.error("--steps must be at least 2 (the first step is a warm-up)")
 
     print(f"CPU: {cpu_name()}, {os.cpu_count()} logical CPUs; threads {args.threads}; "
           f"load average {os.getloadavg()[0]:.2f} at the start")
     print(f"settings: AdamW lr {LR}, betas {BETAS}, eps {EPS}, weight decay {WEIGHT_DECAY} (2-D only), "
           f"grad clip {GRAD_CLIP}, dropout 0, {args.steps} steps (median after the first)")
+    if args.ab:
+        print_ab_table(args, ab_comparison(args, model, data))
+        return
     if args.ranks:
         data_parallel_comparison(args, model, data)
         return
+    tokens = []
+    for ids in [gpt2_reference.gpt2_encoding().encode_ordinary(data.read_bytes().decode("utf-8"))]:
+        tokens += ids + [50256]
     if args.precision == "bf16":
         bf16_comparison(args, model, data, tokens)
         return
     rows = []
-    for shape in args.shapes.split(","):
-        B, T = map(int, shape.split("x"))
+    for B, T in args.shapes:
+        shape = f"{B}x{T}"
         k = kael_run(args.kael, model, data, B, T, args.steps, args.threads)
         t = torch_run(model, tokens, B, T, args.steps, args.threads)
         rows.append((shape, k, t))
@@ -292,8 +343,8 @@ def print_fma_bound(args, rows) -> None:
 def bf16_comparison(args, model: pathlib.Path, data: pathlib.Path, tokens) -> None:
     """--precision bf16: per shape kael bf16, PyTorch autocast bf16 and PyTorch f32, one table."""
     rows = []
-    for shape in args.shapes.split(","):
-        B, T = map(int, shape.split("x"))
+    for B, T in args.shapes:
+        shape = f"{B}x{T}"
         k = kael_run(args.kael, model, data, B, T, args.steps, args.threads, precision="bf16")
         a = torch_run(model, tokens, B, T, args.steps, args.threads, autocast=True)
         f = torch_run(model, tokens, B, T, args.steps, args.threads)
@@ -311,6 +362,46 @@ def bf16_comparison(args, model: pathlib.Path, data: pathlib.Path, tokens) -> No
                   f"| {r['step_s'] / k['step_s']:.2f}x | {r['cpu_s'] / k['cpu_s']:.2f}x |")
     print()
     print(f"kael peak RSS {k['peak_rss'] / 1e6:.0f} MB at {rows[-1][0]}; load average {os.getloadavg()[0]:.2f} at the end")
+
+
+def ab_comparison(args, model: pathlib.Path, data: pathlib.Path) -> list[tuple]:
+    """--ab OLD NEW: per shape and precision, ROUNDS rounds of one run of each build, the order
+    swapped each round; each build's steps after each run's warm-up, pooled over the rounds."""
+    precisions = [args.precision] if args.precision else ["f32", "bf16"]
+    rows = []
+    for precision in precisions:
+        for B, T in args.shapes:
+            # By position, not by path: the same binary twice is the method's own check (ratio near 1).
+            pooled = [dict(steps_s=[], cpus_s=[]), dict(steps_s=[], cpus_s=[])]
+            for r in range(args.rounds):
+                for which in ((0, 1) if r % 2 == 0 else (1, 0)):
+                    run = kael_run(args.ab[which], model, data, B, T, args.steps, args.threads, precision=precision)
+                    pooled[which]["steps_s"] += run["steps_s"]
+                    pooled[which]["cpus_s"] += run["cpus_s"]
+            medians = [(statistics.median(p["steps_s"]), statistics.median(p["cpus_s"])) for p in pooled]
+            steps = len(pooled[0]["steps_s"])
+            rows.append((f"{B}x{T}", precision, *medians, steps))
+            print(f"{B}x{T} {precision}: {steps} timed steps of each; load average {os.getloadavg()[0]:.2f}",
+                  flush=True)
+    return rows
+
+
+def print_ab_table(args, rows: list[tuple]) -> None:
+    """One Markdown row per cell: (shape, precision, (OLD wall, OLD CPU), (NEW wall, NEW CPU), steps)."""
+    old, new = args.ab
+    print()
+    print(f"OLD = {old}, NEW = {new}; {args.rounds} rounds of {args.steps} steps each, in turns, {args.threads} threads")
+    print("| B x T | precision | OLD s/step | NEW s/step | NEW / OLD (wall) | OLD CPU-s/step | NEW CPU-s/step "
+          f"| NEW / OLD (CPU time) | within {BOUND}x | timed steps of each |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for shape, precision, (old_s, old_cpu), (new_s, new_cpu), steps in rows:
+        wall, cpu = new_s / old_s, new_cpu / old_cpu
+        within = "yes" if max(wall, cpu) <= BOUND else "no"
+        print(f"| {shape} | {precision} | {old_s:.3f} | {new_s:.3f} | {wall:.2f}x | {old_cpu:.2f} | {new_cpu:.2f} "
+              f"| {cpu:.2f}x | {within} | {steps} |")
+    print()
+    print(f"medians over the timed steps (each run's first step dropped); within {BOUND}x: both ratios at most "
+          f"{BOUND}; load average {os.getloadavg()[0]:.2f} at the end")
 
 
 if __name__ == "__main__":
