@@ -22,5 +22,6 @@ void init_text(pybind11::module_& m);
 void init_model(pybind11::module_& m);
 void init_train(pybind11::module_& m);
 void init_finetune(pybind11::module_& m);
+void init_cuda(pybind11::module_& m);  // kael._kael._cuda (cuda.cpp)
 
 }  // namespace kael::python
