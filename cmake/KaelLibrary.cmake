@@ -8,6 +8,9 @@ include(CMakePackageConfigHelpers)
 # Libraries the layer objects need when linked. Header-only dependencies (nlohmann_json) need
 # nothing here: only kael/core/json.hpp includes one, and kael/kael.hpp does not include it. A layer that uses a compiled library adds it here.
 set(KAEL_LINK_DEPS Threads::Threads)
+if(KAEL_WITH_CUDA)
+  list(APPEND KAEL_LINK_DEPS CUDA::cudart_static)
+endif()
 if(KAEL_WITH_MPI)  # by path, so a consumer of libkael.a needs no FindMPI (nor a C compiler) of its own
   list(APPEND KAEL_LINK_DEPS ${MPI_C_LIBRARIES})
 endif()
@@ -47,7 +50,9 @@ add_library(kael::kael ALIAS kael_shared)  # what examples/ links, in the tree a
 # --- install: cmake --install build --prefix P ---
 install(TARGETS kael_static kael_shared EXPORT kaelTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(TARGETS kael_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(TARGET kael_cli)
+  install(TARGETS kael_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 install(DIRECTORY ${KAEL_BUNDLED_MODEL_SOURCE_DIR} DESTINATION ${KAEL_BUNDLED_MODEL_INSTALL_DIR})  # kael finds it there
 # The public headers: include/kael only (src/ holds the private ones), and the generated version.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/kael DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
@@ -69,5 +74,8 @@ set(KAEL_PC_LIBS_PRIVATE "-pthread")
 foreach(library IN LISTS MPI_C_LIBRARIES)
   string(APPEND KAEL_PC_LIBS_PRIVATE " ${library}")
 endforeach()
+if(KAEL_WITH_CUDA)  # the CUDA runtime, linked statically, and what it needs
+  string(APPEND KAEL_PC_LIBS_PRIVATE " ${CUDAToolkit_LIBRARY_DIR}/libcudart_static.a -ldl -lrt")
+endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/kael.pc.in ${PROJECT_BINARY_DIR}/kael.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/kael.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

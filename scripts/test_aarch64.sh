@@ -30,8 +30,9 @@ if ((${#missing[@]})); then
 fi
 
 echo "== aarch64 cross build (Release) and the C++ tests under qemu-aarch64"
+# -DKAEL_CUDA=OFF: nvcc here builds for this machine, not for ARM64.
 cmake -S . -B build-aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release \
-      -DKAEL_BUILD_BENCH=OFF ${CMAKE_CXX_COMPILER_LAUNCHER:+-DCMAKE_CXX_COMPILER_LAUNCHER=$CMAKE_CXX_COMPILER_LAUNCHER} >/dev/null
+      -DKAEL_BUILD_BENCH=OFF -DKAEL_CUDA=OFF ${CMAKE_CXX_COMPILER_LAUNCHER:+-DCMAKE_CXX_COMPILER_LAUNCHER=$CMAKE_CXX_COMPILER_LAUNCHER} >/dev/null
 cmake --build build-aarch64 -j "$JOBS"
 # ctest runs every test through CMAKE_CROSSCOMPILING_EMULATOR (the toolchain file).
 ctest --test-dir build-aarch64 --output-on-failure -j "$JOBS"

@@ -31,6 +31,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kael/core/cuda.hpp"
 #include "kael/core/error.hpp"
 #include "kael/generate/generator.hpp"
 #include "kael/model/gpt2.hpp"
@@ -74,13 +75,13 @@ struct LoadOptions {
   // Compute threads, the calling thread included. They are shared by the whole process (the
   // last load that sets them wins); 0 leaves the current setting (default: one per physical core).
   int threads = 0;
-  std::string device = "cpu";  // the only device of this build; see require_device
+  std::string device = "cpu";  // the engine's only device; see require_device
   bool mmap = true;            // map model.safetensors and use F32 weights in place where that saves memory
 };
 
-// Error unless this build can run on `device`: only "cpu" exists (a "cuda" request gets a
-// message saying the build runs on the CPU only; a name that is no device is a ValueError).
-// The same check as parse_device (core/device.hpp).
+// Error unless the engine can run on `device`: it runs on the CPU only (a "cuda" request is an
+// Error naming why this machine cannot use the device, parse_device's check in core/device.hpp,
+// or else saying the engine runs on the CPU; a name that is no device is a ValueError).
 void require_device(std::string_view device);
 
 class Session;

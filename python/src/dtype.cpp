@@ -148,7 +148,7 @@ void init_dtype(py::module_& m) {
   }
   for (const auto& entry : kTorchNames) m.attr(entry.name) = dtype_object(entry.dtype);
 
-  py::class_<Device>(m, "device", "Where a tensor's values live: kael.device('cpu'). This build has only the CPU.")
+  py::class_<Device>(m, "device", "Where a tensor's values live: kael.device('cpu'), kael.device('cuda:0') (kael.cuda says which are usable).")
       .def(py::init([](const std::string& name) { return parse_device(name); }), "name"_a)
       .def_property_readonly("type", [](const Device& d) { return d.type == Device::Type::cpu ? "cpu" : "cuda"; })
       .def_property_readonly("index", [](const Device& d) -> py::object {

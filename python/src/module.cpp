@@ -22,5 +22,6 @@ PYBIND11_MODULE(_kael, m) {
   m.attr("__version__") = kael::version();
   kael::python::init_train(m);
   kael::python::init_finetune(m);
+  kael::python::init_cuda(m);
   kael::python::guard_construction(m);
 }

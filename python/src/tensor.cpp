@@ -109,6 +109,7 @@ Tensor from_numpy(const py::array& array) {
 
 // The values of a floating or integer tensor as a nested Python list.
 py::object to_list(const Tensor& t) {
+  if (t.device().type != Device::Type::cpu) return to_list(t.detach().cpu());  // one copy to the host
   if (t.dim() == 0) return py::cast(t).attr("item")();
   py::list out;
   for (std::int64_t i = 0; i < t.size(0); ++i) out.append(to_list(t.select(0, i)));
@@ -119,6 +120,7 @@ py::object item(const Tensor& t) {
   if (t.numel() != 1)
     throw ValueError(str("item: a tensor with ", t.numel(), " elements (shape ", shape_to_string(t.shape()),
                          ") has no single value"));
+  if (t.device().type != Device::Type::cpu) return item(t.detach().cpu());
   if (t.dtype() == DType::BOOL) return py::bool_(t.item<bool>());
   if (is_floating(t.dtype())) return py::float_(t.to(DType::F64).item<double>());
   if (t.dtype() == DType::U64) return py::int_(*reinterpret_cast<const std::uint64_t*>(t.contiguous().raw_data()));
@@ -166,7 +168,14 @@ constexpr const char* kRequiresGradNumpy =
     "a tensor that requires grad has no numpy view or buffer (a write through it would bypass autograd); use "
     "tensor.detach().numpy()";
 
-void refuse_if_requires_grad(const Tensor& t) {
+// torch's rule and words for a tensor on a device: NumPy reads host memory only.
+std::string device_numpy_message(const Tensor& t) {
+  return str("can't convert ", t.device().str(), " device type tensor to numpy. Use Tensor.cpu() to copy the tensor to "
+             "host memory first.");
+}
+
+void refuse_numpy_unless_host_values(const Tensor& t) {
+  if (t.device().type != Device::Type::cpu) throw TypeError(device_numpy_message(t));
   if (t.requires_grad()) throw TypeError(kRequiresGradNumpy);
 }
 
@@ -177,11 +186,19 @@ getbufferproc pybind11_getbuffer_slot = nullptr;
 
 int tensor_getbuffer(PyObject* self, Py_buffer* view, int flags) {
   bool requires_grad = false;
+  std::string on_device;  // the refusal for a tensor that is not on the CPU
   try {
-    requires_grad = py::handle(self).cast<const Tensor&>().requires_grad();
+    const Tensor& t = py::handle(self).cast<const Tensor&>();
+    requires_grad = t.requires_grad();
+    if (t.device().type != Device::Type::cpu) on_device = device_numpy_message(t);
   } catch (...) {
     view->obj = nullptr;
     PyErr_SetString(PyExc_BufferError, "kael.Tensor: no buffer for this object");
+    return -1;
+  }
+  if (!on_device.empty()) {
+    view->obj = nullptr;
+    PyErr_SetString(PyExc_BufferError, on_device.c_str());
     return -1;
   }
   if (requires_grad) {
@@ -289,14 +306,14 @@ it is refused (use t.detach()).)doc");
           "numpy",
           [](py::object self) -> py::object {
             const Tensor& t = self.cast<const Tensor&>();
-            refuse_if_requires_grad(t);
+            refuse_numpy_unless_host_values(t);
             if (t.dtype() == DType::BF16) return numpy_module().attr("array")(py::cast(t.to(DType::F32)), "copy"_a = true);
             return numpy_module().attr("asarray")(self);
           },
           "A numpy array sharing the memory (BF16: a float32 copy, numpy has no bfloat16).")
       .def("__array__",
            [](py::object self, py::object dtype, py::object copy) {
-             refuse_if_requires_grad(self.cast<const Tensor&>());
+             refuse_numpy_unless_host_values(self.cast<const Tensor&>());
              py::object view = numpy_module().attr("asarray")(py::memoryview(self));
              if (!dtype.is_none()) view = view.attr("astype")(dtype, "copy"_a = false);
              if (!copy.is_none() && copy.cast<bool>()) view = view.attr("copy")();
@@ -321,7 +338,7 @@ it is refused (use t.detach()).)doc");
             }
             if (!device.is_none()) out = out.to(device_arg(device));
             if (!dtype.is_none()) out = out.to(dtype_arg(dtype, t.dtype()));
-            if (copy && out.raw_data() == t.raw_data()) out = out.clone();
+            if (copy && out.device_raw_data() == t.device_raw_data()) out = out.clone();
             return out;
           },
           "device_or_dtype"_a = py::none(), "dtype"_a = py::none(), py::kw_only(), "device"_a = py::none(),
@@ -329,6 +346,12 @@ it is refused (use t.detach()).)doc");
           "t.to(kael.float64), t.to('cpu'), t.to('cpu', kael.float64), t.to(device=..., dtype=...); the tensor itself "
           "when nothing changes.")
       .def("cpu", &Tensor::cpu)
+      .def(
+          "cuda",
+          [](const Tensor& t, const py::object& device) {
+            return t.to(device.is_none() ? Device{Device::Type::cuda, 0} : device_arg(device));
+          },
+          "device"_a = py::none(), "A copy on a CUDA device (cuda:0 by default), as torch's Tensor.cuda().")
       .def("float", [](const Tensor& t) { return converted(t, DType::F32); })
       .def("double", [](const Tensor& t) { return converted(t, DType::F64); })
       .def("half", [](const Tensor& t) { return converted(t, DType::F16); })
@@ -364,8 +387,9 @@ it is refused (use t.detach()).)doc");
   m.def(
       "tensor",
       [](const py::object& data, const py::object& dtype, const py::object& device, bool requires_grad) {
-        Tensor t = new_tensor(data, dtype, requires_grad);
-        if (!device.is_none()) check_device_available(device_arg(device));
+        if (device.is_none()) return new_tensor(data, dtype, requires_grad);
+        Tensor t = new_tensor(data, dtype, false).to(device_arg(device));
+        if (requires_grad) t.requires_grad_(true);
         return t;
       },
       "data"_a, "dtype"_a = py::none(), "device"_a = py::none(), "requires_grad"_a = false,

@@ -15,6 +15,7 @@ namespace {
 // The keyword arguments creation functions share, as torch.zeros(..., dtype=, device=, requires_grad=).
 struct CreationOptions {
   std::optional<DType> dtype;
+  std::optional<Device> device;  // made on the CPU, then copied there
   bool requires_grad = false;
 };
 
@@ -24,13 +25,14 @@ CreationOptions creation_options(const py::kwargs& kwargs, const char* op) {
     const auto name = key.cast<std::string>();
     if (name == "dtype") options.dtype = optional_dtype_arg(value);
     else if (name == "requires_grad") options.requires_grad = value.cast<bool>();
-    else if (name == "device") { if (!value.is_none()) check_device_available(device_arg(value)); }
+    else if (name == "device") { if (!value.is_none()) options.device = device_arg(value); }
     else throw TypeError(str(op, "() got an unexpected keyword argument '", name, "'"));
   }
   return options;
 }
 
 Tensor finish(Tensor t, const CreationOptions& options) {
+  if (options.device) t = t.to(*options.device);
   if (options.requires_grad) t.requires_grad_(true);
   return t;
 }
@@ -58,7 +60,8 @@ Scalar number(const py::handle& object, const std::string& what) {
 }
 
 Tensor like_with(const Tensor& like, const py::kwargs& kwargs, const char* op, Tensor (*make)(Shape, DType)) {
-  const auto options = creation_options(kwargs, op);
+  auto options = creation_options(kwargs, op);
+  if (!options.device) options.device = like.device();  // torch's *_like: the device of `like`
   return finish(make(like.shape(), options.dtype.value_or(like.dtype())), options);
 }
 
@@ -98,7 +101,8 @@ void init_tensor_creation(py::module_& m) {
   m.def(
       "full_like",
       [](const Tensor& t, const py::object& fill_value, const py::kwargs& kwargs) {
-        const auto options = creation_options(kwargs, "full_like");
+        auto options = creation_options(kwargs, "full_like");
+        if (!options.device) options.device = t.device();
         return finish(full(t.shape(), number(fill_value, "full_like: fill_value"), options.dtype.value_or(t.dtype())), options);
       },
       "input"_a, "fill_value"_a);

@@ -68,10 +68,9 @@ std::vector<int> dim_list(const py::object& value, const std::string& what) {
   return out;
 }
 
-// The options of a new_* constructor: dtype and requires_grad; device checked.
+// The options of a new_* constructor: dtype, device (self's by default, as torch) and requires_grad.
 Tensor new_like(const Tensor& self, Tensor made, const py::object& dtype, const py::object& device, bool requires_grad) {
-  if (!device.is_none()) check_device_available(device_arg(device));
-  made = made.to(dtype_arg(dtype, self.dtype()));
+  made = made.to(dtype_arg(dtype, self.dtype())).to(device.is_none() ? self.device() : device_arg(device));
   if (requires_grad) made.requires_grad_(true);
   return made;
 }
@@ -152,8 +151,8 @@ void init_tensor_ops(py::module_& m) {
   m.def(
       "randperm",
       [](const py::object& n, const py::object& dtype, const py::object& device, bool requires_grad) {
-        if (!device.is_none()) check_device_available(device_arg(device));
         Tensor t = randperm(int64_arg(n, "randperm: n"), dtype_arg(dtype, DType::I64));
+        if (!device.is_none()) t = t.to(device_arg(device));
         if (requires_grad) t.requires_grad_(true);
         return t;
       },

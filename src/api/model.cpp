@@ -3,7 +3,11 @@
 
 namespace kael {
 
-void require_device(std::string_view device) { check_device_available(parse_device(device)); }
+void require_device(std::string_view device) {
+  const Device parsed = parse_device(device);  // a device this machine cannot use is an Error naming why
+  if (parsed.type != Device::Type::cpu)
+    throw Error(str("device ", parsed.str(), ": kael's models (the engine, nn) run on the CPU only so far"));
+}
 
 Model Model::load(const std::filesystem::path& dir, const LoadOptions& options) {
   require_device(options.device);

@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "core/cuda_runtime.hpp"
 #include "kael/core/error.hpp"
 
 namespace kael {
@@ -30,8 +31,12 @@ Device parse_device(std::string_view name) {
 }
 
 void check_device_available(Device device) {
-  if (device.type != Device::Type::cpu)
-    throw Error(str("device ", device.str(), " is not available: this kael build runs on the CPU only (devices: cpu)"));
+  if (device.type == Device::Type::cuda) cuda_runtime::require_device(device.index);
+}
+
+void check_same_device(std::string_view op, Device a, Device b) {
+  if (a != b)
+    throw ValueError(str(op, ": expected all tensors on the same device, got ", a.str(), " and ", b.str()));
 }
 
 }  // namespace kael

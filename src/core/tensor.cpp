@@ -6,6 +6,7 @@
 #include <new>
 #include <utility>
 
+#include "core/cuda_runtime.hpp"
 #include "core/huge_pages.hpp"
 
 namespace kael {
@@ -141,6 +142,23 @@ Tensor Tensor::allocate(DType dtype, Shape shape, bool zeroed) {
 Tensor Tensor::zeros(DType dtype, Shape shape) { return allocate(dtype, std::move(shape), true); }
 Tensor Tensor::empty(DType dtype, Shape shape) { return allocate(dtype, std::move(shape), false); }
 
+Tensor Tensor::empty(DType dtype, Shape shape, Device device) {
+  if (device.type == Device::Type::cpu) return empty(dtype, std::move(shape));
+  Tensor t;
+  t.numel_ = shape_numel(shape);
+  std::uint64_t bytes;
+  if (!checked_mul(static_cast<std::uint64_t>(t.numel_), dtype_size(dtype), bytes))
+    throw ValueError(str("tensor of shape ", shape_to_string(shape), " is too large"));
+  t.dtype_ = dtype;
+  t.strides_ = contiguous_strides(shape);
+  t.shape_ = std::move(shape);
+  t.owner_ = cuda_runtime::allocate(device.index, bytes);
+  t.data_ = static_cast<std::byte*>(t.owner_.get());
+  t.device_ = device;
+  t.version_ = std::make_shared<std::atomic<std::uint64_t>>(0);
+  return t;
+}
+
 Tensor Tensor::from_bytes(DType dtype, Shape shape, std::span<const std::byte> bytes) {
   Tensor t = zeros(dtype, std::move(shape));
   if (bytes.size() != t.nbytes())
@@ -163,6 +181,12 @@ Tensor Tensor::borrow(DType dtype, Shape shape, std::byte* data, std::shared_ptr
   return t;
 }
 
+Tensor Tensor::borrow(DType dtype, Shape shape, std::byte* data, std::shared_ptr<void> owner, Device device) {
+  Tensor t = borrow(dtype, std::move(shape), data, std::move(owner));
+  t.device_ = device;
+  return t;
+}
+
 std::int64_t Tensor::size(int axis) const {
   if (axis < 0) axis += dim();
   if (axis < 0 || axis >= dim())
@@ -180,8 +204,14 @@ bool Tensor::is_contiguous() const {
 }
 
 std::span<const std::byte> Tensor::bytes() const {
+  check_on_cpu();
   if (!is_contiguous()) throw ValueError("bytes() needs a contiguous tensor; call contiguous() first");
   return {data_, nbytes()};
+}
+
+void Tensor::throw_not_on_cpu() const {
+  throw Error(str("expected a cpu tensor, got one on ", device_.str(),
+                  ": this operation is not implemented on CUDA yet (copy it with .cpu() first)"));
 }
 
 void Tensor::check_type(DType expected) const {
@@ -232,6 +262,7 @@ double element_as_double(DType dtype, const std::byte* p) {
 }  // namespace
 
 double Tensor::value_as_double(std::int64_t flat_index) const {
+  check_on_cpu();
   if (flat_index < 0 || flat_index >= numel_)
     throw IndexError(str("flat index ", flat_index, " out of range for ", numel_, " elements"));
   std::int64_t offset = 0;
@@ -243,6 +274,7 @@ double Tensor::value_as_double(std::int64_t flat_index) const {
 }
 
 Tensor Tensor::packed_copy() const {
+  check_on_cpu();
   Tensor out = empty(dtype_, shape_);
   const auto elem = static_cast<std::int64_t>(element_size());
   if (is_contiguous()) {
@@ -289,6 +321,7 @@ Tensor Tensor::as_strided(Shape shape, std::vector<std::int64_t> strides, std::i
 }
 
 Tensor Tensor::to_f32() const {
+  check_on_cpu();
   Tensor out = zeros(DType::F32, shape_);
   float* dst = reinterpret_cast<float*>(out.data_);
   if (dtype_ == DType::F32 && is_contiguous()) {

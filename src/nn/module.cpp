@@ -116,7 +116,13 @@ void Module::train(bool on) {
   for (auto& [name, child] : children_) child->train(on);
 }
 
-void Module::to(Device device) { check_device_available(device); }
+void Module::to(Device device) {
+  check_device_available(device);
+  // Tensors can live on a CUDA device, the layers' operations cannot yet: refused rather than
+  // leaving the parameters on the CPU behind the caller's back.
+  if (device.type != Device::Type::cpu)
+    throw Error(str("Module.to(", device.str(), "): kael's models run on the CPU only so far"));
+}
 
 void Module::to(std::string_view device) { to(parse_device(device)); }
 

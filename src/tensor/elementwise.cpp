@@ -6,10 +6,12 @@
 
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "kernels/binary_arith.hpp"
 #include "kernels/dispatch/kernel_table.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/family/scalar_math.hpp"
 #include "tensor/backward.hpp"
+#include "tensor/device_elementwise.hpp"
 #include "tensor/parallel.hpp"
 #include "tensor/strided.hpp"
 
@@ -102,6 +104,7 @@ constexpr std::int64_t kGatherBlock = 256;
 template <class F>
 Tensor binary_kernel(const char* op, const Tensor& a, const Tensor& b, DType compute, DType out_dtype, F f,
                      std::int64_t work = 1) {
+  if (on_device(a, b)) refuse_on_device(op, a, b);  // the ops with a device kernel call it before this
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), op);
   Tensor out = Tensor::empty(out_dtype, shape);
   const Tensor* const inputs[2] = {&a, &b};
@@ -242,11 +245,12 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
   const DType dt = promote_types(a.dtype(), b.dtype());
   const double al = alpha.value;
-  Tensor out = al == 1.0 ? binary_kernel("add", a, b, dt, dt, [](auto x, auto y) { return x + y; })
-                         : binary_kernel("add", a, b, dt, dt, [al](auto x, auto y) {
-                             using C = decltype(x);
-                             return static_cast<C>(x + static_cast<C>(al) * y);
-                           });
+  Tensor out = on_device(a, b) ? device_binary("add", kernels::arith::Binary::add, a, b, al)
+               : al == 1.0   ? binary_kernel("add", a, b, dt, dt, [](auto x, auto y) { return kernels::arith::add(x, y); })
+                             : binary_kernel("add", a, b, dt, dt, [al](auto x, auto y) {
+                                 using C = decltype(x);
+                                 return kernels::arith::add_scaled(x, y, static_cast<C>(al));
+                               });
   const Shape sa = a.shape(), sb = b.shape();
   return autograd::record("add", std::move(out), {&a, &b}, [sa, sb, al](const Tensor& g) {
     return std::vector<Tensor>{sum_to(g, sa), sum_to(al == 1.0 ? g : mul(g, al), sb)};
@@ -269,7 +273,8 @@ Tensor sub(const Tensor& a, const Tensor& b, Scalar alpha) {
 
 Tensor mul(const Tensor& a, const Tensor& b) {
   const DType dt = promote_types(a.dtype(), b.dtype());
-  Tensor out = binary_kernel("mul", a, b, dt, dt, [](auto x, auto y) { return x * y; });
+  Tensor out = on_device(a, b) ? device_binary("mul", kernels::arith::Binary::mul, a, b)
+                               : binary_kernel("mul", a, b, dt, dt, [](auto x, auto y) { return kernels::arith::mul(x, y); });
   const bool need = autograd::any_requires_grad({&a, &b});
   if (!need) return out;
   // Each operand is saved only where the other's gradient needs it (as torch): y = x * 2 keeps
@@ -286,7 +291,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 Tensor div(const Tensor& a, const Tensor& b) {
   DType dt = promote_types(a.dtype(), b.dtype());
   if (!is_floating(dt)) dt = DType::F32;  // true division
-  Tensor out = binary_kernel("div", a, b, dt, dt, [](auto x, auto y) { return x / y; });
+  Tensor out = on_device(a, b) ? device_binary("div", kernels::arith::Binary::div, a, b)
+                               : binary_kernel("div", a, b, dt, dt, [](auto x, auto y) { return kernels::arith::div(x, y); });
   if (!autograd::any_requires_grad({&a, &b})) return out;
   const bool ga = a.requires_grad(), gb = b.requires_grad();
   autograd::SavedTensor sa(gb ? a : Tensor()), sb(b);  // a only for b's gradient, as mul

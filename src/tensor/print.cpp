@@ -2,7 +2,9 @@
 #include <cmath>
 #include <iomanip>
 #include <ostream>
+#include <sstream>
 
+#include "core/device_copy.hpp"
 #include "kael/tensor/ops.hpp"
 
 namespace kael {
@@ -43,6 +45,13 @@ void print_dim(std::ostream& out, const Tensor& t, std::size_t dim, std::int64_t
 std::ostream& operator<<(std::ostream& out, const Tensor& t) {
   out << "tensor(";
   if (!t.defined()) return out << "undefined)";
+  if (t.device().type != Device::Type::cpu) {  // the values from a host copy, the device named as torch does
+    std::ostringstream host;
+    host << copy_to_device(t, Device::cpu());
+    const std::string text = host.str();
+    return out << text.substr(7, text.size() - 8) << ", device='" << t.device().str() << "'"
+               << (t.requires_grad() ? ", requires_grad=True" : "") << ')';
+  }
   if (t.dim() == 0) print_value(out, t, 0);
   else print_dim(out, t, 0, 0, t.numel(), t.numel() > kSummaryThreshold, 7);
   out << ", shape=" << shape_to_string(t.shape()) << ", dtype=" << dtype_name(t.dtype());

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <optional>
 
+#include "core/device_copy.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "tensor/strided.hpp"
@@ -319,7 +320,11 @@ Tensor Tensor::to(DType dtype) const {
 
 Tensor Tensor::to(Device device) const {
   check_device_available(device);
-  return *this;
+  if (device == device_) return *this;
+  Tensor out = copy_to_device(*this, device);
+  const Device from = device_;
+  if (!requires_grad() || !autograd::grad_mode_enabled()) return out;
+  return autograd::record("to", std::move(out), {this}, [from](const Tensor& g) { return std::vector<Tensor>{g.to(from)}; });
 }
 
 Tensor Tensor::to(std::string_view device) const { return to(parse_device(device)); }
@@ -329,6 +334,7 @@ T Tensor::item() const {
   if (numel_ != 1)
     throw ValueError(str("item: a tensor with ", numel_, " elements (shape ", shape_to_string(shape_),
                          ") cannot be converted to a scalar"));
+  if (device_.type != Device::Type::cpu) return copy_to_device(*this, Device::cpu()).item<T>();
   if constexpr (std::is_same_v<T, bool>) return load<double>(dtype_, data_) != 0.0;
   else if constexpr (std::is_floating_point_v<T>) return static_cast<T>(load<double>(dtype_, data_));
   else return static_cast<T>(is_floating(dtype_) ? static_cast<std::int64_t>(load<double>(dtype_, data_))
@@ -339,6 +345,7 @@ template <class T>
 std::vector<T> Tensor::to_vector() const {
   if (dtype_of<T>() != dtype_)
     throw TypeError(str("to_vector: the tensor has dtype ", dtype_name(dtype_), ", asked for ", dtype_name(dtype_of<T>())));
+  if (device_.type != Device::Type::cpu) return copy_to_device(*this, Device::cpu()).to_vector<T>();
   const Tensor flat = dense(*this);
   const T* p = reinterpret_cast<const T*>(flat.raw_data());
   return std::vector<T>(p, p + numel_);
@@ -358,6 +365,7 @@ template std::vector<std::uint8_t> Tensor::to_vector<std::uint8_t>() const;
 template <>
 std::vector<bool> Tensor::to_vector<bool>() const {
   if (dtype_ != DType::BOOL) throw TypeError(str("to_vector: the tensor has dtype ", dtype_name(dtype_), ", asked for BOOL"));
+  if (device_.type != Device::Type::cpu) return copy_to_device(*this, Device::cpu()).to_vector<bool>();
   std::vector<bool> out(static_cast<std::size_t>(numel_));
   for (std::int64_t i = 0; i < numel_; ++i) out[static_cast<std::size_t>(i)] = value_as_double(i) != 0.0;
   return out;

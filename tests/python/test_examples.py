@@ -59,7 +59,7 @@ def test_cpp_example_options(cpp_example, gpt2_f16_dir):
     for bad in (["--bogus"], ["--tokens"], ["--tokens", "many"]):
         assert subprocess.run([cpp_example, *bad], capture_output=True).returncode != 0, bad
     cuda = subprocess.run([cpp_example, "--data", gpt2_f16_dir, "--device", "cuda"], capture_output=True, text=True)
-    assert cuda.returncode == 1 and "CPU only" in cuda.stderr and cuda.stdout == ""
+    assert cuda.returncode == 1 and "cuda:0" in cuda.stderr and cuda.stdout == ""
 
 
 def test_python_example_greedy_equals_the_cli(kael, gpt2_f16_dir):
@@ -89,7 +89,7 @@ def test_python_example_benchmark_prints_both_rates(gpt2_f16_dir):
 def test_python_example_errors(gpt2_f16_dir, tmp_path):
     weights = gpt2_f16_dir / "model.safetensors"
     cuda = run_python_example("--weights", weights, "--device", "cuda", check=False)
-    assert cuda.returncode == 1 and b"CPU only" in cuda.stderr
+    assert cuda.returncode == 1 and b"cuda:0" in cuda.stderr
     for bad in (["--bogus"], ["--tokens"]):
         assert run_python_example("--weights", weights, *bad, check=False).returncode == 2
     missing = run_python_example("--weights", tmp_path / "model.safetensors", check=False)

@@ -1,5 +1,5 @@
-// Where a tensor's values live. This build has one backend, the CPU; the device is a real field
-// of every tensor so that another backend can join without changing the API.
+// Where a tensor's values live: the CPU, or a CUDA device in a build with the CUDA backend
+// (kael/core/cuda.hpp).
 #pragma once
 
 #include <string>
@@ -18,9 +18,12 @@ struct Device {
 };
 
 // "cpu", "cuda" or "cuda:N". ValueError for any other name; Error for a device this build
-// cannot use (every CUDA device: the build is CPU-only).
+// cannot use, naming the cause: a CPU-only build, no NVIDIA driver, a driver too old, no GPU, or
+// an index past the last device.
 Device parse_device(std::string_view name);
-// Error unless this build can hold tensors on `device`.
+// Error unless this build, on this machine, can hold tensors on `device`.
 void check_device_available(Device device);
+// ValueError naming both devices unless `a` and `b` are the same: `op` was given tensors on two.
+void check_same_device(std::string_view op, Device a, Device b);
 
 }  // namespace kael

@@ -1,6 +1,11 @@
-// A strided n-dimensional array. Its bytes are either owned (64-byte aligned heap memory)
-// or borrowed from something else, such as a file mapping, through a shared owner that keeps
-// that memory alive as long as any tensor still points into it.
+// A strided n-dimensional array. Its bytes are either owned (64-byte aligned heap memory, or a
+// CUDA device's memory from its caching allocator) or borrowed from something else, such as a
+// file mapping, through a shared owner that keeps that memory alive as long as any tensor still
+// points into it.
+//
+// The CPU's code reaches the bytes only through data<T>(), raw_data(), at(), bytes() and the
+// members that read values: each refuses a tensor that is not on the CPU, so no CPU loop ever
+// reads device memory as host memory. Device code uses device_data<T>() / device_raw_data().
 //
 // Copies of a Tensor are handles to the same values, gradient and history (as libtorch's).
 // The operations, views and autograd declared as members below are defined by the tensor
@@ -42,10 +47,15 @@ class Tensor {
   // A new owned, contiguous tensor whose bytes are not initialized (torch.empty): for outputs
   // that are written in full before they are read.
   static Tensor empty(DType dtype, Shape shape);
+  // The same on `device` (a CUDA device's memory is not initialized; Error if it is not usable).
+  static Tensor empty(DType dtype, Shape shape, Device device);
   // A new owned tensor holding a copy of `bytes` (which must be numel * element size long).
   static Tensor from_bytes(DType dtype, Shape shape, std::span<const std::byte> bytes);
   // A contiguous tensor over `data`, which `owner` keeps alive. No copy is made.
   static Tensor borrow(DType dtype, Shape shape, std::byte* data, std::shared_ptr<void> owner);
+  // The same over memory of `device` (say, from another CUDA library); the caller vouches that
+  // `data` is that device's memory.
+  static Tensor borrow(DType dtype, Shape shape, std::byte* data, std::shared_ptr<void> owner, Device device);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
@@ -61,20 +71,42 @@ class Tensor {
   // True when the bytes belong to someone else (a mapping), false when this tensor allocated them.
   bool is_borrowed() const { return borrowed_; }
 
-  // Pointer to the first element.
-  std::byte* raw_data() { return data_; }
-  const std::byte* raw_data() const { return data_; }
+  // Pointer to the first element, for the CPU's code: an Error for a tensor on another device.
+  std::byte* raw_data() {
+    check_on_cpu();
+    return data_;
+  }
+  const std::byte* raw_data() const {
+    check_on_cpu();
+    return data_;
+  }
+  // Pointer to the first element on whatever device holds it: for device code and copies only.
+  std::byte* device_raw_data() { return data_; }
+  const std::byte* device_raw_data() const { return data_; }
+  template <class T>
+  T* device_data() {
+    check_type(dtype_of<T>());
+    return reinterpret_cast<T*>(data_);
+  }
+  template <class T>
+  const T* device_data() const {
+    check_type(dtype_of<T>());
+    return reinterpret_cast<const T*>(data_);
+  }
   // The elements as a contiguous byte span; throws ValueError if the tensor is a strided view.
   std::span<const std::byte> bytes() const;
 
-  // Typed pointer to the first element; throws TypeError when T is not the dtype.
+  // Typed pointer to the first element, for the CPU's code; throws TypeError when T is not the
+  // dtype, Error for a tensor on another device.
   template <class T>
   T* data() {
+    check_on_cpu();
     check_type(dtype_of<T>());
     return reinterpret_cast<T*>(data_);
   }
   template <class T>
   const T* data() const {
+    check_on_cpu();
     check_type(dtype_of<T>());
     return reinterpret_cast<const T*>(data_);
   }
@@ -82,11 +114,13 @@ class Tensor {
   // Element access by multi-index with bounds checks (IndexError) and a dtype check (TypeError).
   template <class T>
   T& at(std::initializer_list<std::int64_t> index) {
+    check_on_cpu();
     check_type(dtype_of<T>());
     return *reinterpret_cast<T*>(data_ + offset_of(index) * static_cast<std::int64_t>(sizeof(T)));
   }
   template <class T>
   const T& at(std::initializer_list<std::int64_t> index) const {
+    check_on_cpu();
     check_type(dtype_of<T>());
     return *reinterpret_cast<const T*>(data_ + offset_of(index) * static_cast<std::int64_t>(sizeof(T)));
   }
@@ -189,6 +223,10 @@ class Tensor {
  private:
   static Tensor allocate(DType dtype, Shape shape, bool zeroed);
   void check_type(DType expected) const;
+  void check_on_cpu() const {
+    if (device_.type != Device::Type::cpu) throw_not_on_cpu();
+  }
+  [[noreturn]] void throw_not_on_cpu() const;
   std::int64_t offset_of(std::initializer_list<std::int64_t> index) const;
 
   DType dtype_ = DType::F32;

@@ -124,4 +124,6 @@ def generate(model: GPT, prompt: Any, max_new_tokens: int = 60, temperature: flo
 
 
 def cuda_synchronize() -> None:
-    """Waits for a CUDA device to finish; a CPU build has nothing to wait for."""
+    """Waits for the CUDA devices' queued work to finish (kael.cuda.synchronize); returns at once
+    where nothing runs on one."""
+    _kael._cuda.synchronize()

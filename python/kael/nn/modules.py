@@ -219,7 +219,7 @@ class Module:
 
     def to(self, *args: Any, **kwargs: Any) -> Module:
         """module.to(device), to(dtype), to(device, dtype): floating tensors convert to the dtype;
-        this build has only the CPU, so another device is kael.Error."""
+        models run on the CPU only so far, so another device is kael.Error."""
         device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)
         if kwargs:
