@@ -3,8 +3,11 @@
 #include <string>
 
 #include "kael/core/error.hpp"
+#include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "kael/tensor/rnn.hpp"
+#include "tensor/rnn_cells.hpp"
+#include "tensor/strided.hpp"
 
 namespace kael {
 
@@ -48,6 +51,58 @@ Tensor one_step(Cell cell, const Tensor& input, const Tensor& hx, Tensor& cx, co
   Tensor out = step(cell, linear(x, w_ih, b_ih), h, c, w_hh, b_hh);
   if (cx.defined()) cx = unbatched ? c.squeeze(0) : c;
   return unbatched ? out.squeeze(0) : out;
+}
+
+// One LSTM layer's T > 0 steps as one autograd node over its input products gi_all (T, B, 4H):
+// per-step ops would each record a select of gi_all, whose backward writes a zeroed gi_all-sized
+// gradient (O(T^2) per layer), and a hidden product whose weight gradient is summed T times.
+// Here the backward runs the cells' backwards in reverse and takes W_hh's and b_hh's gradients
+// over all steps in one product. Returns (T + 2, B, H): every step's h, then h_n, then c_n.
+Tensor lstm_layer(const Tensor& gi_all, const Tensor& h0, const Tensor& c0, const Tensor& w_hh, const Tensor& b_hh) {
+  using tensor_detail::dense;
+  const std::int64_t T = gi_all.shape()[0], B = gi_all.shape()[1], H = h0.shape()[1];
+  const DType dt = gi_all.dtype();
+  Tensor packed = Tensor::empty(dt, {T + 2, B, H});
+  Tensor gates_all = Tensor::empty(dt, {T, B, 4 * H});  // each step's gates before the nonlinearities
+  Tensor hs = Tensor::empty(dt, {T + 1, B, H}), cs = Tensor::empty(dt, {T + 1, B, H});  // states before each step
+  {
+    autograd::NoGradGuard no_grad;
+    const Tensor gi = gi_all.detach(), w = w_hh.detach(), b = b_hh.defined() ? b_hh.detach() : Tensor();
+    hs.select(0, 0).copy_(h0.detach());
+    cs.select(0, 0).copy_(c0.detach());
+    for (std::int64_t t = 0; t < T; ++t) {
+      Tensor gates = gates_all.select(0, t);
+      gates.copy_(add(gi.select(0, t), linear(hs.select(0, t), w, b)));
+      const auto [h_next, c_next] = lstm_cell_fused(gates, cs.select(0, t));
+      hs.select(0, t + 1).copy_(h_next);
+      cs.select(0, t + 1).copy_(c_next);
+    }
+    packed.narrow(0, 0, T).copy_(hs.narrow(0, 1, T));
+    packed.select(0, T).copy_(hs.select(0, T));
+    packed.select(0, T + 1).copy_(cs.select(0, T));
+  }
+  if (!autograd::any_requires_grad({&gi_all, &h0, &c0, &w_hh, &b_hh})) return packed;
+  const autograd::SavedTensor saved_w(w_hh);
+  const bool has_bias = b_hh.defined();
+  return autograd::record("lstm", std::move(packed), {&gi_all, &h0, &c0, &w_hh, &b_hh},
+                          [saved_w, gates_all, hs, cs, T, B, H, has_bias](const Tensor& g) {
+    const Tensor grad = dense(g), w = saved_w.get("lstm");
+    Tensor d_gates_all = Tensor::empty(grad.dtype(), {T, B, 4 * H});
+    Tensor d_out = Tensor::empty(grad.dtype(), {B, 2 * H});  // [dh' | dc'] of the step
+    Tensor dh = grad.select(0, T), dc = grad.select(0, T + 1);
+    for (std::int64_t t = T - 1; t >= 0; --t) {
+      d_out.narrow(1, 0, H).copy_(add(grad.select(0, t), dh));
+      d_out.narrow(1, H, H).copy_(dc);
+      std::vector<Tensor> d = tensor_detail::lstm_cell_backward(gates_all.select(0, t), cs.select(0, t), d_out);
+      d_gates_all.select(0, t).copy_(d[0]);
+      dh = matmul(d[0], w);
+      dc = d[1];
+    }
+    const Tensor d_rows = d_gates_all.reshape({T * B, 4 * H});
+    Tensor d_w = matmul(d_rows.transpose(0, 1), hs.narrow(0, 0, T).reshape({T * B, H}));
+    Tensor d_b = has_bias ? sum(d_rows, {0}) : Tensor();
+    return std::vector<Tensor>{d_gates_all, dh.contiguous(), dc.contiguous(), d_w, d_b};
+  });
 }
 
 }  // namespace
@@ -121,6 +176,14 @@ RnnResult rnn(std::string_view mode, const Tensor& input, const Tensor& hx, cons
     const Tensor gi_all = linear(x, params[at], b_ih);  // (T, B, G H): every step's input product at once
     Tensor h = h0.select(0, l);
     Tensor c = cell == Cell::lstm ? c0.select(0, l) : Tensor();
+    if (cell == Cell::lstm && T > 0) {
+      const Tensor packed = lstm_layer(gi_all, h, c, params[at + 1], b_hh);
+      x = packed.narrow(0, 0, T);
+      if (dropout > 0.0 && training && l + 1 < num_layers) x = kael::dropout(x, dropout, true);
+      h_last.push_back(packed.select(0, T));
+      c_last.push_back(packed.select(0, T + 1));
+      continue;
+    }
     std::vector<Tensor> outputs;
     outputs.reserve(static_cast<std::size_t>(T));
     for (std::int64_t t = 0; t < T; ++t) {

@@ -8,6 +8,7 @@
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "tensor/parallel.hpp"
+#include "tensor/rnn_cells.hpp"
 #include "tensor/strided.hpp"
 
 namespace kael {
@@ -63,38 +64,6 @@ Tensor lstm_forward(const Tensor& gates, const Tensor& c) {
   return out;
 }
 
-// The gradients of gates and c from that of [h' | c'] (B, 2H).
-std::vector<Tensor> lstm_cell_backward(const Tensor& gates, const Tensor& c, const Tensor& grad) {
-  const std::int64_t B = c.shape()[0], H = c.shape()[1];
-  Tensor d_gates = Tensor::empty(gates.dtype(), gates.shape()), d_c = Tensor::empty(c.dtype(), c.shape());
-  dispatch_floating(gates.dtype(), [&]<class T>() {
-    const T* a = gates.data<T>();
-    const T* cp = c.data<T>();
-    const T* g_out = grad.data<T>();
-    T* da = d_gates.data<T>();
-    T* dc = d_c.data<T>();
-    parallel_range(B, 24 * H, [&](std::int64_t b0, std::int64_t b1) {
-      for (std::int64_t b = b0; b < b1; ++b)
-        for (std::int64_t j = 0; j < H; ++j) {
-          const T* row = a + b * 4 * H;
-          const T i = sigmoid_of(row[j]), f = sigmoid_of(row[H + j]), g = std::tanh(row[2 * H + j]);
-          const T og = sigmoid_of(row[3 * H + j]);
-          const T c_prev = cp[b * H + j];
-          const T tc = std::tanh(f * c_prev + i * g);
-          const T dh = g_out[b * 2 * H + j];
-          const T dcn = g_out[b * 2 * H + H + j] + dh * og * (T(1) - tc * tc);
-          T* drow = da + b * 4 * H;
-          drow[j] = dcn * g * i * (T(1) - i);
-          drow[H + j] = dcn * c_prev * f * (T(1) - f);
-          drow[2 * H + j] = dcn * i * (T(1) - g * g);
-          drow[3 * H + j] = dh * tc * og * (T(1) - og);
-          dc[b * H + j] = dcn * f;
-        }
-    });
-  });
-  return {d_gates, d_c};
-}
-
 // The gradients of gi, gh and h from that of h' (B, H).
 std::vector<Tensor> gru_cell_backward(const Tensor& gi, const Tensor& gh, const Tensor& h, const Tensor& grad) {
   const std::int64_t B = h.shape()[0], H = h.shape()[1];
@@ -134,6 +103,37 @@ std::vector<Tensor> gru_cell_backward(const Tensor& gi, const Tensor& gh, const 
 
 }  // namespace
 
+std::vector<Tensor> tensor_detail::lstm_cell_backward(const Tensor& gates, const Tensor& c, const Tensor& grad) {
+  const std::int64_t B = c.shape()[0], H = c.shape()[1];
+  Tensor d_gates = Tensor::empty(gates.dtype(), gates.shape()), d_c = Tensor::empty(c.dtype(), c.shape());
+  dispatch_floating(gates.dtype(), [&]<class T>() {
+    const T* a = gates.data<T>();
+    const T* cp = c.data<T>();
+    const T* g_out = grad.data<T>();
+    T* da = d_gates.data<T>();
+    T* dc = d_c.data<T>();
+    parallel_range(B, 24 * H, [&](std::int64_t b0, std::int64_t b1) {
+      for (std::int64_t b = b0; b < b1; ++b)
+        for (std::int64_t j = 0; j < H; ++j) {
+          const T* row = a + b * 4 * H;
+          const T i = sigmoid_of(row[j]), f = sigmoid_of(row[H + j]), g = std::tanh(row[2 * H + j]);
+          const T og = sigmoid_of(row[3 * H + j]);
+          const T c_prev = cp[b * H + j];
+          const T tc = std::tanh(f * c_prev + i * g);
+          const T dh = g_out[b * 2 * H + j];
+          const T dcn = g_out[b * 2 * H + H + j] + dh * og * (T(1) - tc * tc);
+          T* drow = da + b * 4 * H;
+          drow[j] = dcn * g * i * (T(1) - i);
+          drow[H + j] = dcn * c_prev * f * (T(1) - f);
+          drow[2 * H + j] = dcn * i * (T(1) - g * g);
+          drow[3 * H + j] = dh * tc * og * (T(1) - og);
+          dc[b * H + j] = dcn * f;
+        }
+    });
+  });
+  return {d_gates, d_c};
+}
+
 std::pair<Tensor, Tensor> lstm_cell_fused(const Tensor& gates, const Tensor& c) {
   check_cell("lstm_cell", gates, 4, c);
   const Tensor a = dense(gates.detach()), cs = dense(c.detach());
@@ -141,7 +141,7 @@ std::pair<Tensor, Tensor> lstm_cell_fused(const Tensor& gates, const Tensor& c) 
   if (autograd::any_requires_grad({&gates, &c})) {
     const autograd::SavedTensor sa(a), sc(cs);
     out = autograd::record("lstm_cell", std::move(out), {&gates, &c}, [sa, sc](const Tensor& g) {
-      return lstm_cell_backward(sa.get("lstm_cell"), sc.get("lstm_cell"), dense(g));
+      return tensor_detail::lstm_cell_backward(sa.get("lstm_cell"), sc.get("lstm_cell"), dense(g));
     });
   }
   const std::int64_t H = c.shape()[1];
