@@ -1,6 +1,7 @@
 // torch.optim.AdamW and Adam on F32 run the training step's AdamW kernel where their arithmetic
 // is its arithmetic: a few steps of the optimizer give kernels::adamw_update's bits, on a size
-// that leaves a ragged tail past every vector width and thread split.
+// that leaves a ragged tail past every vector width and thread split. clip_grad_norm_'s F32
+// 2-norm is the training step's gradient norm (kernels::sum_of_squares).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "kael/optim/adam.hpp"
+#include "kael/optim/clip_grad.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "kernels/training.hpp"
@@ -67,6 +69,15 @@ void expect_kernel_bits(bool decoupled, double weight_decay) {
 TEST(OptimAdamKernel, AdamWStepIsTheKernelsBits) { expect_kernel_bits(true, 0.1); }
 
 TEST(OptimAdamKernel, AdamWithoutDecayIsTheKernelsBits) { expect_kernel_bits(false, 0.0); }
+
+TEST(OptimClipGradKernel, F32TwoNormIsTheTrainingStepsNorm) {
+  constexpr std::int64_t n = 300007;  // several of the kernel's blocks and a ragged tail
+  const std::vector<float> g = random_values(n, 5);
+  Tensor p = from_vector(std::vector<float>(n, 0.0f), {n}).requires_grad_();
+  set_grad(p, g);
+  // One gradient: the norm of the norms is that norm (sqrt(x * x) is x, correctly rounded).
+  EXPECT_EQ(optim::clip_grad_norm_({p}, 1e30), std::sqrt(kernels::sum_of_squares(g.data(), n)));
+}
 
 }  // namespace
 }  // namespace kael
