@@ -1,4 +1,4 @@
-// The training step's own kernels (src/train/model/ops.hpp, matmul.hpp) against their plain
+// The training step's own kernels (src/train/model/ops.hpp, kernels/linear_train.hpp) against their plain
 // references on ragged sizes and 1 or 2 threads, and the references (in double) against central
 // finite differences of a scalar loss L = sum(out * G) for a random G on tiny shapes. Its
 // attention and output head are the kernels' (kernels_attention_train_test.cpp).
@@ -14,8 +14,8 @@
 #include "kernels/family/scalar_math.hpp"
 #include "kernels/gemm_bf16.hpp"
 #include "kernels/infra/thread_pool.hpp"
+#include "kernels/linear_train.hpp"
 #include "kernels/reference/layer_norm.hpp"
-#include "train/model/matmul.hpp"
 #include "train/model/ops.hpp"
 #include "train/model/reference.hpp"
 
@@ -60,7 +60,7 @@ TEST_P(TrainOps, MatmulMatchesReference) {
     const auto inp = random_values<float>(M * K, 1), w = random_values<float>(K * N, 2),
                bias = random_values<float>(N, 3), dout = random_values<float>(M * N, 4);
     std::vector<float> out(M * N), want(M * N), scratch(K * N);
-    matmul_forward(out.data(), scratch.data(), inp.data(), w.data(), bias.data(), M, K, N, Precision::f32);
+    kernels::linear_forward(out.data(), scratch.data(), inp.data(), w.data(), bias.data(), M, K, N, /*bf16=*/false);
     ref::matmul_forward(want.data(), inp.data(), w.data(), bias.data(), M, K, N);
     EXPECT_LT(relative_error(out, want), 1e-5) << M << " " << K << " " << N;
 
@@ -68,7 +68,8 @@ TEST_P(TrainOps, MatmulMatchesReference) {
     std::vector<float> dinp(M * K, 7.0f), want_dinp(M * K);
     auto dw = random_values<float>(K * N, 5), db = random_values<float>(N, 6);
     auto want_dw = dw, want_db = db;
-    matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), M, K, N, Precision::f32);
+    kernels::linear_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), M, K, N,
+                             /*bf16=*/false);
     ref::matmul_backward_input(want_dinp.data(), dout.data(), w.data(), M, K, N);
     ref::matmul_backward_weight(want_dw.data(), want_db.data(), inp.data(), dout.data(), M, K, N);
     EXPECT_LT(relative_error(dinp, want_dinp), 1e-5);
@@ -102,7 +103,8 @@ TEST_P(TrainOps, MatmulBackwardAtBf16IsWithinBf16OfReference) {
     const auto inp = random_values<float>(M * K, 21), w = random_values<float>(K * N, 22),
                dout = random_values<float>(M * N, 23);
     std::vector<float> dinp(M * K), want_dinp(M * K), dw(K * N), want_dw(K * N), db(N), want_db(N);
-    matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), M, K, N, Precision::bf16);
+    kernels::linear_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), M, K, N,
+                             /*bf16=*/true);
     ref::matmul_backward_input(want_dinp.data(), dout.data(), w.data(), M, K, N);
     ref::matmul_backward_weight(want_dw.data(), want_db.data(), inp.data(), dout.data(), M, K, N);
     for (const auto& [name, got, want] : {std::tuple{"dinp", &dinp, &want_dinp}, std::tuple{"dw", &dw, &want_dw}}) {

@@ -23,7 +23,8 @@ struct AdamWScalars {
 // The AdamW update of n elements, operation for operation as torch's single-tensor AdamW (each
 // step rounded to float, no fused multiply-add), so every instruction set gives equal bits:
 //   g = grad grad_scale; p *= decay; m += (1 - beta1) (g - m); v = v beta2 + (1 - beta2) g g;
-//   p += neg_step_size * m / (sqrt(v) / bias_correction2_sqrt + eps).
+//   p += (neg_step_size * m) / (sqrt(v) / bias_correction2_sqrt + eps)   (addcdiv's order).
+// torch.optim.AdamW and Adam on F32 (src/optim/adam.cpp) take it too, where their arithmetic is this.
 void adamw_update(float* param, float* m, float* v, const float* grad, std::int64_t n, const AdamWScalars& s);
 
 // The sum of x[i]^2 (n) in double, in a fixed order whatever the instruction set or the

@@ -1,13 +1,16 @@
 // torch.optim.Adam and AdamW (adam.hpp). One fused pass per parameter; the scalars are rounded
 // to the parameter's dtype where torch's kernels round them, the bias corrections computed in
-// double as torch computes them in Python.
+// double as torch computes them in Python. F32 with decoupled or no decay and the usual
+// beta1 runs the training step's kernel (kernels::adamw_update); the other cases run adam_loop.
 #include "kael/optim/adam.hpp"
 
 #include <cmath>
+#include <type_traits>
 
 #include "kael/core/error.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "kernels/training.hpp"
 #include "optim/checks.hpp"
 
 namespace kael::optim {
@@ -48,10 +51,30 @@ void adam_loop(T* p, const T* g, T* m, T* v, std::int64_t n, const AdamScalars& 
   });
 }
 
+// The kernel's scalars, rounded to float as adam_loop<float> rounds them.
+kernels::AdamWScalars kernel_scalars(const AdamScalars& s) {
+  kernels::AdamWScalars k;
+  k.decay = static_cast<float>(s.decay_factor);
+  k.one_minus_beta1 = static_cast<float>(1.0 - s.beta1);
+  k.beta2 = static_cast<float>(s.beta2);
+  k.one_minus_beta2 = static_cast<float>(1.0 - s.beta2);
+  k.neg_step_size = static_cast<float>(-s.step_size);
+  k.bias_correction2_sqrt = static_cast<float>(s.bias2_sqrt);
+  k.eps = static_cast<float>(s.eps);
+  return k;  // grad_scale 1: the gradient as given
+}
+
 template <class T>
 void adam_update(T* p, const T* g, T* m, T* v, std::int64_t n, const AdamScalars& s) {
   const bool adds_l2 = s.l2 != 0.0;
-  if (1.0 - s.beta1 < 0.5) {  // torch's lerp: from the nearer end
+  const bool lerp_low = 1.0 - s.beta1 < 0.5;  // torch's lerp: from the nearer end
+  // The kernel is the F32 update of decoupled (or no) decay with m lerped from its own end, as the
+  // training step needs it. Adam's L2 adds to the gradient, a lerp with weight >= 0.5 starts from
+  // the gradient's end, and F64 is not a kernel dtype: those keep the loop below.
+  if constexpr (std::is_same_v<T, float>) {
+    if (!adds_l2 && lerp_low) return kernels::adamw_update(p, m, v, g, n, kernel_scalars(s));
+  }
+  if (lerp_low) {
     adds_l2 ? adam_loop<T, true, true>(p, g, m, v, n, s) : adam_loop<T, false, true>(p, g, m, v, n, s);
   } else {
     adds_l2 ? adam_loop<T, true, false>(p, g, m, v, n, s) : adam_loop<T, false, false>(p, g, m, v, n, s);

@@ -1,5 +1,6 @@
 // torch.nn.utils.clip_grad_norm_ (clip_grad.hpp): the per-gradient norms, then the norm of
-// those, as torch takes it; sums in double.
+// those, as torch takes it; sums in double. An F32 gradient's 2-norm is the training step's
+// (kernels::sum_of_squares, in a fixed order whatever the threads and instruction set).
 #include "kael/optim/clip_grad.hpp"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 
 #include "kael/core/error.hpp"
 #include "kael/tensor/autograd.hpp"
+#include "kernels/training.hpp"
 
 namespace kael::optim {
 
@@ -29,10 +31,13 @@ double norm_of(const T* x, std::int64_t n, double p) {
   return std::pow(total, 1.0 / p);
 }
 
-// The norm of one gradient, of any floating dtype.
+// The norm of one gradient, of any floating dtype. The kernel is F32's alone: F64 and the
+// other orders keep norm_of's sequential loop.
 double gradient_norm(const Tensor& g, double p) {
   const Tensor c = g.dtype() == DType::F64 ? g.contiguous() : g.to_f32();
-  return c.dtype() == DType::F64 ? norm_of(c.data<double>(), c.numel(), p) : norm_of(c.data<float>(), c.numel(), p);
+  if (c.dtype() == DType::F64) return norm_of(c.data<double>(), c.numel(), p);
+  if (p == 2.0) return std::sqrt(kernels::sum_of_squares(c.data<float>(), c.numel()));
+  return norm_of(c.data<float>(), c.numel(), p);
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ void adamw_update(float* param, float* m, float* v, const float* grad, std::int6
     mi = V::add(mi, V::mul(V::set1(s.one_minus_beta1), V::sub(g, mi)));
     vi = V::add(V::mul(vi, V::set1(s.beta2)), V::mul(V::mul(V::set1(s.one_minus_beta2), g), g));
     const F denom = V::add(V::div(V::sqrt(vi), V::set1(s.bias_correction2_sqrt)), V::set1(s.eps));
-    const F p = V::add(x, V::mul(V::set1(s.neg_step_size), V::div(mi, denom)));
+    const F p = V::add(x, V::div(V::mul(V::set1(s.neg_step_size), mi), denom));
     V::store(m + i, mi, tail);
     V::store(v + i, vi, tail);
     V::store(param + i, p, tail);

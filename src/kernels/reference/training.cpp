@@ -12,7 +12,7 @@ void adamw_update(float* param, float* m, float* v, const float* grad, std::int6
     const double mi = m[i] + static_cast<double>(s.one_minus_beta1) * (g - m[i]);
     const double vi = v[i] * static_cast<double>(s.beta2) + static_cast<double>(s.one_minus_beta2) * g * g;
     const double denom = std::sqrt(vi) / s.bias_correction2_sqrt + s.eps;
-    param[i] = static_cast<float>(param[i] * static_cast<double>(s.decay) + s.neg_step_size * (mi / denom));
+    param[i] = static_cast<float>(param[i] * static_cast<double>(s.decay) + s.neg_step_size * mi / denom);
     m[i] = static_cast<float>(mi);
     v[i] = static_cast<float>(vi);
   }

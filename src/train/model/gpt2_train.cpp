@@ -12,11 +12,11 @@
 #include "kernels/attention_train.hpp"
 #include "kernels/cross_entropy.hpp"
 #include "kernels/elementwise.hpp"
+#include "kernels/linear_train.hpp"
 #include "kernels/infra/thread_pool.hpp"
 #include "kernels/norm.hpp"
 #include "kernels/training.hpp"
 #include "train/model/activations.hpp"
-#include "train/model/matmul.hpp"
 #include "train/model/ops.hpp"
 #include "train/model/parameters.hpp"
 #include "train/model/profile.hpp"
@@ -113,6 +113,7 @@ void TrainableGPT2::Impl::forward(ProfileTimer& timer, const std::int32_t* input
   const ModelTensors& w = params.value;
   const std::int64_t M = B * T, C = config.n_embd, H = config.mlp_dim();
   const float eps = config.layer_norm_epsilon;
+  const bool bf16 = precision == Precision::bf16;
   embedding_forward(acts.residual[0], inputs, w.wte, w.wpe, B, T, C);
   dropout_apply(acts.residual[0], mask(train, embedding_site(), T * C), M * C);
   timer.lap(&TrainProfile::forward_other_ms);
@@ -122,23 +123,23 @@ void TrainableGPT2::Impl::forward(ProfileTimer& timer, const std::int32_t* input
     const float* x = acts.residual[static_cast<std::size_t>(l)];
     kernels::layer_norm(a.ln_1, a.ln_1_mean, a.ln_1_rstd, x, lw.ln_1_weight, lw.ln_1_bias, M, C, eps);
     timer.lap(&TrainProfile::forward_other_ms);
-    matmul_forward(a.qkv, acts.scratch, a.ln_1, lw.qkv_weight, lw.qkv_bias, M, C, 3 * C, precision);
+    kernels::linear_forward(a.qkv, acts.scratch, a.ln_1, lw.qkv_weight, lw.qkv_bias, M, C, 3 * C, bf16);
     timer.lap(&TrainProfile::forward_matmul_ms);
     kernels::causal_attention_forward(a.attn, a.probs, a.qkv, a.qkv + C, a.qkv + 2 * C, 3 * C,
                                       mask(train, attention_site(l), config.n_head * T * T), B, T, config.n_head,
                                       config.head_dim());
     timer.lap(&TrainProfile::forward_attention_ms);
-    matmul_forward(acts.branch, acts.scratch, a.attn, lw.attn_proj_weight, lw.attn_proj_bias, M, C, C, precision);
+    kernels::linear_forward(acts.branch, acts.scratch, a.attn, lw.attn_proj_weight, lw.attn_proj_bias, M, C, C, bf16);
     timer.lap(&TrainProfile::forward_matmul_ms);
     dropout_apply(acts.branch, mask(train, attn_resid_site(l), T * C), M * C);
     add(a.mid, x, acts.branch, M * C);
     kernels::layer_norm(a.ln_2, a.ln_2_mean, a.ln_2_rstd, a.mid, lw.ln_2_weight, lw.ln_2_bias, M, C, eps);
     timer.lap(&TrainProfile::forward_other_ms);
-    matmul_forward(a.fc, acts.scratch, a.ln_2, lw.fc_weight, lw.fc_bias, M, C, H, precision);
+    kernels::linear_forward(a.fc, acts.scratch, a.ln_2, lw.fc_weight, lw.fc_bias, M, C, H, bf16);
     timer.lap(&TrainProfile::forward_matmul_ms);
     kernels::gelu_new(a.gelu, a.fc, M * H);
     timer.lap(&TrainProfile::forward_other_ms);
-    matmul_forward(acts.branch, acts.scratch, a.gelu, lw.mlp_proj_weight, lw.mlp_proj_bias, M, H, C, precision);
+    kernels::linear_forward(acts.branch, acts.scratch, a.gelu, lw.mlp_proj_weight, lw.mlp_proj_bias, M, H, C, bf16);
     timer.lap(&TrainProfile::forward_matmul_ms);
     dropout_apply(acts.branch, mask(train, mlp_resid_site(l), T * C), M * C);
     float* next = acts.residual[static_cast<std::size_t>(l) + 1];
@@ -166,6 +167,7 @@ void TrainableGPT2::Impl::backward(ProfileTimer& timer, const std::int32_t* inpu
   const ModelTensors& w = params.value;
   const ModelTensors& g = params.grad;
   const std::int64_t M = B * T, C = config.n_embd, H = config.mlp_dim();
+  const bool bf16 = precision == Precision::bf16;
   float* d_res = acts.d_residual;
   // The gradient of a branch's output: d_res through the branch's dropout.
   const auto branch_grad = [&](std::uint64_t site) -> const float* {
@@ -192,12 +194,12 @@ void TrainableGPT2::Impl::backward(ProfileTimer& timer, const std::int32_t* inpu
     // MLP: next = mid + dropout(gelu(ln_2(mid) @ fc) @ proj).
     const float* d_out = branch_grad(mlp_resid_site(l));
     timer.lap(&TrainProfile::backward_other_ms);
-    matmul_backward(acts.d_wide, lg.mlp_proj_weight, lg.mlp_proj_bias, d_out, a.gelu, lw.mlp_proj_weight, M, H, C,
-                    precision);
+    kernels::linear_backward(acts.d_wide, lg.mlp_proj_weight, lg.mlp_proj_bias, d_out, a.gelu, lw.mlp_proj_weight, M,
+                             H, C, bf16);
     timer.lap(&TrainProfile::backward_matmul_ms);
     kernels::gelu_backward(acts.d_wide, a.fc, acts.d_wide, M * H);
     timer.lap(&TrainProfile::backward_other_ms);
-    matmul_backward(acts.d_small, lg.fc_weight, lg.fc_bias, acts.d_wide, a.ln_2, lw.fc_weight, M, C, H, precision);
+    kernels::linear_backward(acts.d_small, lg.fc_weight, lg.fc_bias, acts.d_wide, a.ln_2, lw.fc_weight, M, C, H, bf16);
     timer.lap(&TrainProfile::backward_matmul_ms);
     kernels::layer_norm_backward(d_res, lg.ln_2_weight, lg.ln_2_bias, acts.d_small, a.mid, lw.ln_2_weight, a.ln_2_mean,
                        a.ln_2_rstd, M, C);
@@ -205,16 +207,16 @@ void TrainableGPT2::Impl::backward(ProfileTimer& timer, const std::int32_t* inpu
     // Attention: mid = x + dropout(attention(ln_1(x) @ qkv) @ proj).
     d_out = branch_grad(attn_resid_site(l));
     timer.lap(&TrainProfile::backward_other_ms);
-    matmul_backward(acts.d_small, lg.attn_proj_weight, lg.attn_proj_bias, d_out, a.attn, lw.attn_proj_weight, M, C, C,
-                    precision);
+    kernels::linear_backward(acts.d_small, lg.attn_proj_weight, lg.attn_proj_bias, d_out, a.attn, lw.attn_proj_weight,
+                             M, C, C, bf16);
     timer.lap(&TrainProfile::backward_matmul_ms);
     kernels::causal_attention_backward(acts.d_wide, acts.d_wide + C, acts.d_wide + 2 * C, acts.d_small, a.qkv,
                                        a.qkv + C, a.qkv + 2 * C, 3 * C, a.probs,
                                        mask(true, attention_site(l), config.n_head * T * T), B, T, config.n_head,
                                        config.head_dim());
     timer.lap(&TrainProfile::backward_attention_ms);
-    matmul_backward(acts.d_small, lg.qkv_weight, lg.qkv_bias, acts.d_wide, a.ln_1, lw.qkv_weight, M, C, 3 * C,
-                    precision);
+    kernels::linear_backward(acts.d_small, lg.qkv_weight, lg.qkv_bias, acts.d_wide, a.ln_1, lw.qkv_weight, M, C,
+                             3 * C, bf16);
     timer.lap(&TrainProfile::backward_matmul_ms);
     kernels::layer_norm_backward(d_res, lg.ln_1_weight, lg.ln_1_bias, acts.d_small, acts.residual[static_cast<std::size_t>(l)],
                        lw.ln_1_weight, a.ln_1_mean, a.ln_1_rstd, M, C);

@@ -18,7 +18,7 @@ void adamw_update(float* param, float* m, float* v, const float* grad, std::int6
     m[i] = m[i] + s.one_minus_beta1 * (g - m[i]);
     v[i] = v[i] * s.beta2 + s.one_minus_beta2 * g * g;
     const float denom = std::sqrt(v[i]) / s.bias_correction2_sqrt + s.eps;
-    param[i] = x + s.neg_step_size * (m[i] / denom);
+    param[i] = x + s.neg_step_size * m[i] / denom;  // torch's addcdiv: (value * m) / denom
   }
 }
 
