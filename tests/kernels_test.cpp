@@ -16,6 +16,7 @@
 #include "kernels/attention.hpp"
 #include "kernels/cross_entropy.hpp"
 #include "kernels/elementwise.hpp"
+#include "kernels/embedding.hpp"
 #include "kernels/linear.hpp"
 #include "kernels/norm.hpp"
 #include "kernels/infra/thread_pool.hpp"

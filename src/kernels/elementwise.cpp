@@ -71,14 +71,24 @@ void add_inplace(float* x, const float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
-void embedding(float* out, const std::int32_t* tokens, const float* wte, const float* wpe, std::int64_t T,
-               std::int64_t C, std::int64_t pos0) {
-  for (std::int64_t t = 0; t < T; ++t) {
-    const float* token_row = wte + static_cast<std::int64_t>(tokens[t]) * C;
-    const float* position_row = wpe + (pos0 + t) * C;
-    float* o = out + t * C;
-    for (std::int64_t i = 0; i < C; ++i) o[i] = token_row[i] + position_row[i];
-  }
+namespace {
+
+// Elements per thread of a one-pass element loop: each array streams kMinThreadBytes a thread.
+constexpr std::int64_t kElementGrain = kMinThreadBytes / static_cast<std::int64_t>(sizeof(float));
+
+}  // namespace
+
+void add(float* out, const float* x, const float* y, std::int64_t n) {
+  parallel_for(n, kElementGrain, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t i = first; i < last; ++i) out[i] = x[i] + y[i];
+  });
+}
+
+void dropout(float* x, const DropoutMask& mask, std::int64_t n) {
+  if (!mask.active()) return;
+  parallel_for(n, kElementGrain, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t i = first; i < last; ++i) x[i] *= mask.factor(static_cast<std::uint64_t>(i));
+  });
 }
 
 }  // namespace kael::kernels

@@ -1,7 +1,9 @@
-// Element-wise kernels: GELU (forward and backward), the residual add, and the embedding lookup.
+// Element-wise kernels: GELU (forward and backward), the residual add and dropout's mask.
 #pragma once
 
 #include <cstdint>
+
+#include "kernels/random.hpp"
 
 namespace kael::kernels {
 
@@ -19,20 +21,20 @@ void gelu_erf_rows(float* out, const float* inp, std::int64_t n);
 // dinp (n) = dout * (Phi(x) + x phi(x)), the exact form's derivative, on the calling thread.
 void gelu_erf_backward_rows(float* dinp, const float* inp, const float* dout, std::int64_t n);
 
-// x (n) += y (n): the residual connection.
+// x (n) += y (n): the residual connection, on the calling thread.
 void add_inplace(float* x, const float* y, std::int64_t n);
+// out (n) = x (n) + y (n), one pass over the three on the pool's threads (out may be x): the
+// training step's residual connection.
+void add(float* out, const float* x, const float* y, std::int64_t n);
 
-// out (T, C) = wte[tokens[t]] + wpe[pos0 + t]. wte (vocab, C) and wpe (n_positions, C); the
-// caller has checked every id against the vocabulary and pos0 + T against n_positions.
-void embedding(float* out, const std::int32_t* tokens, const float* wte, const float* wpe, std::int64_t T,
-               std::int64_t C, std::int64_t pos0);
+// x (n) *= mask.factor(i): dropout in place on the pool's threads, forward or backward (the
+// same mask drops the same elements). Nothing to do when the mask is inactive.
+void dropout(float* x, const DropoutMask& mask, std::int64_t n);
 
 namespace ref {
 void gelu_new(float* out, const float* inp, std::int64_t n);
 void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n);  // in double, rounded once
 void add_inplace(float* x, const float* y, std::int64_t n);
-void embedding(float* out, const std::int32_t* tokens, const float* wte, const float* wpe, std::int64_t T,
-               std::int64_t C, std::int64_t pos0);
 void gelu_erf(float* out, const float* inp, std::int64_t n);  // std::erf in double, rounded once
 void gelu_erf_backward(float* dinp, const float* inp, const float* dout, std::int64_t n);
 }  // namespace ref

@@ -14,6 +14,7 @@
 #include "kael/io/safetensors.hpp"
 #include "kernels/amx.hpp"
 #include "kernels/elementwise.hpp"
+#include "kernels/embedding.hpp"
 #include "kernels/gemm.hpp"
 #include "kernels/quant.hpp"
 #include "model/weight_names.hpp"

@@ -7,6 +7,7 @@
 
 #include "kernels/attention.hpp"
 #include "kernels/elementwise.hpp"
+#include "kernels/embedding.hpp"
 #include "kernels/linear.hpp"
 #include "kernels/norm.hpp"
 #include "kernels/family/scalar_math.hpp"

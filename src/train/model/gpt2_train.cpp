@@ -12,13 +12,14 @@
 #include "kernels/attention_train.hpp"
 #include "kernels/cross_entropy.hpp"
 #include "kernels/elementwise.hpp"
+#include "kernels/embedding.hpp"
 #include "kernels/linear_train.hpp"
 #include "kernels/infra/thread_pool.hpp"
 #include "kernels/norm.hpp"
 #include "kernels/training.hpp"
 #include "train/model/activations.hpp"
-#include "train/model/ops.hpp"
 #include "train/model/parameters.hpp"
+#include "train/model/random.hpp"
 #include "train/model/profile.hpp"
 
 namespace kael::train {
@@ -114,8 +115,8 @@ void TrainableGPT2::Impl::forward(ProfileTimer& timer, const std::int32_t* input
   const std::int64_t M = B * T, C = config.n_embd, H = config.mlp_dim();
   const float eps = config.layer_norm_epsilon;
   const bool bf16 = precision == Precision::bf16;
-  embedding_forward(acts.residual[0], inputs, w.wte, w.wpe, B, T, C);
-  dropout_apply(acts.residual[0], mask(train, embedding_site(), T * C), M * C);
+  kernels::embedding_forward(acts.residual[0], inputs, w.wte, w.wpe, B, T, C);
+  kernels::dropout(acts.residual[0], mask(train, embedding_site(), T * C), M * C);
   timer.lap(&TrainProfile::forward_other_ms);
   for (int l = 0; l < config.n_layer; ++l) {
     const LayerTensors& lw = w.layers[static_cast<std::size_t>(l)];
@@ -131,8 +132,8 @@ void TrainableGPT2::Impl::forward(ProfileTimer& timer, const std::int32_t* input
     timer.lap(&TrainProfile::forward_attention_ms);
     kernels::linear_forward(acts.branch, acts.scratch, a.attn, lw.attn_proj_weight, lw.attn_proj_bias, M, C, C, bf16);
     timer.lap(&TrainProfile::forward_matmul_ms);
-    dropout_apply(acts.branch, mask(train, attn_resid_site(l), T * C), M * C);
-    add(a.mid, x, acts.branch, M * C);
+    kernels::dropout(acts.branch, mask(train, attn_resid_site(l), T * C), M * C);
+    kernels::add(a.mid, x, acts.branch, M * C);
     kernels::layer_norm(a.ln_2, a.ln_2_mean, a.ln_2_rstd, a.mid, lw.ln_2_weight, lw.ln_2_bias, M, C, eps);
     timer.lap(&TrainProfile::forward_other_ms);
     kernels::linear_forward(a.fc, acts.scratch, a.ln_2, lw.fc_weight, lw.fc_bias, M, C, H, bf16);
@@ -141,9 +142,9 @@ void TrainableGPT2::Impl::forward(ProfileTimer& timer, const std::int32_t* input
     timer.lap(&TrainProfile::forward_other_ms);
     kernels::linear_forward(acts.branch, acts.scratch, a.gelu, lw.mlp_proj_weight, lw.mlp_proj_bias, M, H, C, bf16);
     timer.lap(&TrainProfile::forward_matmul_ms);
-    dropout_apply(acts.branch, mask(train, mlp_resid_site(l), T * C), M * C);
+    kernels::dropout(acts.branch, mask(train, mlp_resid_site(l), T * C), M * C);
     float* next = acts.residual[static_cast<std::size_t>(l) + 1];
-    add(next, a.mid, acts.branch, M * C);
+    kernels::add(next, a.mid, acts.branch, M * C);
   }
   kernels::layer_norm(acts.ln_f, acts.ln_f_mean, acts.ln_f_rstd, acts.residual.back(), w.ln_f_weight, w.ln_f_bias, M,
                     C, eps);
@@ -174,7 +175,7 @@ void TrainableGPT2::Impl::backward(ProfileTimer& timer, const std::int32_t* inpu
     const DropoutMask m = mask(true, site, T * C);
     if (!m.active()) return d_res;
     std::copy(d_res, d_res + M * C, acts.d_branch);
-    dropout_apply(acts.d_branch, m, M * C);
+    kernels::dropout(acts.d_branch, m, M * C);
     return acts.d_branch;
   };
 
@@ -224,7 +225,7 @@ void TrainableGPT2::Impl::backward(ProfileTimer& timer, const std::int32_t* inpu
     ready(str("transformer.h.", l, "."));
   }
   const float* d_embedding = branch_grad(embedding_site());
-  embedding_backward(keep_embedding_rows ? nullptr : g.wte, g.wpe, d_embedding, inputs, B, T, C);
+  kernels::embedding_backward(keep_embedding_rows ? nullptr : g.wte, g.wpe, d_embedding, inputs, B, T, C);
   kept_rows = keep_embedding_rows ? std::span<const float>(d_embedding, static_cast<std::size_t>(M * C))
                                   : std::span<const float>();
   timer.lap(&TrainProfile::backward_other_ms);
@@ -376,7 +377,7 @@ void TrainableGPT2::add_embedding_rows(std::span<const std::int32_t> inputs, std
     if (id < 0 || id >= impl_->config.vocab_size)
       throw IndexError(str("add_embedding_rows: input id ", id, " is outside the vocabulary of ",
                            impl_->config.vocab_size));
-  if (M > 0) embedding_backward(impl_->params.grad.wte, nullptr, rows.data(), inputs.data(), 1, M, C);
+  if (M > 0) kernels::embedding_backward(impl_->params.grad.wte, nullptr, rows.data(), inputs.data(), 1, M, C);
 }
 
 std::span<float> TrainableGPT2::flat_values() {
