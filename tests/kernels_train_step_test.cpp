@@ -130,6 +130,14 @@ TEST_P(TrainStepKernels, AddMatchesTheSumOnEveryElement) {
   EXPECT_EQ(in_place, out);
 }
 
+TEST_P(TrainStepKernels, ScaleMultipliesEveryElement) {
+  const std::int64_t n = 3 * (std::int64_t{1} << 14) + 5;
+  const auto x = random_values<float>(n, 3);
+  std::vector<float> y = x;
+  scale(y.data(), 0.37f, n);
+  for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i], x[i] * 0.37f) << i;
+}
+
 TEST_P(TrainStepKernels, DropoutKeepsAboutOneMinusPAndScales) {
   const std::int64_t n = 100000;
   std::vector<float> x(n, 1.0f);

@@ -84,6 +84,12 @@ void add(float* out, const float* x, const float* y, std::int64_t n) {
   });
 }
 
+void scale(float* x, float factor, std::int64_t n) {
+  parallel_for(n, kElementGrain, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t i = first; i < last; ++i) x[i] *= factor;
+  });
+}
+
 void dropout(float* x, const DropoutMask& mask, std::int64_t n) {
   if (!mask.active()) return;
   parallel_for(n, kElementGrain, [&](std::int64_t first, std::int64_t last) {

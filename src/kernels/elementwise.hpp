@@ -27,6 +27,9 @@ void add_inplace(float* x, const float* y, std::int64_t n);
 // training step's residual connection.
 void add(float* out, const float* x, const float* y, std::int64_t n);
 
+// x (n) *= factor on the pool's threads: the gradients' clipping.
+void scale(float* x, float factor, std::int64_t n);
+
 // x (n) *= mask.factor(i): dropout in place on the pool's threads, forward or backward (the
 // same mask drops the same elements). Nothing to do when the mask is inactive.
 void dropout(float* x, const DropoutMask& mask, std::int64_t n);

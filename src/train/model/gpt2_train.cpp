@@ -34,12 +34,6 @@ std::uint64_t attention_site(int layer) { return 1 + 3 * static_cast<std::uint64
 std::uint64_t attn_resid_site(int layer) { return 2 + 3 * static_cast<std::uint64_t>(layer); }
 std::uint64_t mlp_resid_site(int layer) { return 3 + 3 * static_cast<std::uint64_t>(layer); }
 
-void scale_inplace(float* x, float factor, std::int64_t n) {
-  kernels::parallel_for(n, 1 << 16, [&](std::int64_t i0, std::int64_t i1) {
-    for (std::int64_t i = i0; i < i1; ++i) x[i] *= factor;
-  });
-}
-
 }  // namespace
 
 struct TrainableGPT2::Impl {
@@ -342,7 +336,7 @@ double TrainableGPT2::clip_grad_norm(double max_norm) {
   ProfileTimer timer(impl_->profile);
   const double norm = grad_norm();
   const float coefficient = clip_coefficient(norm, max_norm);
-  if (coefficient != 1.0f) scale_inplace(impl_->params.grads.data<float>(), coefficient, impl_->params.total);
+  if (coefficient != 1.0f) kernels::scale(impl_->params.grads.data<float>(), coefficient, impl_->params.total);
   timer.lap(&TrainProfile::grad_norm_ms);
   return norm;
 }
