@@ -178,6 +178,17 @@ TEST(MultiheadAttention, AMaskedKeyGetsZeroWeight) {
   EXPECT_EQ(max(abs(with_bool.weights.select(1, 0).select(1, 3))).item<float>(), 0.0f);
 }
 
+TEST(MultiheadAttention, ReturnedWeightsAreThoseAfterDropoutWhileTraining) {
+  manual_seed(10);
+  MultiheadAttention mha({.embed_dim = 8, .num_heads = 2, .dropout = 0.5});
+  const Tensor x = randn({6, 2, 8});
+  const Tensor dropped = mha.forward(x, x, x, Tensor(), true, Tensor(), false).weights;  // (N, H, L, S)
+  EXPECT_EQ(min(dropped).item<float>(), 0.0f);  // torch returns the weights the values were multiplied by
+  EXPECT_FALSE(close(dropped.sum({-1}), ones({2, 2, 6})));
+  mha.eval();
+  EXPECT_TRUE(close(mha.forward(x, x, x, Tensor(), true, Tensor(), false).weights.sum({-1}), ones({2, 2, 6})));
+}
+
 TEST(MultiheadAttention, CausalHintGivesTheMasksResult) {
   manual_seed(6);
   MultiheadAttention mha({.embed_dim = 8, .num_heads = 2, .batch_first = true});
