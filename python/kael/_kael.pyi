@@ -410,6 +410,19 @@ def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: T
                   b_hh: Tensor | None = None) -> Tensor: ...
 def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
                   b_hh: Tensor | None = None) -> Tensor: ...
+def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: builtins.int,
+                                 num_heads: builtins.int, in_proj_weight: Tensor | None, in_proj_bias: Tensor | None,
+                                 bias_k: Any, bias_v: Any, add_zero_attn: builtins.bool, dropout_p: builtins.float,
+                                 out_proj_weight: Tensor, out_proj_bias: Tensor | None,
+                                 training: builtins.bool = True, key_padding_mask: Tensor | None = None,
+                                 need_weights: builtins.bool = True, attn_mask: Tensor | None = None,
+                                 use_separate_proj_weight: builtins.bool = False, q_proj_weight: Tensor | None = None,
+                                 k_proj_weight: Tensor | None = None, v_proj_weight: Tensor | None = None,
+                                 static_k: Any = None, static_v: Any = None,
+                                 average_attn_weights: builtins.bool = True, is_causal: builtins.bool = False, *,
+                                 batch_first: builtins.bool = False) -> tuple[Tensor, Tensor | None]: ...
+def generate_square_subsequent_mask(size: builtins.int, dtype: Any = None) -> Tensor: ...
+def _detect_is_causal_mask(mask: Tensor | None, is_causal: builtins.bool | None, size: builtins.int) -> builtins.bool: ...
 # --- kael.optim (re-exported there as Optimizer, SGD, Adam, AdamW) and kael.nn.utils ---
 class _optim_Optimizer:
     def step(self) -> None: ...
@@ -603,6 +616,12 @@ class _Conv1d(_NativeModule):
 class _RNNBase(_NativeModule):
     def __init__(self, mode: str, input_size: builtins.int, hidden_size: builtins.int, num_layers: builtins.int = 1,
                  bias: builtins.bool = True) -> None: ...
+
+class _MultiheadAttention(_NativeModule):
+    def __init__(self, embed_dim: builtins.int, num_heads: builtins.int, dropout: builtins.float = 0.0,
+                 bias: builtins.bool = True, add_bias_kv: builtins.bool = False, add_zero_attn: builtins.bool = False,
+                 kdim: builtins.int | None = None, vdim: builtins.int | None = None,
+                 batch_first: builtins.bool = False) -> None: ...
 
 class _Linear(_NativeModule):
     def __init__(self, in_features: builtins.int, out_features: builtins.int, bias: builtins.bool = True) -> None: ...

@@ -16,6 +16,7 @@ void init_autograd(pybind11::module_& m);
 void init_nn(pybind11::module_& m);
 void init_conv(pybind11::module_& m);  // convolution, pooling, normalization (conv.cpp)
 void init_rnn(pybind11::module_& m);   // recurrent layers (rnn.cpp)
+void init_transformer(pybind11::module_& m);  // multi-head attention (transformer.cpp)
 void init_optim(pybind11::module_& m);
 void init_io(pybind11::module_& m);
 void init_text(pybind11::module_& m);

@@ -15,6 +15,7 @@ PYBIND11_MODULE(_kael, m) {
   kael::python::init_nn(m);
   kael::python::init_conv(m);
   kael::python::init_rnn(m);
+  kael::python::init_transformer(m);
   kael::python::init_optim(m);
   kael::python::init_io(m);
   kael::python::init_text(m);

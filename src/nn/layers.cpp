@@ -37,11 +37,11 @@ Embedding::Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim) {
 
 Tensor Embedding::forward(const Tensor& ids) { return embedding(ids, weight); }
 
-LayerNorm::LayerNorm(Shape shape, double epsilon, bool elementwise_affine)
+LayerNorm::LayerNorm(Shape shape, double epsilon, bool elementwise_affine, bool with_bias)
     : normalized_shape(std::move(shape)), eps(epsilon) {
   if (elementwise_affine) {
     weight = register_parameter("weight", ones(normalized_shape));
-    bias = register_parameter("bias", zeros(normalized_shape));
+    if (with_bias) bias = register_parameter("bias", zeros(normalized_shape));
   }
 }
 

@@ -1,7 +1,8 @@
 """kael.nn.MultiheadAttention, TransformerEncoderLayer and TransformerEncoder against torch's, from
 identical weights: outputs, attention weights and the gradients of the inputs and of every
 parameter, with odd sizes, both layouts, boolean and float masks, key padding, norm_first and
-GELU; parameter names and initialization as torch's; and kael.all / kael.any as torch's."""
+GELU; parameter names and initialization as torch's; kael.nn.functional.multi_head_attention_forward
+(the C++ forward the layers run) against torch's functional; and kael.all / kael.any as torch's."""
 from __future__ import annotations
 
 import copy
@@ -229,3 +230,71 @@ def test_all_and_any_match_torch(values):
             assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1], (name, args)
             assert got.tolist() == want.tolist(), (name, args, kwargs)
         assert getattr(kael, name)(k).tolist() == getattr(torch, name)(t).tolist()
+
+
+@pytest.mark.parametrize("separate", [False, True])
+def test_functional_multi_head_attention_forward_matches_torch(separate):
+    E, H, L, S, N = 8, 2, 3, 5, 2
+    kdim, vdim = (6, 4) if separate else (E, E)
+    rng = np.random.default_rng(11 + separate)
+    names = ["q_proj_weight", "k_proj_weight", "v_proj_weight"] if separate else ["in_proj_weight"]
+    shapes = [(E, E), (E, kdim), (E, vdim)] if separate else [(3 * E, E)]
+    weights = {n: pair(rng.standard_normal(s) * 0.3) for n, s in zip(names, shapes)}
+    in_bias, out_weight, out_bias = (pair(rng.standard_normal(s) * 0.3) for s in ((3 * E,), (E, E), (E,)))
+    (kq, tq), (kk, tk), (kv, tv) = (pair(rng.standard_normal(s)) for s in ((L, N, E), (S, N, kdim), (S, N, vdim)))
+    mask = rng.standard_normal((N * H, L, S)).astype(np.float32)
+    pad = np.zeros((N, S), dtype=bool)
+    pad[1, 0] = True
+    results = []
+    for lib, i, F in ((kael, 0, kael.nn.functional), (torch, 1, torch.nn.functional)):
+        w = {n: p[i] for n, p in weights.items()}
+        results.append(F.multi_head_attention_forward(
+            (kq, tq)[i], (kk, tk)[i], (kv, tv)[i], E, H, w.get("in_proj_weight"), in_bias[i], None, None, False, 0.0,
+            out_weight[i], out_bias[i], training=True, key_padding_mask=lib.tensor(pad),
+            attn_mask=lib.tensor(mask), average_attn_weights=False, use_separate_proj_weight=separate,
+            q_proj_weight=w.get("q_proj_weight"), k_proj_weight=w.get("k_proj_weight"),
+            v_proj_weight=w.get("v_proj_weight")))
+    (k_out, k_w), (t_out, t_w) = results
+    close(k_out, t_out, "output")
+    close(k_w, t_w, "per-head weights")
+    k_out.sum().backward()
+    t_out.sum().backward()
+    for name, (k, t) in [*weights.items(), ("in_bias", in_bias), ("out_weight", out_weight), ("query", (kq, tq)),
+                         ("key", (kk, tk)), ("value", (kv, tv))]:
+        close(k.grad, t.grad, f"d {name}")
+
+
+def test_multihead_attention_without_bias_on_unbatched_input_matches_torch():
+    torch.manual_seed(8)
+    t_mha = torch.nn.MultiheadAttention(6, 3, bias=False)
+    k_mha = kael.nn.MultiheadAttention(6, 3, bias=False)
+    assert [n for n, _ in k_mha.named_parameters()] == ["in_proj_weight", "out_proj.weight"]
+    copy_weights(k_mha, t_mha)
+    rng = np.random.default_rng(8)
+    (kq, tq), (kk, tk) = pair(rng.standard_normal((4, 6))), pair(rng.standard_normal((5, 6)))
+    pad = np.array([False, True, False, False, True])
+    k_out, k_w = k_mha(kq, kk, kk, key_padding_mask=kael.tensor(pad))
+    t_out, t_w = t_mha(tq, tk, tk, key_padding_mask=torch.tensor(pad))
+    close(k_out, t_out, "output")
+    close(k_w, t_w, "weights")
+    assert not k_w.detach().numpy()[:, pad].any()  # hidden keys get no weight
+    k_out.sum().backward()
+    t_out.sum().backward()
+    check_gradients(k_mha, t_mha, [kq, kk], [tq, tk])
+
+
+def test_functional_refusals_and_the_causal_mask():
+    mha = kael.nn.MultiheadAttention(4, 2)
+    x = kael.randn(3, 1, 4)
+    F = kael.nn.functional
+    args = (x, x, x, 4, 2, mha.in_proj_weight, mha.in_proj_bias)
+    with pytest.raises(ValueError, match="bias_k, bias_v and add_zero_attn"):
+        F.multi_head_attention_forward(*args, kael.zeros(1, 1, 4), None, False, 0.0, mha.out_proj.weight, None)
+    with pytest.raises(ValueError, match="static_k"):
+        F.multi_head_attention_forward(*args, None, None, False, 0.0, mha.out_proj.weight, None, static_k=x)
+    with pytest.raises(TypeError, match="only bool and floating"):
+        mha(x, x, x, attn_mask=kael.zeros(3, 3).long())
+    with pytest.raises(ValueError, match="add_bias_kv"):
+        kael.nn.MultiheadAttention(4, 2, add_bias_kv=True)
+    want = torch.nn.Transformer.generate_square_subsequent_mask(5)
+    assert kael.nn.transformer.generate_square_subsequent_mask(5).tolist() == want.tolist()

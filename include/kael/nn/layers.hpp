@@ -41,10 +41,11 @@ class Embedding : public Module {
   Tensor weight;
 };
 
-// Normalizes over the last dims (normalized_shape), then * weight + bias (ones and zeros).
+// Normalizes over the last dims (normalized_shape), then * weight + bias (ones and zeros;
+// bias = false: weight alone, as torch's).
 class LayerNorm : public Module {
  public:
-  explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
+  explicit LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true, bool bias = true);
   explicit LayerNorm(std::int64_t features, double eps = 1e-5) : LayerNorm(Shape{features}, eps) {}
   Tensor forward(const Tensor& x) override;
   std::string name() const override { return "LayerNorm"; }

@@ -24,6 +24,7 @@ from .._kael import (  # noqa: F401  (re-exported)
     max_pool1d,
     max_pool2d,
     mse_loss,
+    multi_head_attention_forward,
     nll_loss,
     one_hot,
     relu,
@@ -36,8 +37,8 @@ from .._kael import Tensor
 
 __all__ = ["adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "conv1d", "conv2d", "cross_entropy", "dropout",
            "dropout1d", "dropout2d", "embedding", "gelu", "group_norm", "layer_norm", "linear", "log_softmax",
-           "max_pool1d", "max_pool2d", "mse_loss", "nll_loss", "one_hot", "relu", "scaled_dot_product_attention",
-           "sigmoid", "softmax", "tanh"]
+           "max_pool1d", "max_pool2d", "mse_loss", "multi_head_attention_forward", "nll_loss", "one_hot", "relu",
+           "scaled_dot_product_attention", "sigmoid", "softmax", "tanh"]
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: Any = None,
