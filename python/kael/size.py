@@ -20,8 +20,8 @@ class Size(tuple):
         return Size(item) if isinstance(key, slice) else item
 
 
-def _size_of(t: _kael.Tensor, dim: int | None = None):
-    shape = _tensor_shape.__get__(t)
+def _size_of(self: _kael.Tensor, dim: int | None = None):
+    shape = _tensor_shape.__get__(self)
     if dim is None:
         return Size(shape)
     n = len(shape)
