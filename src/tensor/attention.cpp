@@ -4,8 +4,9 @@
 // otherwise on the training kernels (kernels/attention_train.hpp, the training step's own),
 // whose forward keeps the probabilities and applies dropout to them, and whose backward is the
 // named rule scaled_dot_product_attention_backward. Everything else is composed of matmul and
-// softmax: with dropout as composed ops, without as one node whose backward recomputes the
-// probabilities instead of keeping the (L, S) matrix of every op that made them.
+// softmax: with dropout as composed ops, without as one node whose backward (the named rule
+// scaled_dot_product_attention_math_backward) recomputes the probabilities instead of keeping
+// the (L, S) matrix of every op that made them.
 #include <cmath>
 #include <limits>
 
@@ -190,13 +191,19 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     const Tensor& vq = sq.get(kOp);
     const Tensor& vk = sk.get(kOp);
     const Tensor& vv = sv.get(kOp);
-    const Tensor p = probabilities(vq, vk, mask, s);                      // (..., L, S)
-    const Tensor dp = matmul(g, vv.transpose(-1, -2));                   // (..., L, S)
-    const Tensor ds = mul(p, sub(dp, sum(mul(dp, p), {-1}, true)));      // softmax's backward
-    return std::vector<Tensor>{gq ? sum_to(mul(matmul(ds, vk), s), vq.shape()) : Tensor(),
-                               gk ? sum_to(mul(matmul(ds.transpose(-1, -2), vq), s), vk.shape()) : Tensor(),
-                               gv ? sum_to(matmul(p.transpose(-1, -2), g), vv.shape()) : Tensor()};
+    return scaled_dot_product_attention_math_backward(g, vq, vk, vv, probabilities(vq, vk, mask, s), s, {gq, gk, gv});
   });
+}
+
+std::vector<Tensor> tensor_detail::scaled_dot_product_attention_math_backward(const Tensor& g, const Tensor& q,
+                                                                              const Tensor& k, const Tensor& v,
+                                                                              const Tensor& p, double scale,
+                                                                              std::array<bool, 3> output_mask) {
+  const Tensor dp = matmul(g, v.transpose(-1, -2));                // (..., L, S)
+  const Tensor ds = mul(p, sub(dp, sum(mul(dp, p), {-1}, true)));  // softmax's backward
+  return {output_mask[0] ? sum_to(mul(matmul(ds, k), scale), q.shape()) : Tensor(),
+          output_mask[1] ? sum_to(mul(matmul(ds.transpose(-1, -2), q), scale), k.shape()) : Tensor(),
+          output_mask[2] ? sum_to(matmul(p.transpose(-1, -2), g), v.shape()) : Tensor()};
 }
 
 std::vector<Tensor> tensor_detail::scaled_dot_product_attention_backward(const Tensor& g, const Tensor& q,

@@ -5,9 +5,11 @@
 // op's derivative lives.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
+#include "kael/tensor/conv.hpp"
 #include "kael/tensor/ops.hpp"
 
 namespace kael::tensor_detail {
@@ -52,5 +54,89 @@ Tensor relu_backward(const Tensor& g, const Tensor& y);
 // dropout, from the BOOL mask `keep` its forward drew: g * (keep ? scale : 0), the scale rounded
 // to g's dtype, a product so that a NaN g stays NaN where dropped (as torch's mul by its noise).
 Tensor dropout_backward(const Tensor& g, const Tensor& keep, double scale);
+
+// Views, joins, selection, pooling, convolution, recurrent cells and composed attention.
+
+// select's and slice's views (views.cpp): g written into zeros of the input's shape where the
+// view took it, as torch's select_backward and slice_backward (index in [0, size); start and
+// end clamped to [0, size], step > 0). The other views' rules are views of g (reshape to the
+// input's shape, the inverse permute, (un)squeeze the other way) or sum_to (expand).
+Tensor select_backward(const Tensor& g, const Shape& input_shape, int dim, std::int64_t index);
+Tensor slice_backward(const Tensor& g, const Shape& input_shape, int dim, std::int64_t start, std::int64_t end,
+                      std::int64_t step);
+
+// clone and reshape's copy: g itself.
+Tensor identity_backward(const Tensor& g);
+
+// to(dtype) and to(device): g taken back to the input's dtype or device.
+Tensor to_backward(const Tensor& g, DType from);
+Tensor to_backward(const Tensor& g, Device from);
+
+// copy_(source): {undefined for the old self, whose every value was replaced; g summed to the
+// source's shape, in its dtype}. fill_: undefined, the old values no longer count.
+std::vector<Tensor> copy_backward(const Tensor& g, const Shape& source_shape, DType source_dtype);
+Tensor fill_backward(const Tensor& g);
+
+// as_strided_scatter(input, src, size, stride, offset) (shape_ops.cpp): {g with the view's
+// elements zeroed, the view's elements of g summed to src's shape in src's dtype}. The view
+// (size, stride, offset) is over g's elements laid out contiguously.
+std::vector<Tensor> as_strided_scatter_backward(const Tensor& g, const Shape& size,
+                                                const std::vector<std::int64_t>& stride, std::int64_t offset,
+                                                const Shape& src_shape, DType src_dtype);
+
+// cat along dim of inputs whose slices of the output start at starts (one per input, then the
+// output's size along dim): each input's slice of g (join.cpp).
+std::vector<Tensor> cat_backward(const Tensor& g, int dim, const std::vector<std::int64_t>& starts);
+
+// index_select(a, dim, ids) from its contiguous I64 ids (1-D, each in range): zeros of a's
+// shape with g's i-th slice along dim added at ids[i], repeated ids adding up (join.cpp).
+Tensor index_select_backward(const Tensor& g, const Shape& input_shape, int dim, const Tensor& ids);
+
+// gather on rows as select.cpp runs it: out (rows, k) = a (rows, n)[r, index[r, j]], index
+// contiguous I64 (rows, k). Each element of g added back where it came from, summed in F64,
+// returned (rows, n) in dtype.
+Tensor gather_backward(const Tensor& g, const Tensor& index, std::int64_t n, DType dtype);
+
+// Pooling of an input (N, C, H, W), F32 or F64, from g (N, C, Ho, Wo) (pool.cpp). max_pool2d
+// from the forward's indices (I64, g's shape), each the flat position in its (H, W) plane of the
+// element the window picked: g added there. avg_pool2d with the forward's options (stride 0:
+// the kernel size; padding at most half the kernel): each output's g divided by its window's
+// count (or divisor_override when > 0) and added to the window's inputs. adaptive_avg_pool2d:
+// the same over torch's adaptive windows [floor(i H / Ho), ceil((i + 1) H / Ho)).
+Tensor max_pool2d_backward(const Tensor& g, const Tensor& indices, const Shape& input_shape);
+Tensor avg_pool2d_backward(const Tensor& g, const Shape& input_shape, Size2 kernel_size, Size2 stride, Size2 padding,
+                           bool count_include_pad, std::int64_t divisor_override);
+Tensor adaptive_avg_pool2d_backward(const Tensor& g, const Shape& input_shape);
+
+// conv2d of an input (N, C, H, W) and a weight (O, C / groups, kH, kW), all F32 (conv.cpp):
+// {dinput, dweight, dbias} from g (N, O, Ho, Wo), each undefined where output_mask says none is
+// wanted. input is read for dweight only and weight for dinput only (either may be undefined
+// when not read), so their shapes come separately.
+std::vector<Tensor> conv2d_backward(const Tensor& g, const Tensor& input, const Tensor& weight, const Shape& input_shape,
+                                    const Shape& weight_shape, Size2 stride, Size2 padding, Size2 dilation,
+                                    std::int64_t groups, std::array<bool, 3> output_mask);
+
+// The fused cells of kael/tensor/rnn.hpp (rnn_cells.cpp), F32 or F64, recomputing the gate
+// activations. lstm_cell: from g of [h' | c'] (B, 2H), the gates (B, 4H) before the
+// nonlinearities and the cell state c (B, H): {dgates, dc}. gru_cell: from g of h' (B, H), gi
+// and gh (B, 3H) and h (B, H): {dgi, dgh, dh}.
+std::vector<Tensor> lstm_cell_backward(const Tensor& g, const Tensor& gates, const Tensor& c);
+std::vector<Tensor> gru_cell_backward(const Tensor& g, const Tensor& gi, const Tensor& gh, const Tensor& h);
+
+// One LSTM layer's T > 0 steps as rnn.cpp records them, from g (T + 2, B, H) of [every step's
+// h, h_n, c_n], W_hh (4H, H), every step's gates before the nonlinearities gates_all
+// (T, B, 4H) and the states before each step hs and cs (T + 1, B, H): the cells' backwards in
+// reverse, then {dgi_all (T, B, 4H), dh0, dc0, dW_hh over all steps in one product, db_hh
+// (undefined without has_bias)}.
+std::vector<Tensor> lstm_backward(const Tensor& g, const Tensor& w_hh, const Tensor& gates_all, const Tensor& hs,
+                                  const Tensor& cs, bool has_bias);
+
+// scaled_dot_product_attention's composed form without dropout (attention.cpp) from g
+// (..., L, Ev), the forward's q (..., L, E), k (..., S, E), v (..., S, Ev) (batch dims
+// broadcasting), the probabilities p (..., L, S) it recomputes and the scale: {dq, dk, dv}, each
+// summed to its operand's shape, undefined where output_mask says none is wanted.
+std::vector<Tensor> scaled_dot_product_attention_math_backward(const Tensor& g, const Tensor& q, const Tensor& k,
+                                                               const Tensor& v, const Tensor& p, double scale,
+                                                               std::array<bool, 3> output_mask);
 
 }  // namespace kael::tensor_detail

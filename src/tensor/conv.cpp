@@ -12,6 +12,7 @@
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "kernels/gemm.hpp"
+#include "tensor/backward.hpp"
 #include "tensor/parallel.hpp"
 #include "tensor/strided.hpp"
 #include "tensor/window.hpp"
@@ -89,18 +90,15 @@ void col2im(float* dx, const float* col, const ConvShape& s) {
   });
 }
 
-ConvShape conv_shape(const Tensor& x, const Tensor& w, const Tensor& b, Size2 stride, Size2 padding, Size2 dilation,
-                     std::int64_t groups) {
-  const char* op = "conv2d";
-  if (x.dtype() != DType::F32 || w.dtype() != DType::F32 || (b.defined() && b.dtype() != DType::F32))
-    throw TypeError(str(op, ": input, weight and bias must be F32, got ", dtype_name(x.dtype()), " and ",
-                        dtype_name(w.dtype())));
-  if (x.dim() != 4) throw ValueError(str(op, ": expected a 3-D or 4-D input, got ", shape_to_string(x.shape())));
-  if (w.dim() != 4) throw ValueError(str(op, ": expected a 4-D weight (O, C / groups, kH, kW), got ", shape_to_string(w.shape())));
+// The sizes of a conv2d of an input and a weight of these shapes; ValueError for bad ones.
+ConvShape conv_geometry(const char* op, const Shape& x, const Shape& w, Size2 stride, Size2 padding, Size2 dilation,
+                        std::int64_t groups) {
+  if (x.size() != 4) throw ValueError(str(op, ": expected a 3-D or 4-D input, got ", shape_to_string(x)));
+  if (w.size() != 4) throw ValueError(str(op, ": expected a 4-D weight (O, C / groups, kH, kW), got ", shape_to_string(w)));
   if (groups <= 0) throw ValueError(str(op, ": groups must be positive, got ", groups));
   for (int d = 0; d < 2; ++d) {
-    check_window_arg(op, "input size", x.shape()[2 + d]);
-    check_window_arg(op, "kernel size", w.shape()[2 + d]);
+    check_window_arg(op, "input size", x[2 + static_cast<std::size_t>(d)]);
+    check_window_arg(op, "kernel size", w[2 + static_cast<std::size_t>(d)]);
     check_window_arg(op, "stride", stride[d]);
     check_window_arg(op, "padding", padding[d]);
     check_window_arg(op, "dilation", dilation[d]);
@@ -108,21 +106,31 @@ ConvShape conv_shape(const Tensor& x, const Tensor& w, const Tensor& b, Size2 st
     if (dilation[d] <= 0) throw ValueError(str(op, ": dilation must be positive, got ", dilation[d]));
     if (padding[d] < 0) throw ValueError(str(op, ": padding must be non-negative, got ", padding[d]));
   }
-  ConvShape s{x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3], w.shape()[0], w.shape()[2], w.shape()[3],
-              stride[0], stride[1], padding[0], padding[1], dilation[0], dilation[1], groups, 0, 0};
+  ConvShape s{x[0], x[1], x[2], x[3], w[0], w[2], w[3], stride[0], stride[1], padding[0], padding[1],
+              dilation[0], dilation[1], groups, 0, 0};
   if (s.C % groups != 0 || s.O % groups != 0)
     throw ValueError(str(op, ": ", s.C, " input and ", s.O, " output channels must both divide by groups ", groups));
-  if (w.shape()[1] != s.C / groups)
-    throw ValueError(str(op, ": weight ", shape_to_string(w.shape()), " expects ", w.shape()[1] * groups,
-                         " input channels, but the input ", shape_to_string(x.shape()), " has ", s.C));
-  if (s.kh <= 0 || s.kw <= 0 || s.O <= 0) throw ValueError(str(op, ": empty weight ", shape_to_string(w.shape())));
-  if (b.defined() && (b.dim() != 1 || b.shape()[0] != s.O))
-    throw ValueError(str(op, ": bias must have shape (", s.O, "), got ", shape_to_string(b.shape())));
+  if (w[1] != s.C / groups)
+    throw ValueError(str(op, ": weight ", shape_to_string(w), " expects ", w[1] * groups, " input channels, but the input ",
+                         shape_to_string(x), " has ", s.C));
+  if (s.kh <= 0 || s.kw <= 0 || s.O <= 0) throw ValueError(str(op, ": empty weight ", shape_to_string(w)));
   s.Ho = (s.H + 2 * s.ph - s.dh * (s.kh - 1) - 1) / s.sh + 1;
   s.Wo = (s.W + 2 * s.pw - s.dw * (s.kw - 1) - 1) / s.sw + 1;
   if (s.H + 2 * s.ph - s.dh * (s.kh - 1) - 1 < 0 || s.W + 2 * s.pw - s.dw * (s.kw - 1) - 1 < 0)
     throw ValueError(str(op, ": the kernel (", s.kh, ", ", s.kw, ") with dilation (", s.dh, ", ", s.dw,
                          ") is larger than the padded input (", s.H + 2 * s.ph, ", ", s.W + 2 * s.pw, ")"));
+  return s;
+}
+
+ConvShape conv_shape(const Tensor& x, const Tensor& w, const Tensor& b, Size2 stride, Size2 padding, Size2 dilation,
+                     std::int64_t groups) {
+  const char* op = "conv2d";
+  if (x.dtype() != DType::F32 || w.dtype() != DType::F32 || (b.defined() && b.dtype() != DType::F32))
+    throw TypeError(str(op, ": input, weight and bias must be F32, got ", dtype_name(x.dtype()), " and ",
+                        dtype_name(w.dtype())));
+  const ConvShape s = conv_geometry(op, x.shape(), w.shape(), stride, padding, dilation, groups);
+  if (b.defined() && (b.dim() != 1 || b.shape()[0] != s.O))
+    throw ValueError(str(op, ": bias must have shape (", s.O, "), got ", shape_to_string(b.shape())));
   return s;
 }
 
@@ -177,8 +185,8 @@ std::int64_t weight_partial_samples(const ConvShape& s) {
 
 // The gradients of conv2d's input, weight and bias from that of its output (undefined where
 // `needs` says none is wanted). x, w and grad are contiguous.
-std::vector<Tensor> conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& grad, const ConvShape& s,
-                                    std::array<bool, 3> needs) {
+std::vector<Tensor> conv2d_planes_backward(const Tensor& x, const Tensor& w, const Tensor& grad, const ConvShape& s,
+                                           std::array<bool, 3> needs) {
   const std::int64_t Cg = s.Cg(), Og = s.Og(), Kc = s.Kc(), L = s.L();
   const float* xd = x.defined() ? x.data<float>() : nullptr;
   const float* wd = w.defined() ? w.data<float>() : nullptr;
@@ -264,10 +272,32 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Siz
   const std::array<bool, 3> needs{input.requires_grad(), weight.requires_grad(), bias.defined() && bias.requires_grad()};
   // x is needed for dW only, w for dx only.
   const autograd::SavedTensor sx(needs[1] ? x : Tensor()), sw(needs[0] ? w : Tensor());
-  return autograd::record("conv2d", std::move(out), {&input, &weight, &bias}, [sx, sw, s, needs](const Tensor& g) {
+  const Shape x_shape = x.shape(), w_shape = w.shape();
+  return autograd::record("conv2d", std::move(out), {&input, &weight, &bias},
+                          [sx, sw, x_shape, w_shape, stride, padding, dilation, groups, needs](const Tensor& g) {
     const Tensor xs = needs[1] ? sx.get("conv2d") : Tensor(), ws = needs[0] ? sw.get("conv2d") : Tensor();
-    return conv2d_backward(xs, ws, dense(g), s, needs);
+    return conv2d_backward(g, xs, ws, x_shape, w_shape, stride, padding, dilation, groups, needs);
   });
+}
+
+std::vector<Tensor> tensor_detail::conv2d_backward(const Tensor& g, const Tensor& input, const Tensor& weight,
+                                                   const Shape& input_shape, const Shape& weight_shape, Size2 stride,
+                                                   Size2 padding, Size2 dilation, std::int64_t groups,
+                                                   std::array<bool, 3> output_mask) {
+  const char* op = "conv2d_backward";
+  const ConvShape s = conv_geometry(op, input_shape, weight_shape, stride, padding, dilation, groups);
+  if (g.dtype() != DType::F32 || g.shape() != Shape{s.N, s.O, s.Ho, s.Wo})
+    throw ValueError(str(op, ": expected an F32 g of shape ", shape_to_string(Shape{s.N, s.O, s.Ho, s.Wo}), ", got ",
+                         dtype_name(g.dtype()), " ", shape_to_string(g.shape())));
+  // The input is read for dweight, the weight for dinput.
+  const auto check = [&](const Tensor& t, const Shape& shape, bool read, const char* name) {
+    if (read && (!t.defined() || t.dtype() != DType::F32 || t.shape() != shape))
+      throw ValueError(str(op, ": needs the F32 ", name, " of shape ", shape_to_string(shape)));
+  };
+  check(input, input_shape, output_mask[1], "input");
+  check(weight, weight_shape, output_mask[0], "weight");
+  return conv2d_planes_backward(output_mask[1] ? dense(input) : Tensor(), output_mask[0] ? dense(weight) : Tensor(),
+                                dense(g), s, output_mask);
 }
 
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, std::int64_t stride, std::int64_t padding,

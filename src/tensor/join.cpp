@@ -1,6 +1,7 @@
 // Joining and indexing: cat, stack, index_select, embedding.
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "tensor/backward.hpp"
 #include "tensor/strided.hpp"
 
 namespace kael {
@@ -41,11 +42,13 @@ Tensor cat(const std::vector<Tensor>& tensors, int dim) {
     }
   }
   starts.push_back(start);
-  return autograd::record("cat", std::move(out), inputs, [at, starts](const Tensor& g) {
-    std::vector<Tensor> grads;
-    for (std::size_t i = 0; i + 1 < starts.size(); ++i) grads.push_back(g.narrow(at, starts[i], starts[i + 1] - starts[i]));
-    return grads;
-  });
+  return autograd::record("cat", std::move(out), inputs, [at, starts](const Tensor& g) { return cat_backward(g, at, starts); });
+}
+
+std::vector<Tensor> tensor_detail::cat_backward(const Tensor& g, int dim, const std::vector<std::int64_t>& starts) {
+  std::vector<Tensor> grads;
+  for (std::size_t i = 0; i + 1 < starts.size(); ++i) grads.push_back(g.narrow(dim, starts[i], starts[i + 1] - starts[i]));
+  return grads;
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int dim) {
@@ -85,14 +88,18 @@ Tensor index_select(const Tensor& a, int dim, const Tensor& index) {
   }
   const Shape from = a.shape();
   return autograd::record("index_select", std::move(out), {&a}, [ids, at, from](const Tensor& g) {
-    Tensor grad = Tensor::zeros(g.dtype(), from);
-    const std::int64_t* q = ids.data<std::int64_t>();
-    for (std::int64_t i = 0; i < ids.numel(); ++i) {
-      Tensor row = grad.select(at, q[i]);
-      row.copy_(add(row, g.select(at, i)));  // repeated ids add up
-    }
-    return std::vector<Tensor>{grad};
+    return std::vector<Tensor>{index_select_backward(g, from, at, ids)};
   });
+}
+
+Tensor tensor_detail::index_select_backward(const Tensor& g, const Shape& input_shape, int dim, const Tensor& ids) {
+  Tensor grad = Tensor::zeros(g.dtype(), input_shape);
+  const std::int64_t* q = ids.data<std::int64_t>();
+  for (std::int64_t i = 0; i < ids.numel(); ++i) {
+    Tensor row = grad.select(dim, q[i]);
+    row.copy_(add(row, g.select(dim, i)));  // repeated ids add up
+  }
+  return grad;
 }
 
 Tensor embedding(const Tensor& ids, const Tensor& weight) {

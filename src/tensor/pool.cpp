@@ -11,6 +11,7 @@
 #include "kael/core/error.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "tensor/backward.hpp"
 #include "tensor/parallel.hpp"
 #include "tensor/strided.hpp"
 #include "tensor/window.hpp"
@@ -74,6 +75,17 @@ PoolShape pool_shape(const char* op, const Tensor& x, Size2 kernel, Size2 stride
 }
 
 Shape out_shape(const Tensor& x, const PoolShape& s) { return {x.shape()[0], x.shape()[1], s.Ho, s.Wo}; }
+
+// The planes of a pooling's backward: g (N, C, Ho, Wo) F32 or F64 against the input's 4-D shape.
+PoolShape backward_planes(const char* op, const Tensor& g, const Shape& input_shape) {
+  if (input_shape.size() != 4 || g.dim() != 4 || g.shape()[0] != input_shape[0] || g.shape()[1] != input_shape[1])
+    throw ValueError(str(op, ": expected g (N, C, Ho, Wo) for an input (N, C, H, W), got g ", shape_to_string(g.shape()),
+                         " and input ", shape_to_string(input_shape)));
+  if (g.dtype() != DType::F32 && g.dtype() != DType::F64)
+    throw TypeError(str(op, ": g must be F32 or F64, got ", dtype_name(g.dtype())));
+  return {input_shape[0] * input_shape[1], input_shape[2], input_shape[3], g.shape()[2], g.shape()[3], 1, 1, 1, 1,
+          0, 0, 1, 1};
+}
 
 // Calls f(plane, begin, end) over the planes on the pool's threads.
 template <class F>
@@ -146,7 +158,7 @@ void max_pool_planes(const T* x, T* y, std::int64_t* index, const PoolShape& s) 
 }
 
 // dx for max pooling: each output's gradient added to the input its index names.
-Tensor max_pool2d_backward(const Tensor& grad, const Tensor& indices, const Shape& input_shape, const PoolShape& s) {
+Tensor max_pool_planes_backward(const Tensor& grad, const Tensor& indices, const Shape& input_shape, const PoolShape& s) {
   Tensor dx = Tensor::zeros(grad.dtype(), input_shape);
   const std::int64_t* index = indices.data<std::int64_t>();
   dispatch_floating(grad.dtype(), [&]<class T>() {
@@ -210,8 +222,8 @@ Tensor avg_pool2d_forward(const Tensor& x, const PoolShape& s, bool count_includ
   return out;
 }
 
-Tensor avg_pool2d_backward(const Tensor& grad, const Shape& input_shape, const PoolShape& s, bool count_include_pad,
-                           std::int64_t divisor_override) {
+Tensor avg_pool_planes_backward(const Tensor& grad, const Shape& input_shape, const PoolShape& s,
+                                bool count_include_pad, std::int64_t divisor_override) {
   Tensor dx = Tensor::zeros(grad.dtype(), input_shape);
   dispatch_floating(grad.dtype(), [&]<class T>() {
     const T* g = grad.data<T>();
@@ -232,6 +244,14 @@ std::pair<std::int64_t, std::int64_t> adaptive_range(std::int64_t i, std::int64_
   return {(i * size) / out, ((i + 1) * size + out - 1) / out};
 }
 
+// The planes of an adaptive pooling of P planes (H, W) into (Ho, Wo).
+PoolShape adaptive_shape(std::int64_t P, std::int64_t H, std::int64_t W, std::int64_t Ho, std::int64_t Wo) {
+  PoolShape s{P, H, W, Ho, Wo, 1, 1, 1, 1, 0, 0, 1, 1};
+  s.kh = (s.H + s.Ho - 1) / s.Ho + 1;  // bounds each window, for the threading estimate only
+  s.kw = (s.W + s.Wo - 1) / s.Wo + 1;
+  return s;
+}
+
 // Calls f(plane, output offset, y0, y1, x0, x1) for each output of an adaptive average pooling.
 template <class F>
 void for_each_adaptive_window(const PoolShape& s, F f) {
@@ -247,7 +267,7 @@ void for_each_adaptive_window(const PoolShape& s, F f) {
   });
 }
 
-Tensor adaptive_avg_pool2d_backward(const Tensor& grad, const Shape& input_shape, const PoolShape& s) {
+Tensor adaptive_avg_pool_planes_backward(const Tensor& grad, const Shape& input_shape, const PoolShape& s) {
   Tensor dx = Tensor::zeros(grad.dtype(), input_shape);
   dispatch_floating(grad.dtype(), [&]<class T>() {
     const T* g = grad.data<T>();
@@ -277,8 +297,8 @@ std::pair<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, Size2 ker
   dispatch_floating(x.dtype(), [&]<class T>() { max_pool_planes(x.data<T>(), out.data<T>(), indices.data<std::int64_t>(), s); });
   if (!autograd::any_requires_grad({&input})) return {out, indices};
   const Shape shape = input.shape();
-  out = autograd::record("max_pool2d", std::move(out), {&input}, [indices, shape, s](const Tensor& g) {
-    return std::vector<Tensor>{max_pool2d_backward(dense(g), indices, shape, s)};
+  out = autograd::record("max_pool2d", std::move(out), {&input}, [indices, shape](const Tensor& g) {
+    return std::vector<Tensor>{max_pool2d_backward(g, indices, shape)};
   });
   return {out, indices};
 }
@@ -310,7 +330,8 @@ Tensor avg_pool2d(const Tensor& input, Size2 kernel_size, Size2 stride, Size2 pa
   const Shape shape = input.shape();
   return autograd::record("avg_pool2d", std::move(out), {&input},
                           [shape, s, count_include_pad, divisor_override](const Tensor& g) {
-                            return std::vector<Tensor>{avg_pool2d_backward(dense(g), shape, s, count_include_pad,
+                            return std::vector<Tensor>{avg_pool2d_backward(g, shape, {s.kh, s.kw}, {s.sh, s.sw},
+                                                                           {s.ph, s.pw}, count_include_pad,
                                                                            divisor_override)};
                           });
 }
@@ -327,10 +348,8 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size) {
   if (input.shape()[2] <= 0 || input.shape()[3] <= 0)
     throw ValueError(str("adaptive_avg_pool2d: empty input ", shape_to_string(input.shape())));
   const Tensor x = dense(input.detach());
-  PoolShape s{x.shape()[0] * x.shape()[1], x.shape()[2], x.shape()[3], output_size[0], output_size[1], 1, 1, 1, 1,
-              0, 0, 1, 1};
-  s.kh = (s.H + s.Ho - 1) / s.Ho + 1;  // bounds each window, for the threading estimate only
-  s.kw = (s.W + s.Wo - 1) / s.Wo + 1;
+  const PoolShape s = adaptive_shape(x.shape()[0] * x.shape()[1], x.shape()[2], x.shape()[3], output_size[0],
+                                     output_size[1]);
   Tensor out = Tensor::empty(x.dtype(), out_shape(x, s));
   dispatch_floating(x.dtype(), [&]<class T>() {
     const T* xd = x.data<T>();
@@ -345,9 +364,48 @@ Tensor adaptive_avg_pool2d(const Tensor& input, Size2 output_size) {
   });
   if (!autograd::any_requires_grad({&input})) return out;
   const Shape shape = input.shape();
-  return autograd::record("adaptive_avg_pool2d", std::move(out), {&input}, [shape, s](const Tensor& g) {
-    return std::vector<Tensor>{adaptive_avg_pool2d_backward(dense(g), shape, s)};
+  return autograd::record("adaptive_avg_pool2d", std::move(out), {&input}, [shape](const Tensor& g) {
+    return std::vector<Tensor>{adaptive_avg_pool2d_backward(g, shape)};
   });
+}
+
+Tensor tensor_detail::max_pool2d_backward(const Tensor& g, const Tensor& indices, const Shape& input_shape) {
+  const PoolShape s = backward_planes("max_pool2d_backward", g, input_shape);
+  if (indices.dtype() != DType::I64 || indices.shape() != g.shape())
+    throw ValueError(str("max_pool2d_backward: indices must be I64 of g's shape ", shape_to_string(g.shape()), ", got ",
+                         dtype_name(indices.dtype()), " ", shape_to_string(indices.shape())));
+  const Tensor at = dense(indices);
+  const std::int64_t* index = at.data<std::int64_t>();
+  for (std::int64_t i = 0; i < at.numel(); ++i)
+    if (index[i] >= s.H * s.W)
+      throw IndexError(str("max_pool2d_backward: index ", index[i], " is outside a plane of ", s.H, " x ", s.W));
+  return max_pool_planes_backward(dense(g), at, input_shape, s);
+}
+
+Tensor tensor_detail::avg_pool2d_backward(const Tensor& g, const Shape& input_shape, Size2 kernel_size, Size2 stride,
+                                          Size2 padding, bool count_include_pad, std::int64_t divisor_override) {
+  for (int d = 0; d < 2; ++d)
+    if (kernel_size[d] <= 0 || stride[d] < 0 || padding[d] < 0)
+      throw ValueError(str("avg_pool2d_backward: needs a positive kernel_size, stride >= 0 and padding >= 0, got (",
+                           kernel_size[0], ", ", kernel_size[1], "), (", stride[0], ", ", stride[1], ") and (",
+                           padding[0], ", ", padding[1], ")"));
+  PoolShape s = backward_planes("avg_pool2d_backward", g, input_shape);
+  s.kh = kernel_size[0];
+  s.kw = kernel_size[1];
+  s.sh = stride[0] == 0 ? kernel_size[0] : stride[0];
+  s.sw = stride[1] == 0 ? kernel_size[1] : stride[1];
+  s.ph = padding[0];
+  s.pw = padding[1];
+  return avg_pool_planes_backward(dense(g), input_shape, s, count_include_pad, divisor_override);
+}
+
+Tensor tensor_detail::adaptive_avg_pool2d_backward(const Tensor& g, const Shape& input_shape) {
+  const PoolShape planes = backward_planes("adaptive_avg_pool2d_backward", g, input_shape);
+  if (planes.H <= 0 || planes.W <= 0 || planes.Ho <= 0 || planes.Wo <= 0)
+    throw ValueError(str("adaptive_avg_pool2d_backward: empty input ", shape_to_string(input_shape), " or g ",
+                         shape_to_string(g.shape())));
+  const PoolShape s = adaptive_shape(planes.P, planes.H, planes.W, planes.Ho, planes.Wo);
+  return adaptive_avg_pool_planes_backward(dense(g), input_shape, s);
 }
 
 }  // namespace kael

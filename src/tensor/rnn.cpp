@@ -6,7 +6,7 @@
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "kael/tensor/rnn.hpp"
-#include "tensor/rnn_cells.hpp"
+#include "tensor/backward.hpp"
 #include "tensor/strided.hpp"
 
 namespace kael {
@@ -56,8 +56,8 @@ Tensor one_step(Cell cell, const Tensor& input, const Tensor& hx, Tensor& cx, co
 // One LSTM layer's T > 0 steps as one autograd node over its input products gi_all (T, B, 4H):
 // per-step ops would each record a select of gi_all, whose backward writes a zeroed gi_all-sized
 // gradient (O(T^2) per layer), and a hidden product whose weight gradient is summed T times.
-// Here the backward runs the cells' backwards in reverse and takes W_hh's and b_hh's gradients
-// over all steps in one product. Returns (T + 2, B, H): every step's h, then h_n, then c_n.
+// Here the backward (tensor_detail::lstm_backward) runs the cells' backwards in reverse and
+// takes W_hh's and b_hh's gradients over all steps in one product. Returns (T + 2, B, H): every step's h, then h_n, then c_n.
 Tensor lstm_layer(const Tensor& gi_all, const Tensor& h0, const Tensor& c0, const Tensor& w_hh, const Tensor& b_hh) {
   using tensor_detail::dense;
   const std::int64_t T = gi_all.shape()[0], B = gi_all.shape()[1], H = h0.shape()[1];
@@ -85,27 +85,40 @@ Tensor lstm_layer(const Tensor& gi_all, const Tensor& h0, const Tensor& c0, cons
   const autograd::SavedTensor saved_w(w_hh);
   const bool has_bias = b_hh.defined();
   return autograd::record("lstm", std::move(packed), {&gi_all, &h0, &c0, &w_hh, &b_hh},
-                          [saved_w, gates_all, hs, cs, T, B, H, has_bias](const Tensor& g) {
-    const Tensor grad = dense(g), w = saved_w.get("lstm");
-    Tensor d_gates_all = Tensor::empty(grad.dtype(), {T, B, 4 * H});
-    Tensor d_out = Tensor::empty(grad.dtype(), {B, 2 * H});  // [dh' | dc'] of the step
-    Tensor dh = grad.select(0, T), dc = grad.select(0, T + 1);
-    for (std::int64_t t = T - 1; t >= 0; --t) {
-      d_out.narrow(1, 0, H).copy_(add(grad.select(0, t), dh));
-      d_out.narrow(1, H, H).copy_(dc);
-      std::vector<Tensor> d = tensor_detail::lstm_cell_backward(gates_all.select(0, t), cs.select(0, t), d_out);
-      d_gates_all.select(0, t).copy_(d[0]);
-      dh = matmul(d[0], w);
-      dc = d[1];
-    }
-    const Tensor d_rows = d_gates_all.reshape({T * B, 4 * H});
-    Tensor d_w = matmul(d_rows.transpose(0, 1), hs.narrow(0, 0, T).reshape({T * B, H}));
-    Tensor d_b = has_bias ? sum(d_rows, {0}) : Tensor();
-    return std::vector<Tensor>{d_gates_all, dh.contiguous(), dc.contiguous(), d_w, d_b};
-  });
+                          [saved_w, gates_all, hs, cs, has_bias](const Tensor& g) {
+                            return tensor_detail::lstm_backward(g, saved_w.get("lstm"), gates_all, hs, cs, has_bias);
+                          });
 }
 
 }  // namespace
+
+std::vector<Tensor> tensor_detail::lstm_backward(const Tensor& g, const Tensor& w_hh, const Tensor& gates_all,
+                                                 const Tensor& hs, const Tensor& cs, bool has_bias) {
+  const std::int64_t T = gates_all.dim() == 3 ? gates_all.shape()[0] : 0, B = T ? gates_all.shape()[1] : 0;
+  const std::int64_t H = hs.dim() == 3 ? hs.shape()[2] : 0;
+  if (T <= 0 || gates_all.shape() != Shape{T, B, 4 * H} || hs.shape() != Shape{T + 1, B, H} || cs.shape() != hs.shape() ||
+      g.shape() != Shape{T + 2, B, H} || w_hh.shape() != Shape{4 * H, H})
+    throw ValueError(str("lstm_backward: expected gates_all (T > 0, B, 4H), hs and cs (T + 1, B, H), g (T + 2, B, H) "
+                         "and w_hh (4H, H), got gates_all ", shape_to_string(gates_all.shape()), ", hs ",
+                         shape_to_string(hs.shape()), ", cs ", shape_to_string(cs.shape()), ", g ",
+                         shape_to_string(g.shape()), " and w_hh ", shape_to_string(w_hh.shape())));
+  const Tensor grad = dense(g);
+  Tensor d_gates_all = Tensor::empty(grad.dtype(), {T, B, 4 * H});
+  Tensor d_out = Tensor::empty(grad.dtype(), {B, 2 * H});  // [dh' | dc'] of the step
+  Tensor dh = grad.select(0, T), dc = grad.select(0, T + 1);
+  for (std::int64_t t = T - 1; t >= 0; --t) {
+    d_out.narrow(1, 0, H).copy_(add(grad.select(0, t), dh));
+    d_out.narrow(1, H, H).copy_(dc);
+    std::vector<Tensor> d = lstm_cell_backward(d_out, gates_all.select(0, t), cs.select(0, t));
+    d_gates_all.select(0, t).copy_(d[0]);
+    dh = matmul(d[0], w_hh);
+    dc = d[1];
+  }
+  const Tensor d_rows = d_gates_all.reshape({T * B, 4 * H});
+  Tensor d_w = matmul(d_rows.transpose(0, 1), hs.narrow(0, 0, T).reshape({T * B, H}));
+  Tensor d_b = has_bias ? sum(d_rows, {0}) : Tensor();
+  return {d_gates_all, dh.contiguous(), dc.contiguous(), d_w, d_b};
+}
 
 std::pair<Tensor, Tensor> lstm_cell(const Tensor& input, const Tensor& hx, const Tensor& cx, const Tensor& w_ih,
                                     const Tensor& w_hh, const Tensor& b_ih, const Tensor& b_hh) {

@@ -7,8 +7,8 @@
 #include "kael/core/error.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "tensor/backward.hpp"
 #include "tensor/parallel.hpp"
-#include "tensor/rnn_cells.hpp"
 #include "tensor/strided.hpp"
 
 namespace kael {
@@ -64,8 +64,54 @@ Tensor lstm_forward(const Tensor& gates, const Tensor& c) {
   return out;
 }
 
-// The gradients of gi, gh and h from that of h' (B, H).
-std::vector<Tensor> gru_cell_backward(const Tensor& gi, const Tensor& gh, const Tensor& h, const Tensor& grad) {
+}  // namespace
+
+std::vector<Tensor> tensor_detail::lstm_cell_backward(const Tensor& grad_in, const Tensor& gates_in,
+                                                     const Tensor& c_in) {
+  check_cell("lstm_cell_backward", gates_in, 4, c_in);
+  if (grad_in.dtype() != gates_in.dtype() || grad_in.shape() != Shape{c_in.shape()[0], 2 * c_in.shape()[1]})
+    throw ValueError(str("lstm_cell_backward: expected g (B, 2H) of the gates' dtype for a state ",
+                         shape_to_string(c_in.shape()), ", got ", shape_to_string(grad_in.shape())));
+  const Tensor gates = dense(gates_in), c = dense(c_in), grad = dense(grad_in);
+  const std::int64_t B = c.shape()[0], H = c.shape()[1];
+  Tensor d_gates = Tensor::empty(gates.dtype(), gates.shape()), d_c = Tensor::empty(c.dtype(), c.shape());
+  dispatch_floating(gates.dtype(), [&]<class T>() {
+    const T* a = gates.data<T>();
+    const T* cp = c.data<T>();
+    const T* g_out = grad.data<T>();
+    T* da = d_gates.data<T>();
+    T* dc = d_c.data<T>();
+    parallel_range(B, 24 * H, [&](std::int64_t b0, std::int64_t b1) {
+      for (std::int64_t b = b0; b < b1; ++b)
+        for (std::int64_t j = 0; j < H; ++j) {
+          const T* row = a + b * 4 * H;
+          const T i = sigmoid_of(row[j]), f = sigmoid_of(row[H + j]), g = std::tanh(row[2 * H + j]);
+          const T og = sigmoid_of(row[3 * H + j]);
+          const T c_prev = cp[b * H + j];
+          const T tc = std::tanh(f * c_prev + i * g);
+          const T dh = g_out[b * 2 * H + j];
+          const T dcn = g_out[b * 2 * H + H + j] + dh * og * (T(1) - tc * tc);
+          T* drow = da + b * 4 * H;
+          drow[j] = dcn * g * i * (T(1) - i);
+          drow[H + j] = dcn * c_prev * f * (T(1) - f);
+          drow[2 * H + j] = dcn * i * (T(1) - g * g);
+          drow[3 * H + j] = dh * tc * og * (T(1) - og);
+          dc[b * H + j] = dcn * f;
+        }
+    });
+  });
+  return {d_gates, d_c};
+}
+
+std::vector<Tensor> tensor_detail::gru_cell_backward(const Tensor& grad_in, const Tensor& gi_in, const Tensor& gh_in,
+                                                    const Tensor& h_in) {
+  check_cell("gru_cell_backward", gi_in, 3, h_in);
+  if (gh_in.shape() != gi_in.shape() || gh_in.dtype() != gi_in.dtype() || grad_in.shape() != h_in.shape() ||
+      grad_in.dtype() != gi_in.dtype())
+    throw ValueError(str("gru_cell_backward: expected gh of gi's shape and dtype and g of h's, got gi ",
+                         shape_to_string(gi_in.shape()), ", gh ", shape_to_string(gh_in.shape()), ", h ",
+                         shape_to_string(h_in.shape()), " and g ", shape_to_string(grad_in.shape())));
+  const Tensor gi = dense(gi_in), gh = dense(gh_in), h = dense(h_in), grad = dense(grad_in);
   const std::int64_t B = h.shape()[0], H = h.shape()[1];
   Tensor d_gi = Tensor::empty(gi.dtype(), gi.shape()), d_gh = Tensor::empty(gi.dtype(), gi.shape());
   Tensor d_h = Tensor::empty(h.dtype(), h.shape());
@@ -101,39 +147,6 @@ std::vector<Tensor> gru_cell_backward(const Tensor& gi, const Tensor& gh, const 
   return {d_gi, d_gh, d_h};
 }
 
-}  // namespace
-
-std::vector<Tensor> tensor_detail::lstm_cell_backward(const Tensor& gates, const Tensor& c, const Tensor& grad) {
-  const std::int64_t B = c.shape()[0], H = c.shape()[1];
-  Tensor d_gates = Tensor::empty(gates.dtype(), gates.shape()), d_c = Tensor::empty(c.dtype(), c.shape());
-  dispatch_floating(gates.dtype(), [&]<class T>() {
-    const T* a = gates.data<T>();
-    const T* cp = c.data<T>();
-    const T* g_out = grad.data<T>();
-    T* da = d_gates.data<T>();
-    T* dc = d_c.data<T>();
-    parallel_range(B, 24 * H, [&](std::int64_t b0, std::int64_t b1) {
-      for (std::int64_t b = b0; b < b1; ++b)
-        for (std::int64_t j = 0; j < H; ++j) {
-          const T* row = a + b * 4 * H;
-          const T i = sigmoid_of(row[j]), f = sigmoid_of(row[H + j]), g = std::tanh(row[2 * H + j]);
-          const T og = sigmoid_of(row[3 * H + j]);
-          const T c_prev = cp[b * H + j];
-          const T tc = std::tanh(f * c_prev + i * g);
-          const T dh = g_out[b * 2 * H + j];
-          const T dcn = g_out[b * 2 * H + H + j] + dh * og * (T(1) - tc * tc);
-          T* drow = da + b * 4 * H;
-          drow[j] = dcn * g * i * (T(1) - i);
-          drow[H + j] = dcn * c_prev * f * (T(1) - f);
-          drow[2 * H + j] = dcn * i * (T(1) - g * g);
-          drow[3 * H + j] = dh * tc * og * (T(1) - og);
-          dc[b * H + j] = dcn * f;
-        }
-    });
-  });
-  return {d_gates, d_c};
-}
-
 std::pair<Tensor, Tensor> lstm_cell_fused(const Tensor& gates, const Tensor& c) {
   check_cell("lstm_cell", gates, 4, c);
   const Tensor a = dense(gates.detach()), cs = dense(c.detach());
@@ -141,7 +154,7 @@ std::pair<Tensor, Tensor> lstm_cell_fused(const Tensor& gates, const Tensor& c) 
   if (autograd::any_requires_grad({&gates, &c})) {
     const autograd::SavedTensor sa(a), sc(cs);
     out = autograd::record("lstm_cell", std::move(out), {&gates, &c}, [sa, sc](const Tensor& g) {
-      return tensor_detail::lstm_cell_backward(sa.get("lstm_cell"), sc.get("lstm_cell"), dense(g));
+      return lstm_cell_backward(g, sa.get("lstm_cell"), sc.get("lstm_cell"));
     });
   }
   const std::int64_t H = c.shape()[1];
@@ -174,7 +187,7 @@ Tensor gru_cell_fused(const Tensor& gi, const Tensor& gh, const Tensor& h) {
   if (!autograd::any_requires_grad({&gi, &gh, &h})) return out;
   const autograd::SavedTensor si(xi), sh(xh), sp(hs);
   return autograd::record("gru_cell", std::move(out), {&gi, &gh, &h}, [si, sh, sp](const Tensor& g) {
-    return gru_cell_backward(si.get("gru_cell"), sh.get("gru_cell"), sp.get("gru_cell"), dense(g));
+    return gru_cell_backward(g, si.get("gru_cell"), sh.get("gru_cell"), sp.get("gru_cell"));
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "tensor/backward.hpp"
 #include "tensor/parallel.hpp"
 #include "tensor/strided.hpp"
 
@@ -50,21 +51,25 @@ Tensor gather_rows(const Tensor& a, const Tensor& index) {
   });
   if (!autograd::any_requires_grad({&a})) return out;
   const DType dt = a.dtype();
-  return autograd::record("gather", std::move(out), {&a}, [index, rows, n, k, dt](const Tensor& g) {
-    const Tensor gd = dense(g.to(DType::F64));
-    Tensor grad = Tensor::zeros(DType::F64, {rows, n});
-    const double* pg = gd.data<double>();
-    double* pd = grad.data<double>();
-    const std::int64_t* ix = index.data<std::int64_t>();
-    parallel_range(rows, k, [&](std::int64_t r0, std::int64_t r1) {
-      for (std::int64_t r = r0; r < r1; ++r)
-        for (std::int64_t j = 0; j < k; ++j) pd[r * n + ix[r * k + j]] += pg[r * k + j];
-    });
-    return std::vector<Tensor>{grad.to(dt)};
-  });
+  return autograd::record("gather", std::move(out), {&a},
+                          [index, n, dt](const Tensor& g) { return std::vector<Tensor>{gather_backward(g, index, n, dt)}; });
 }
 
 }  // namespace
+
+Tensor tensor_detail::gather_backward(const Tensor& g, const Tensor& index, std::int64_t n, DType dtype) {
+  const std::int64_t rows = index.shape()[0], k = index.shape()[1];
+  const Tensor gd = dense(g.to(DType::F64));
+  Tensor grad = Tensor::zeros(DType::F64, {rows, n});
+  const double* pg = gd.data<double>();
+  double* pd = grad.data<double>();
+  const std::int64_t* ix = index.data<std::int64_t>();
+  parallel_range(rows, k, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r)
+      for (std::int64_t j = 0; j < k; ++j) pd[r * n + ix[r * k + j]] += pg[r * k + j];
+  });
+  return grad.to(dtype);
+}
 
 Tensor gather(const Tensor& a, int dim, const Tensor& index) {
   if (!is_integral(index.dtype())) throw TypeError(str("gather: index must be an integer tensor, got ", dtype_name(index.dtype())));

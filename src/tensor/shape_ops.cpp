@@ -5,6 +5,7 @@
 
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "tensor/backward.hpp"
 #include "tensor/strided.hpp"
 
 namespace kael {
@@ -118,19 +119,29 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   return matmul(a, b);
 }
 
-Tensor as_strided_scatter(const Tensor& input, const Tensor& src, const Shape& size,
-                          const std::vector<std::int64_t>& stride, std::int64_t offset) {
+namespace {
+
+// ValueError unless the view (size, stride, offset) stays inside `numel` contiguous elements.
+void check_view_inside(const char* op, const Shape& size, const std::vector<std::int64_t>& stride, std::int64_t offset,
+                       std::int64_t numel) {
   if (size.size() != stride.size())
-    throw ValueError(str("as_strided_scatter: size ", shape_to_string(size), " and stride ", shape_to_string(stride),
+    throw ValueError(str(op, ": size ", shape_to_string(size), " and stride ", shape_to_string(stride),
                          " differ in length"));
   std::int64_t last = offset;  // the furthest element the view reaches
   for (std::size_t i = 0; i < size.size(); ++i) {
-    if (size[i] < 0 || stride[i] < 0) throw ValueError("as_strided_scatter: negative size or stride");
+    if (size[i] < 0 || stride[i] < 0) throw ValueError(str(op, ": negative size or stride"));
     if (size[i] > 0) last += (size[i] - 1) * stride[i];
   }
-  if (offset < 0 || (shape_numel(size) > 0 && last >= input.numel()))
-    throw ValueError(str("as_strided_scatter: the view (size ", shape_to_string(size), ", stride ", shape_to_string(stride),
-                         ", offset ", offset, ") reaches past the ", input.numel(), " elements of the input"));
+  if (offset < 0 || (shape_numel(size) > 0 && last >= numel))
+    throw ValueError(str(op, ": the view (size ", shape_to_string(size), ", stride ", shape_to_string(stride),
+                         ", offset ", offset, ") reaches past the ", numel, " elements of the input"));
+}
+
+}  // namespace
+
+Tensor as_strided_scatter(const Tensor& input, const Tensor& src, const Shape& size,
+                          const std::vector<std::int64_t>& stride, std::int64_t offset) {
+  check_view_inside("as_strided_scatter", size, stride, offset, input.numel());
   Tensor out = dense_copy(input);
   {
     autograd::NoGradGuard no_grad;
@@ -141,11 +152,19 @@ Tensor as_strided_scatter(const Tensor& input, const Tensor& src, const Shape& s
   const DType src_dtype = src.dtype();
   return autograd::record("as_strided_scatter", std::move(out), {&input, &src},
                           [size, stride, offset, src_shape, src_dtype](const Tensor& g) {
-                            Tensor rest = dense_copy(g);
-                            rest.as_strided(size, stride, offset).zero_();
-                            const Tensor picked = dense(g).as_strided(size, stride, offset);
-                            return std::vector<Tensor>{rest, sum_to(picked, src_shape).to(src_dtype)};
+                            return as_strided_scatter_backward(g, size, stride, offset, src_shape, src_dtype);
                           });
+}
+
+std::vector<Tensor> tensor_detail::as_strided_scatter_backward(const Tensor& g, const Shape& size,
+                                                               const std::vector<std::int64_t>& stride,
+                                                               std::int64_t offset, const Shape& src_shape,
+                                                               DType src_dtype) {
+  check_view_inside("as_strided_scatter_backward", size, stride, offset, g.numel());
+  Tensor rest = dense_copy(g);
+  rest.as_strided(size, stride, offset).zero_();
+  const Tensor picked = dense(g).as_strided(size, stride, offset);
+  return {rest, sum_to(picked, src_shape).to(src_dtype)};
 }
 
 Tensor one_hot(const Tensor& ids, std::int64_t num_classes) {

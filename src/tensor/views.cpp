@@ -7,6 +7,7 @@
 #include "core/device_copy.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "tensor/backward.hpp"
 #include "tensor/strided.hpp"
 
 namespace kael {
@@ -15,8 +16,9 @@ using namespace tensor_detail;
 
 namespace {
 
-// A view of `base` with its gradient flowing back through `backward`; its node is marked as a
-// view's, which in-place writes check (check_in_place).
+// A view of `base` with its gradient flowing back through `backward` (a view of g, sum_to, or
+// a named rule of tensor/backward.hpp); its node is marked as a view's, which in-place writes
+// check (check_in_place).
 Tensor view_of(const char* op, const Tensor& base, Shape shape, std::vector<std::int64_t> strides, std::int64_t offset,
                std::function<Tensor(const Tensor&)> backward) {
   Tensor v = base.as_strided(std::move(shape), std::move(strides), offset);
@@ -152,7 +154,8 @@ Tensor Tensor::view(Shape shape) const {
 Tensor Tensor::reshape(Shape shape) const {
   shape = inferred_shape(std::move(shape), shape_, numel_, "reshape");
   if (view_strides(shape_, strides_, shape, numel_)) return view(std::move(shape));
-  const Tensor copy = autograd::record("reshape", dense_copy(*this), {this}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
+  const Tensor copy = autograd::record("reshape", dense_copy(*this), {this},
+                                       [](const Tensor& g) { return std::vector<Tensor>{identity_backward(g)}; });
   return copy.view(std::move(shape));
 }
 
@@ -237,11 +240,14 @@ Tensor Tensor::select(int d, std::int64_t index) const {
   shape.erase(shape.begin() + at);
   strides.erase(strides.begin() + at);
   const Shape from = shape_;
-  return view_of("select", *this, std::move(shape), std::move(strides), offset, [from, at, index](const Tensor& g) {
-    Tensor full = Tensor::zeros(g.dtype(), from);
-    full.select(at, index).copy_(g);
-    return full;
-  });
+  return view_of("select", *this, std::move(shape), std::move(strides), offset,
+                 [from, at, index](const Tensor& g) { return select_backward(g, from, at, index); });
+}
+
+Tensor tensor_detail::select_backward(const Tensor& g, const Shape& input_shape, int dim, std::int64_t index) {
+  Tensor full = Tensor::zeros(g.dtype(), input_shape);
+  full.select(dim, index).copy_(g);
+  return full;
 }
 
 Tensor Tensor::slice(int d, std::int64_t start, std::int64_t end, std::int64_t step) const {
@@ -259,11 +265,15 @@ Tensor Tensor::slice(int d, std::int64_t start, std::int64_t end, std::int64_t s
   strides[static_cast<std::size_t>(at)] *= step;
   const std::int64_t offset = start * strides_[static_cast<std::size_t>(at)];
   const Shape from = shape_;
-  return view_of("slice", *this, std::move(shape), std::move(strides), offset, [from, at, start, end, step](const Tensor& g) {
-    Tensor full = Tensor::zeros(g.dtype(), from);
-    full.slice(at, start, end, step).copy_(g);
-    return full;
-  });
+  return view_of("slice", *this, std::move(shape), std::move(strides), offset,
+                 [from, at, start, end, step](const Tensor& g) { return slice_backward(g, from, at, start, end, step); });
+}
+
+Tensor tensor_detail::slice_backward(const Tensor& g, const Shape& input_shape, int dim, std::int64_t start,
+                                     std::int64_t end, std::int64_t step) {
+  Tensor full = Tensor::zeros(g.dtype(), input_shape);
+  full.slice(dim, start, end, step).copy_(g);
+  return full;
 }
 
 Tensor Tensor::narrow(int d, std::int64_t start, std::int64_t length) const {
@@ -304,8 +314,11 @@ Tensor Tensor::detach() const {
 }
 
 Tensor Tensor::clone() const {
-  return autograd::record("clone", dense_copy(*this), {this}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
+  return autograd::record("clone", dense_copy(*this), {this},
+                          [](const Tensor& g) { return std::vector<Tensor>{identity_backward(g)}; });
 }
+
+Tensor tensor_detail::identity_backward(const Tensor& g) { return g; }
 
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
@@ -315,8 +328,11 @@ Tensor Tensor::to(DType dtype) const {
   convert_into(out, *this);
   const DType from = dtype_;
   if (!is_floating(dtype) || !requires_grad() || !autograd::grad_mode_enabled()) return out;
-  return autograd::record("to", std::move(out), {this}, [from](const Tensor& g) { return std::vector<Tensor>{g.to(from)}; });
+  return autograd::record("to", std::move(out), {this},
+                          [from](const Tensor& g) { return std::vector<Tensor>{to_backward(g, from)}; });
 }
+
+Tensor tensor_detail::to_backward(const Tensor& g, DType from) { return g.to(from); }
 
 Tensor Tensor::to(Device device) const {
   check_device_available(device);
@@ -324,8 +340,11 @@ Tensor Tensor::to(Device device) const {
   Tensor out = copy_to_device(*this, device);
   const Device from = device_;
   if (!requires_grad() || !autograd::grad_mode_enabled()) return out;
-  return autograd::record("to", std::move(out), {this}, [from](const Tensor& g) { return std::vector<Tensor>{g.to(from)}; });
+  return autograd::record("to", std::move(out), {this},
+                          [from](const Tensor& g) { return std::vector<Tensor>{to_backward(g, from)}; });
 }
+
+Tensor tensor_detail::to_backward(const Tensor& g, Device from) { return g.to(from); }
 
 Tensor Tensor::to(std::string_view device) const { return to(parse_device(device)); }
 
@@ -502,11 +521,10 @@ Tensor& Tensor::copy_(const Tensor& source) {
   convert_into(*this, source);
   bump_version();
   if (history) {
-    // d(result)/d(old self) is 0 (every value replaced); the source gets g summed to its shape.
     const DType from = source.dtype();
     const Shape source_shape = source.shape();
     const Tensor result = autograd::record("copy_", detach(), {this, &source}, [from, source_shape](const Tensor& g) {
-      return std::vector<Tensor>{Tensor(), sum_to(g, source_shape).to(from)};
+      return copy_backward(g, source_shape, from);
     });
     take_history(*this, result, "copy_");
   }
@@ -521,11 +539,21 @@ Tensor& Tensor::fill_(double value) {
   else store(via, scalar.raw_data(), static_cast<std::int64_t>(value));
   convert_into(*this, scalar);
   bump_version();
-  if (autograd::any_requires_grad({this}))  // the old values no longer count: a zero gradient
-    take_history(*this, autograd::record("fill_", detach(), {this}, [](const Tensor&) { return std::vector<Tensor>{Tensor()}; }),
+  if (autograd::any_requires_grad({this}))
+    take_history(*this,
+                 autograd::record("fill_", detach(), {this},
+                                  [](const Tensor& g) { return std::vector<Tensor>{fill_backward(g)}; }),
                  "fill_");
   return *this;
 }
+
+// d(result)/d(old self) is 0 (every value replaced); the source gets g summed to its shape.
+std::vector<Tensor> tensor_detail::copy_backward(const Tensor& g, const Shape& source_shape, DType source_dtype) {
+  return {Tensor(), sum_to(g, source_shape).to(source_dtype)};
+}
+
+// The old values no longer count: a zero gradient, left undefined.
+Tensor tensor_detail::fill_backward(const Tensor&) { return Tensor(); }
 
 Tensor& Tensor::add_(const Tensor& other, double alpha) {
   return assign_in_place(*this, "add_", [&](const Tensor& self) { return add(self, other, alpha); });
