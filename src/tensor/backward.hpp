@@ -70,7 +70,7 @@ std::vector<Tensor> mul_backward(const Tensor& g, const Tensor& a, const Tensor&
 std::vector<Tensor> div_backward(const Tensor& g, const Tensor& a, const Tensor& b, const Shape& a_shape, bool need_a,
                                  bool need_b);
 
-// pow(a, exponent) with a scalar exponent e: g e a^(e-1), and zeros where e == 0.
+// pow(a, exponent) with a scalar exponent e: g e a^(e-1), or zeros like a when e is 0.
 Tensor pow_backward(const Tensor& g, const Tensor& a, double exponent);
 // pow(a, exponent) with a tensor exponent, from the forward's output y:
 // {g exponent a^(exponent-1), g y log(a)}.
@@ -120,9 +120,10 @@ Tensor sum_backward(const Tensor& g, const Shape& input_shape, const Shape& kept
 // choice, not inf * 0); the gradient of the variance, which differentiates through var's ops.
 Tensor std_backward(const Tensor& g, const Tensor& s);
 
-// max(x, dim) and min(x, dim) (and the whole-tensor max/min), from the indices they returned
-// (keepdim as the forward's; dim in [-rank, rank)): each of g's elements at its chosen index
-// along dim of a zero tensor of input_shape, as torch's value_selecting_reduction_backward.
+// max(x, dim) and min(x, dim) (and the whole-tensor max/min, on the flattened x), from the
+// indices they returned (keepdim as the forward's; dim in [-rank, rank)): each of g's elements
+// at its chosen index along dim of a zero tensor of input_shape, as torch's
+// value_selecting_reduction_backward (torch's whole-tensor max splits a tie evenly instead).
 Tensor value_selecting_reduction_backward(const Tensor& g, int dim, const Tensor& indices, const Shape& input_shape,
                                           bool keepdim);
 
