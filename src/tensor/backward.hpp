@@ -139,4 +139,78 @@ std::vector<Tensor> scaled_dot_product_attention_math_backward(const Tensor& g, 
                                                                const Tensor& v, const Tensor& p, double scale,
                                                                std::array<bool, 3> output_mask);
 
+// Elementwise ops and reductions (elementwise.cpp, reduce.cpp).
+// Tested alone in tests/library_tensor_backward_elementwise_test.cpp.
+// A binary op's gradient for an operand is summed back to that operand's (broadcast) shape;
+// need_a / need_b false leaves that one undefined, and an operand the other's gradient does
+// not use may then be undefined (what the forward saved).
+
+// add(a, b, alpha) (and sub, alpha negated): {g, alpha g}, g scaled only where alpha != 1.
+std::vector<Tensor> add_backward(const Tensor& g, const Shape& a_shape, const Shape& b_shape, double alpha);
+
+// mul(a, b): {g b, g a}; b is read only for da and a only for db.
+std::vector<Tensor> mul_backward(const Tensor& g, const Tensor& a, const Tensor& b, const Shape& a_shape,
+                                 const Shape& b_shape, bool need_a, bool need_b);
+
+// div(a, b): {g / b, -(g a) / (b b)}; a is read only for db.
+std::vector<Tensor> div_backward(const Tensor& g, const Tensor& a, const Tensor& b, const Shape& a_shape, bool need_a,
+                                 bool need_b);
+
+// pow(a, exponent) with a scalar exponent e: g e a^(e-1), or zeros like a when e is 0.
+Tensor pow_backward(const Tensor& g, const Tensor& a, double exponent);
+// pow(a, exponent) with a tensor exponent, from the forward's output y:
+// {g exponent a^(exponent-1), g y log(a)}.
+std::vector<Tensor> pow_backward(const Tensor& g, const Tensor& a, const Tensor& exponent, const Tensor& y,
+                                 bool need_a, bool need_exponent);
+
+// maximum(a, b) and minimum(a, b): g to the operand that won, halved on each at a tie (as torch).
+std::vector<Tensor> maximum_backward(const Tensor& g, const Tensor& a, const Tensor& b);
+std::vector<Tensor> minimum_backward(const Tensor& g, const Tensor& a, const Tensor& b);
+
+// neg: -g. abs: g sign(x), 0 at x == 0.
+Tensor neg_backward(const Tensor& g);
+Tensor abs_backward(const Tensor& g, const Tensor& x);
+
+// The floating unary functions, from the input x and output y the forward saved (each reads
+// the one its derivative needs): exp g y, log g / x, sqrt g / (2 y), rsqrt -g y^3 / 2,
+// tanh g (1 - y^2), sin g cos(x), cos -g sin(x), sigmoid g y (1 - y).
+Tensor exp_backward(const Tensor& g, const Tensor& x, const Tensor& y);
+Tensor log_backward(const Tensor& g, const Tensor& x, const Tensor& y);
+Tensor sqrt_backward(const Tensor& g, const Tensor& x, const Tensor& y);
+Tensor rsqrt_backward(const Tensor& g, const Tensor& x, const Tensor& y);
+Tensor tanh_backward(const Tensor& g, const Tensor& x, const Tensor& y);
+Tensor sin_backward(const Tensor& g, const Tensor& x, const Tensor& y);
+Tensor cos_backward(const Tensor& g, const Tensor& x, const Tensor& y);
+Tensor sigmoid_backward(const Tensor& g, const Tensor& x, const Tensor& y);
+
+// where(condition, a, b): {g where condition, g elsewhere}.
+std::vector<Tensor> where_backward(const Tensor& g, const Tensor& condition, const Shape& a_shape,
+                                   const Shape& b_shape);
+
+// clamp(x, min, max) with its bounds as doubles (an absent one infinite): g where
+// min <= x <= max (a bound hit exactly passes g), else 0.
+Tensor clamp_backward(const Tensor& g, const Tensor& x, double min, double max);
+
+// floor_divide: no derivative (as torch's): always ValueError.
+std::vector<Tensor> floor_divide_backward(const Tensor& g);
+
+// remainder(a, b): {g, -g floor_divide(a, b)}.
+std::vector<Tensor> remainder_backward(const Tensor& g, const Tensor& a, const Tensor& b);
+
+// sum of an input of input_shape over the dims that kept_shape (input_shape with the reduced
+// dims 1) marks: g broadcast back to input_shape, a new contiguous tensor. mean and var are
+// composed of sum, mul, sub and div.
+Tensor sum_backward(const Tensor& g, const Shape& input_shape, const Shape& kept_shape);
+
+// std's last step, sqrt of the variance, from its output s: g / (2 s) and 0 where s is 0 (torch's
+// choice, not inf * 0); the gradient of the variance, which differentiates through var's ops.
+Tensor std_backward(const Tensor& g, const Tensor& s);
+
+// max(x, dim) and min(x, dim) (and the whole-tensor max/min, on the flattened x), from the
+// indices they returned (keepdim as the forward's; dim in [-rank, rank)): each of g's elements
+// at its chosen index along dim of a zero tensor of input_shape, as torch's
+// value_selecting_reduction_backward (torch's whole-tensor max splits a tie evenly instead).
+Tensor value_selecting_reduction_backward(const Tensor& g, int dim, const Tensor& indices, const Shape& input_shape,
+                                          bool keepdim);
+
 }  // namespace kael::tensor_detail

@@ -252,9 +252,13 @@ Tensor add(const Tensor& a, const Tensor& b, Scalar alpha) {
                                  return kernels::arith::add_scaled(x, y, static_cast<C>(al));
                                });
   const Shape sa = a.shape(), sb = b.shape();
-  return autograd::record("add", std::move(out), {&a, &b}, [sa, sb, al](const Tensor& g) {
-    return std::vector<Tensor>{sum_to(g, sa), sum_to(al == 1.0 ? g : mul(g, al), sb)};
-  });
+  return autograd::record("add", std::move(out), {&a, &b},
+                          [sa, sb, al](const Tensor& g) { return add_backward(g, sa, sb, al); });
+}
+
+std::vector<Tensor> tensor_detail::add_backward(const Tensor& g, const Shape& a_shape, const Shape& b_shape,
+                                                double alpha) {
+  return {sum_to(g, a_shape), sum_to(alpha == 1.0 ? g : mul(g, alpha), b_shape)};
 }
 
 namespace {
@@ -283,9 +287,13 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   autograd::SavedTensor sa(gb ? a : Tensor()), sb(ga ? b : Tensor());
   const Shape shape_a = a.shape(), shape_b = b.shape();
   return autograd::record("mul", std::move(out), {&a, &b}, [sa, sb, ga, gb, shape_a, shape_b](const Tensor& g) {
-    return std::vector<Tensor>{ga ? sum_to(mul(g, sb.get("mul")), shape_a) : Tensor(),
-                               gb ? sum_to(mul(g, sa.get("mul")), shape_b) : Tensor()};
+    return mul_backward(g, gb ? sa.get("mul") : Tensor(), ga ? sb.get("mul") : Tensor(), shape_a, shape_b, ga, gb);
   });
+}
+
+std::vector<Tensor> tensor_detail::mul_backward(const Tensor& g, const Tensor& a, const Tensor& b, const Shape& a_shape,
+                                                const Shape& b_shape, bool need_a, bool need_b) {
+  return {need_a ? sum_to(mul(g, b), a_shape) : Tensor(), need_b ? sum_to(mul(g, a), b_shape) : Tensor()};
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
@@ -298,10 +306,14 @@ Tensor div(const Tensor& a, const Tensor& b) {
   autograd::SavedTensor sa(gb ? a : Tensor()), sb(b);  // a only for b's gradient, as mul
   const Shape shape_a = a.shape();
   return autograd::record("div", std::move(out), {&a, &b}, [sa, sb, ga, gb, shape_a](const Tensor& g) {
-    const Tensor& vb = sb.get("div");
-    return std::vector<Tensor>{ga ? sum_to(div(g, vb), shape_a) : Tensor(),
-                               gb ? sum_to(neg(div(mul(g, sa.get("div")), mul(vb, vb))), vb.shape()) : Tensor()};
+    return div_backward(g, gb ? sa.get("div") : Tensor(), sb.get("div"), shape_a, ga, gb);
   });
+}
+
+std::vector<Tensor> tensor_detail::div_backward(const Tensor& g, const Tensor& a, const Tensor& b, const Shape& a_shape,
+                                                bool need_a, bool need_b) {
+  return {need_a ? sum_to(div(g, b), a_shape) : Tensor(),
+          need_b ? sum_to(neg(div(mul(g, a), mul(b, b))), b.shape()) : Tensor()};
 }
 
 Tensor add(const Tensor& a, Scalar b) { return add(a, scalar_tensor(b, promote_with_scalar(a.dtype(), b))); }
@@ -324,9 +336,12 @@ Tensor pow(const Tensor& a, Scalar exponent) {
   if (!autograd::any_requires_grad({&a})) return out;
   autograd::SavedTensor sa(a);
   return autograd::record("pow", std::move(out), {&a}, [sa, e](const Tensor& g) {
-    const Tensor& va = sa.get("pow");
-    return std::vector<Tensor>{e == 0.0 ? zeros_like(va) : mul(g, mul(pow(va, e - 1.0), e))};
+    return std::vector<Tensor>{pow_backward(g, sa.get("pow"), e)};
   });
+}
+
+Tensor tensor_detail::pow_backward(const Tensor& g, const Tensor& a, double exponent) {
+  return exponent == 0.0 ? zeros_like(a) : mul(g, mul(pow(a, exponent - 1.0), exponent));
 }
 
 Tensor pow(const Tensor& a, const Tensor& exponent) {
@@ -341,11 +356,14 @@ Tensor pow(const Tensor& a, const Tensor& exponent) {
   autograd::SavedTensor sa(a), se(exponent), so(out);
   const bool ga = a.requires_grad(), ge = exponent.requires_grad();
   return autograd::record("pow", std::move(out), {&a, &exponent}, [sa, se, so, ga, ge](const Tensor& g) {
-    const Tensor& va = sa.get("pow");
-    const Tensor& ve = se.get("pow");
-    return std::vector<Tensor>{ga ? sum_to(mul(g, mul(ve, pow(va, sub(ve, 1)))), va.shape()) : Tensor(),
-                               ge ? sum_to(mul(g, mul(so.get("pow"), log(va))), ve.shape()) : Tensor()};
+    return pow_backward(g, sa.get("pow"), se.get("pow"), ge ? so.get("pow") : Tensor(), ga, ge);
   });
+}
+
+std::vector<Tensor> tensor_detail::pow_backward(const Tensor& g, const Tensor& a, const Tensor& exponent,
+                                                const Tensor& y, bool need_a, bool need_exponent) {
+  return {need_a ? sum_to(mul(g, mul(exponent, pow(a, sub(exponent, 1)))), a.shape()) : Tensor(),
+          need_exponent ? sum_to(mul(g, mul(y, log(a))), exponent.shape()) : Tensor()};
 }
 
 namespace {
@@ -359,16 +377,27 @@ Tensor pick(const char* op, const Tensor& a, const Tensor& b, bool larger) {
   if (!autograd::any_requires_grad({&a, &b})) return out;
   autograd::SavedTensor sa(a), sb(b);
   return autograd::record(op, std::move(out), {&a, &b}, [sa, sb, larger, op](const Tensor& g) {
-    const Tensor& va = sa.get(op);
-    const Tensor& vb = sb.get(op);
-    // Ties split the gradient evenly, as PyTorch's maximum does.
-    const Tensor a_wins = (larger ? gt(va, vb) : lt(va, vb)).to(g.dtype());
-    const Tensor tie = mul(eq(va, vb).to(g.dtype()), 0.5);
-    const Tensor share = add(a_wins, tie);
-    return std::vector<Tensor>{sum_to(mul(g, share), va.shape()), sum_to(mul(g, sub(ones_like(share), share)), vb.shape())};
+    return larger ? maximum_backward(g, sa.get(op), sb.get(op)) : minimum_backward(g, sa.get(op), sb.get(op));
   });
 }
+
+// maximum's and minimum's rule: a's share of g is 1 where it won, 1/2 at a tie (as PyTorch's
+// maximum splits it), 0 elsewhere; b takes the rest.
+std::vector<Tensor> extremum_backward(const Tensor& g, const Tensor& a, const Tensor& b, bool larger) {
+  const Tensor a_wins = (larger ? gt(a, b) : lt(a, b)).to(g.dtype());
+  const Tensor tie = mul(eq(a, b).to(g.dtype()), 0.5);
+  const Tensor share = add(a_wins, tie);
+  return {sum_to(mul(g, share), a.shape()), sum_to(mul(g, sub(ones_like(share), share)), b.shape())};
+}
 }  // namespace
+
+std::vector<Tensor> tensor_detail::maximum_backward(const Tensor& g, const Tensor& a, const Tensor& b) {
+  return extremum_backward(g, a, b, true);
+}
+
+std::vector<Tensor> tensor_detail::minimum_backward(const Tensor& g, const Tensor& a, const Tensor& b) {
+  return extremum_backward(g, a, b, false);
+}
 
 Tensor maximum(const Tensor& a, const Tensor& b) { return pick("maximum", a, b, true); }
 Tensor minimum(const Tensor& a, const Tensor& b) { return pick("minimum", a, b, false); }
@@ -376,18 +405,23 @@ Tensor minimum(const Tensor& a, const Tensor& b) { return pick("minimum", a, b, 
 Tensor neg(const Tensor& a) {
   require_not_bool("neg", a);
   Tensor out = unary_kernel(a, a.dtype(), a.dtype(), [](auto x) { return -x; });
-  return autograd::record("neg", std::move(out), {&a}, [](const Tensor& g) { return std::vector<Tensor>{neg(g)}; });
+  return autograd::record("neg", std::move(out), {&a},
+                          [](const Tensor& g) { return std::vector<Tensor>{neg_backward(g)}; });
 }
+
+Tensor tensor_detail::neg_backward(const Tensor& g) { return neg(g); }
 
 Tensor abs(const Tensor& a) {
   Tensor out = unary_kernel(a, a.dtype(), a.dtype(), [](auto x) { return x < decltype(x){} ? -x : x; });
   if (!autograd::any_requires_grad({&a})) return out;
   autograd::SavedTensor sa(a);
-  return autograd::record("abs", std::move(out), {&a}, [sa](const Tensor& g) {
-    const Tensor& v = sa.get("abs");
-    const Tensor sign = sub(gt(v, 0).to(g.dtype()), lt(v, 0).to(g.dtype()));
-    return std::vector<Tensor>{mul(g, sign)};
-  });
+  return autograd::record("abs", std::move(out), {&a},
+                          [sa](const Tensor& g) { return std::vector<Tensor>{abs_backward(g, sa.get("abs"))}; });
+}
+
+Tensor tensor_detail::abs_backward(const Tensor& g, const Tensor& x) {
+  const Tensor sign = sub(gt(x, 0).to(g.dtype()), lt(x, 0).to(g.dtype()));
+  return mul(g, sign);
 }
 
 namespace {
@@ -404,8 +438,9 @@ constexpr std::int64_t kVectorMathWork = 4;
 
 }  // namespace
 
-// A floating function of one tensor whose derivative is given from the input x and output y;
-// `rows` its F32 vector form, or nullptr.
+// A floating function of one tensor and its named backward rule, name##_backward, whose
+// derivative grad_expr is given from the gradient g, the input x and the output y; `rows` its
+// F32 vector form, or nullptr.
 #define KAEL_FLOAT_UNARY(name, expr, grad_expr, rows, work)                                      \
   Tensor name(const Tensor& a) {                                                                 \
     const DType dt = float_result(a.dtype());                                                    \
@@ -416,10 +451,12 @@ constexpr std::int64_t kVectorMathWork = 4;
     if (!autograd::any_requires_grad({&a})) return out;                                          \
     autograd::SavedTensor sx(a), sy(out);                                                        \
     return autograd::record(#name, std::move(out), {&a}, [sx, sy](const Tensor& g) {             \
-      [[maybe_unused]] const Tensor& x = sx.get(#name);                                          \
-      [[maybe_unused]] const Tensor& y = sy.get(#name);                                          \
-      return std::vector<Tensor>{grad_expr};                                                     \
+      return std::vector<Tensor>{name##_backward(g, sx.get(#name), sy.get(#name))};              \
     });                                                                                          \
+  }                                                                                              \
+  Tensor tensor_detail::name##_backward(const Tensor& g, [[maybe_unused]] const Tensor& x,       \
+                                        [[maybe_unused]] const Tensor& y) {                      \
+    return grad_expr;                                                                            \
   }
 
 KAEL_FLOAT_UNARY(exp, std::exp(x), mul(g, y), exp_rows, kVectorMathWork)
@@ -571,10 +608,14 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   if (!autograd::any_requires_grad({&a, &b})) return out;
   const Tensor cond = condition.detach();
   const Shape sa = a.shape(), sb = b.shape();
-  return autograd::record("where", std::move(out), {&a, &b}, [cond, sa, sb](const Tensor& g) {
-    const Tensor zero = zeros_like(g);
-    return std::vector<Tensor>{sum_to(where(cond, g, zero), sa), sum_to(where(cond, zero, g), sb)};
-  });
+  return autograd::record("where", std::move(out), {&a, &b},
+                          [cond, sa, sb](const Tensor& g) { return where_backward(g, cond, sa, sb); });
+}
+
+std::vector<Tensor> tensor_detail::where_backward(const Tensor& g, const Tensor& condition, const Shape& a_shape,
+                                                  const Shape& b_shape) {
+  const Tensor zero = zeros_like(g);
+  return {sum_to(where(condition, g, zero), a_shape), sum_to(where(condition, zero, g), b_shape)};
 }
 
 Tensor masked_fill(const Tensor& a, const Tensor& mask, Scalar value) {
@@ -610,10 +651,14 @@ Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> m
   if (!autograd::any_requires_grad({&a})) return out;
   autograd::SavedTensor sx(a);
   return autograd::record("clamp", std::move(out), {&a}, [sx, lo, hi](const Tensor& g) {
-    const Tensor& x = sx.get("clamp");
-    const Tensor inside = mul(ge(x, full({}, lo, DType::F64)).to(g.dtype()), le(x, full({}, hi, DType::F64)).to(g.dtype()));
-    return std::vector<Tensor>{mul(g, inside)};
+    return std::vector<Tensor>{clamp_backward(g, sx.get("clamp"), lo, hi)};
   });
+}
+
+Tensor tensor_detail::clamp_backward(const Tensor& g, const Tensor& x, double min, double max) {
+  const Tensor inside =
+      mul(ge(x, full({}, min, DType::F64)).to(g.dtype()), le(x, full({}, max, DType::F64)).to(g.dtype()));
+  return mul(g, inside);
 }
 
 namespace {
@@ -661,9 +706,12 @@ Tensor floor_divide(const Tensor& a, const Tensor& b) {
   check_int_divisor("floor_divide", dt, b);
   Tensor out = binary_kernel("floor_divide", a, b, dt, dt, [](auto x, auto y) { return floor_div(x, y); });
   // As torch: the result takes part in the graph, and a backward through it is an error.
-  return autograd::record("floor_divide", std::move(out), {&a, &b}, [](const Tensor&) -> std::vector<Tensor> {
-    throw ValueError("floor_divide: the derivative is not implemented (as torch's); detach() the operands");
-  });
+  return autograd::record("floor_divide", std::move(out), {&a, &b},
+                          [](const Tensor& g) { return floor_divide_backward(g); });
+}
+
+std::vector<Tensor> tensor_detail::floor_divide_backward(const Tensor&) {
+  throw ValueError("floor_divide: the derivative is not implemented (as torch's); detach() the operands");
 }
 
 Tensor floor_divide(const Tensor& a, Scalar b) { return floor_divide(a, scalar_tensor(b, promote_with_scalar(a.dtype(), b))); }
@@ -675,10 +723,12 @@ Tensor remainder(const Tensor& a, const Tensor& b) {
   if (!autograd::any_requires_grad({&a, &b})) return out;
   autograd::SavedTensor sa(a), sb(b);
   return autograd::record("remainder", std::move(out), {&a, &b}, [sa, sb](const Tensor& g) {
-    const Tensor& x = sa.get("remainder");
-    const Tensor& y = sb.get("remainder");
-    return std::vector<Tensor>{sum_to(g, x.shape()), sum_to(mul(g, neg(floor_divide(x, y))), y.shape())};
+    return remainder_backward(g, sa.get("remainder"), sb.get("remainder"));
   });
+}
+
+std::vector<Tensor> tensor_detail::remainder_backward(const Tensor& g, const Tensor& a, const Tensor& b) {
+  return {sum_to(g, a.shape()), sum_to(mul(g, neg(floor_divide(a, b))), b.shape())};
 }
 
 Tensor remainder(const Tensor& a, Scalar b) { return remainder(a, scalar_tensor(b, promote_with_scalar(a.dtype(), b))); }

@@ -7,6 +7,7 @@
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "kernels/dispatch/kernel_table.hpp"
+#include "tensor/backward.hpp"
 #include "tensor/parallel.hpp"
 #include "tensor/strided.hpp"
 
@@ -199,8 +200,12 @@ Tensor sum(const Tensor& a, std::vector<int> dims, bool keepdim) {
   for (std::size_t i = 0; i < reduce.size(); ++i)
     if (reduce[i]) keep_shape[i] = 1;
   return autograd::record("sum", std::move(out), {&a}, [from, keep_shape](const Tensor& g) {
-    return std::vector<Tensor>{dense_copy(g.reshape(keep_shape).expand(from))};
+    return std::vector<Tensor>{sum_backward(g, from, keep_shape)};
   });
+}
+
+Tensor tensor_detail::sum_backward(const Tensor& g, const Shape& input_shape, const Shape& kept_shape) {
+  return dense_copy(g.reshape(kept_shape).expand(input_shape));
 }
 
 Tensor mean(const Tensor& a, std::vector<int> dims, bool keepdim) {
@@ -227,13 +232,15 @@ Tensor std(const Tensor& a, std::vector<int> dims, bool keepdim, int correction)
   const Tensor v = var(a, std::move(dims), keepdim, correction);
   Tensor out = sqrt(v.detach());
   if (!v.requires_grad() || !autograd::grad_mode_enabled()) return out;
-  // d sqrt(v) = g / (2 sqrt(v)), and 0 where the deviation is 0 (torch's choice, not inf * 0).
   const autograd::SavedTensor saved(out);
-  return autograd::record("std", std::move(out), {&v}, [saved](const Tensor& g) {
-    const Tensor& s = saved.get("std");
-    const Tensor d = div(g, mul(s, 2.0));
-    return std::vector<Tensor>{where(eq(s, 0), zeros_like(d), d)};
-  });
+  return autograd::record("std", std::move(out), {&v},
+                          [saved](const Tensor& g) { return std::vector<Tensor>{std_backward(g, saved.get("std"))}; });
+}
+
+// d sqrt(v) = g / (2 sqrt(v)), and 0 where the deviation is 0 (torch's choice, not inf * 0).
+Tensor tensor_detail::std_backward(const Tensor& g, const Tensor& s) {
+  const Tensor d = div(g, mul(s, 2.0));
+  return where(eq(s, 0), zeros_like(d), d);
 }
 
 namespace {
@@ -285,31 +292,50 @@ std::pair<Tensor, Tensor> extreme(const char* op, const Tensor& a, int dim, bool
   }
   if (!autograd::any_requires_grad({&a})) return {values, indices};
   const Shape from = a.shape();
-  const Tensor kept_indices = keepdim || !a.dim() ? indices : indices.unsqueeze(at);
-  values = autograd::record(op, values, {&a}, [from, at, kept_indices, keepdim](const Tensor& g) {
-    Tensor grad = Tensor::zeros(g.dtype(), from);
-    const Tensor gk = keepdim || from.empty() ? g : g.unsqueeze(at);
-    // Scatter each row's gradient to its chosen index.
-    const Tensor gc = gk.contiguous();
-    const std::int64_t* idx = kept_indices.contiguous().data<std::int64_t>();
-    const Shape& s = kept_indices.shape();
-    std::vector<std::int64_t> index(s.size(), 0);
-    for (std::int64_t k = 0; k < kept_indices.numel(); ++k) {
-      std::int64_t offset = 0;
-      for (std::size_t d = 0; d < s.size(); ++d)
-        offset += (static_cast<int>(d) == at ? idx[k] : index[d]) * grad.strides()[d];
-      store(g.dtype(), grad.raw_data() + offset * static_cast<std::int64_t>(grad.element_size()), gc.value_as_double(k));
-      for (std::size_t d = s.size(); d-- > 0;) {
-        if (++index[d] < s[d]) break;
-        index[d] = 0;
-      }
-    }
-    return std::vector<Tensor>{grad};
+  values = autograd::record(op, values, {&a}, [from, at, indices, keepdim](const Tensor& g) {
+    return std::vector<Tensor>{value_selecting_reduction_backward(g, at, indices, from, keepdim)};
   });
   return {values, indices};
 }
 
 }  // namespace
+
+Tensor tensor_detail::value_selecting_reduction_backward(const Tensor& g, int dim, const Tensor& indices,
+                                                         const Shape& input_shape, bool keepdim) {
+  const char* op = "value_selecting_reduction_backward";
+  const int rank = static_cast<int>(input_shape.size());
+  const int at = wrap_dim(dim, rank, op);
+  const bool kept = keepdim || rank == 0;
+  const Tensor kept_indices = kept ? indices : indices.unsqueeze(at);
+  const Tensor gk = kept ? g : g.unsqueeze(at);
+  Shape want = input_shape;
+  if (rank) want[static_cast<std::size_t>(at)] = 1;
+  if (indices.dtype() != DType::I64 || kept_indices.shape() != want || gk.shape() != want)
+    throw ValueError(str(op, ": expected I64 indices and a gradient of shape ", shape_to_string(want),
+                         " (keepdim) for an input of shape ", shape_to_string(input_shape), ", got ",
+                         dtype_name(indices.dtype()), " indices of shape ", shape_to_string(indices.shape()),
+                         " and a gradient of shape ", shape_to_string(g.shape())));
+  const std::int64_t n = rank ? input_shape[static_cast<std::size_t>(at)] : 1;
+  Tensor grad = Tensor::zeros(g.dtype(), input_shape);
+  // Scatter each row's gradient to its chosen index.
+  const Tensor gc = gk.contiguous();
+  const Tensor ic = kept_indices.contiguous();
+  const std::int64_t* idx = ic.data<std::int64_t>();
+  const Shape& s = kept_indices.shape();
+  std::vector<std::int64_t> index(s.size(), 0);
+  for (std::int64_t k = 0; k < kept_indices.numel(); ++k) {
+    if (idx[k] < 0 || idx[k] >= n) throw IndexError(str(op, ": index ", idx[k], " out of range for a dim of ", n));
+    std::int64_t offset = 0;
+    for (std::size_t d = 0; d < s.size(); ++d)
+      offset += (static_cast<int>(d) == at ? idx[k] : index[d]) * grad.strides()[d];
+    store(g.dtype(), grad.raw_data() + offset * static_cast<std::int64_t>(grad.element_size()), gc.value_as_double(k));
+    for (std::size_t d = s.size(); d-- > 0;) {
+      if (++index[d] < s[d]) break;
+      index[d] = 0;
+    }
+  }
+  return grad;
+}
 
 std::pair<Tensor, Tensor> max(const Tensor& a, int dim, bool keepdim) { return extreme("max", a, dim, keepdim, true); }
 std::pair<Tensor, Tensor> min(const Tensor& a, int dim, bool keepdim) { return extreme("min", a, dim, keepdim, false); }
