@@ -173,26 +173,32 @@ TEST(TensorBackwardElementwiseRules, WhereRoutesEachSideAndSumsBack) {
   expect_close(grads[1], numeric_gradient([&](const Tensor& v) { return where(cond, a, v); }, b, g), 1e-7, "db");
 }
 
-TEST(TensorBackwardElementwiseRules, ClampPassesTheGradientAtABoundHitExactly) {
+TEST(TensorBackwardElementwiseRules, ClampGivesZeroAtABoundHitExactlyAndOnNaN) {
   manual_seed(20);
-  const double inf = std::numeric_limits<double>::infinity();
-  const Tensor g = randn({8}, DType::F64);
-  // -0.5 and 0.7 are the bounds exactly; the others are inside or outside.
-  const Tensor x = from_vector(std::vector<double>{-0.5, 0.7, -0.9, 1.3, 0.1, -0.2, 0.69, -0.51}, {8});
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const Tensor g = randn({11}, DType::F64);
+  // -0.5 and 0.7 are the bounds exactly; the others are inside or outside, NaN or infinite.
+  const Tensor x = from_vector(std::vector<double>{-0.5, 0.7, -0.9, 1.3, 0.1, -0.2, 0.69, -0.51, nan, inf, -inf}, {11});
   struct Bounds {
     std::optional<Scalar> min, max;
   };
   for (const Bounds& b : {Bounds{-0.5, 0.7}, Bounds{-0.5, std::nullopt}, Bounds{std::nullopt, 0.7}}) {
-    const double lo = b.min ? b.min->value : -inf, hi = b.max ? b.max->value : inf;
+    const std::optional<double> lo = b.min ? std::optional<double>(b.min->value) : std::nullopt;
+    const std::optional<double> hi = b.max ? std::optional<double>(b.max->value) : std::nullopt;
     const Tensor got = rules::clamp_backward(g, x, lo, hi);
-    const Tensor numeric = numeric_gradient([&](const Tensor& v) { return clamp(v, b.min, b.max); }, x, g);
-    for (std::int64_t i = 0; i < 8; ++i) {
+    for (std::int64_t i = 0; i < 8; ++i) {  // the finite values: central differences away from the kink
       const double v = x.value_as_double(i);
-      if (v == lo || v == hi)  // the kink: g (where central differences give g / 2)
-        EXPECT_EQ(got.value_as_double(i), g.value_as_double(i)) << "bound " << i;
-      else
-        EXPECT_NEAR(got.value_as_double(i), numeric.value_as_double(i), 1e-7) << i;
+      if ((lo && v == *lo) || (hi && v == *hi)) {  // the kink: 0, as torch (central differences give g / 2)
+        EXPECT_EQ(got.value_as_double(i), 0.0) << "bound " << i;
+        continue;
+      }
+      const Tensor numeric = numeric_gradient([&](const Tensor& v) { return clamp(v, b.min, b.max); }, x.narrow(0, 0, 8), g.narrow(0, 0, 8));
+      EXPECT_NEAR(got.value_as_double(i), numeric.value_as_double(i), 1e-7) << i;
     }
+    EXPECT_EQ(got.value_as_double(8), 0.0) << "NaN";
+    // An infinite x is inside the bounds that are not given: +inf passes g with only a min.
+    EXPECT_EQ(got.value_as_double(9), !hi ? g.value_as_double(9) : 0.0) << "+inf";
+    EXPECT_EQ(got.value_as_double(10), !lo ? g.value_as_double(10) : 0.0) << "-inf";
   }
 }
 
@@ -295,6 +301,29 @@ TEST(TensorBackwardElementwiseRules, MaxAndMinScatterToTheReturnedIndex) {
       rules::value_selecting_reduction_backward(full({}, 2.0, DType::F64), 0, zeros({}, DType::I64), Shape{}, false);
   EXPECT_EQ(scalar_grad.shape(), Shape{});
   EXPECT_EQ(scalar_grad.value_as_double(0), 2.0);
+}
+
+TEST(TensorBackwardElementwiseRules, WholeTensorMaxAndMinShareATieEvenly) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor x = from_vector(std::vector<double>{3.0, 1.0, 3.0, -2.0, 3.0, -2.0}, {2, 3});
+  const Tensor g = full({}, 1.5, DType::F64);
+  const Tensor got = rules::evenly_distribute_backward(g, x, max(x));
+  const std::vector<double> expected{0.5, 0.0, 0.5, 0.0, 0.5, 0.0};
+  for (std::int64_t i = 0; i < 6; ++i) EXPECT_EQ(got.value_as_double(i), expected[static_cast<std::size_t>(i)]) << i;
+  EXPECT_EQ(got.shape(), x.shape());
+  // Through the recorded node, max and min alike.
+  const Tensor leaf = x.detach().requires_grad_();
+  min(leaf).backward(g);
+  const std::vector<double> min_expected{0.0, 0.0, 0.0, 0.75, 0.0, 0.75};
+  for (std::int64_t i = 0; i < 6; ++i)
+    EXPECT_EQ(leaf.grad().value_as_double(i), min_expected[static_cast<std::size_t>(i)]) << i;
+  // A NaN maximum: its gradient goes to the NaNs.
+  const Tensor with_nan = from_vector(std::vector<double>{nan, 5.0, nan}, {3});
+  const Tensor nan_grad = rules::evenly_distribute_backward(g, with_nan, max(with_nan));
+  EXPECT_EQ(nan_grad.value_as_double(0), 0.75);
+  EXPECT_EQ(nan_grad.value_as_double(1), 0.0);
+  EXPECT_EQ(nan_grad.value_as_double(2), 0.75);
+  EXPECT_THROW(rules::evenly_distribute_backward(ones({2}, DType::F64), x, max(x)), ValueError);
 }
 
 TEST(TensorBackwardElementwiseRules, ValueSelectingRefusesIndicesThatDoNotFit) {

@@ -187,9 +187,9 @@ Tensor sigmoid_backward(const Tensor& g, const Tensor& x, const Tensor& y);
 std::vector<Tensor> where_backward(const Tensor& g, const Tensor& condition, const Shape& a_shape,
                                    const Shape& b_shape);
 
-// clamp(x, min, max) with its bounds as doubles (an absent one infinite): g where
-// min <= x <= max (a bound hit exactly passes g), else 0.
-Tensor clamp_backward(const Tensor& g, const Tensor& x, double min, double max);
+// clamp(x, min, max), each bound given or not: g where min < x < max for the bounds given, else
+// 0. A bound hit exactly gets 0, and NaN gets 0, as torch's clamp with number bounds.
+Tensor clamp_backward(const Tensor& g, const Tensor& x, std::optional<double> min, std::optional<double> max);
 
 // floor_divide: no derivative (as torch's): always ValueError.
 std::vector<Tensor> floor_divide_backward(const Tensor& g);
@@ -206,11 +206,16 @@ Tensor sum_backward(const Tensor& g, const Shape& input_shape, const Shape& kept
 // choice, not inf * 0); the gradient of the variance, which differentiates through var's ops.
 Tensor std_backward(const Tensor& g, const Tensor& s);
 
-// max(x, dim) and min(x, dim) (and the whole-tensor max/min, on the flattened x), from the
+// max(x, dim) and min(x, dim), from the
 // indices they returned (keepdim as the forward's; dim in [-rank, rank)): each of g's elements
 // at its chosen index along dim of a zero tensor of input_shape, as torch's
-// value_selecting_reduction_backward (torch's whole-tensor max splits a tie evenly instead).
+// value_selecting_reduction_backward.
 Tensor value_selecting_reduction_backward(const Tensor& g, int dim, const Tensor& indices, const Shape& input_shape,
                                           bool keepdim);
+
+// The whole-tensor max(x) or min(x), from x and the one-element value it returned: g shared
+// evenly by the elements equal to value (the NaNs when value is NaN), as torch's
+// evenly_distribute_backward.
+Tensor evenly_distribute_backward(const Tensor& g, const Tensor& x, const Tensor& value);
 
 }  // namespace kael::tensor_detail

@@ -650,14 +650,18 @@ Tensor clamp(const Tensor& a, std::optional<Scalar> min, std::optional<Scalar> m
   });
   if (!autograd::any_requires_grad({&a})) return out;
   autograd::SavedTensor sx(a);
-  return autograd::record("clamp", std::move(out), {&a}, [sx, lo, hi](const Tensor& g) {
-    return std::vector<Tensor>{clamp_backward(g, sx.get("clamp"), lo, hi)};
+  const std::optional<double> given_min = min ? std::optional<double>(min->value) : std::nullopt;
+  const std::optional<double> given_max = max ? std::optional<double>(max->value) : std::nullopt;
+  return autograd::record("clamp", std::move(out), {&a}, [sx, given_min, given_max](const Tensor& g) {
+    return std::vector<Tensor>{clamp_backward(g, sx.get("clamp"), given_min, given_max)};
   });
 }
 
-Tensor tensor_detail::clamp_backward(const Tensor& g, const Tensor& x, double min, double max) {
-  const Tensor inside =
-      mul(ge(x, full({}, min, DType::F64)).to(g.dtype()), le(x, full({}, max, DType::F64)).to(g.dtype()));
+Tensor tensor_detail::clamp_backward(const Tensor& g, const Tensor& x, std::optional<double> min,
+                                     std::optional<double> max) {
+  Tensor inside = ones_like(g);
+  if (min) inside = mul(inside, gt(x, full({}, *min, DType::F64)).to(g.dtype()));
+  if (max) inside = mul(inside, lt(x, full({}, *max, DType::F64)).to(g.dtype()));
   return mul(g, inside);
 }
 

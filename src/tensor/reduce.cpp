@@ -339,13 +339,32 @@ Tensor tensor_detail::value_selecting_reduction_backward(const Tensor& g, int di
 
 std::pair<Tensor, Tensor> max(const Tensor& a, int dim, bool keepdim) { return extreme("max", a, dim, keepdim, true); }
 std::pair<Tensor, Tensor> min(const Tensor& a, int dim, bool keepdim) { return extreme("min", a, dim, keepdim, false); }
-Tensor max(const Tensor& a) {
-  if (a.numel() == 0) throw IndexError("max: the tensor is empty");
-  return extreme("max", a.reshape({a.numel()}), 0, false, true).first;
+namespace {
+
+// The whole-tensor max or min: its gradient is shared evenly by every element equal to it (or
+// every NaN, when it is NaN), as torch's evenly_distribute_backward.
+Tensor whole_extreme(const char* op, const Tensor& a, bool largest) {
+  if (a.numel() == 0) throw IndexError(str(op, ": the tensor is empty"));
+  const Tensor value = extreme(op, a.detach().reshape({a.numel()}), 0, false, largest).first;
+  if (!autograd::any_requires_grad({&a})) return value;
+  autograd::SavedTensor sx(a);
+  return autograd::record(op, value, {&a}, [sx, value, op](const Tensor& g) {
+    return std::vector<Tensor>{evenly_distribute_backward(g, sx.get(op), value)};
+  });
 }
-Tensor min(const Tensor& a) {
-  if (a.numel() == 0) throw IndexError("min: the tensor is empty");
-  return extreme("min", a.reshape({a.numel()}), 0, false, false).first;
+
+}  // namespace
+
+Tensor max(const Tensor& a) { return whole_extreme("max", a, true); }
+Tensor min(const Tensor& a) { return whole_extreme("min", a, false); }
+
+Tensor tensor_detail::evenly_distribute_backward(const Tensor& g, const Tensor& x, const Tensor& value) {
+  if (g.numel() != 1 || value.numel() != 1)
+    throw ValueError(str("evenly_distribute_backward: expected a one-element gradient and value, got shapes ",
+                         shape_to_string(g.shape()), " and ", shape_to_string(value.shape())));
+  const double v = value.value_as_double(0);
+  const Tensor chosen = (v != v ? ne(x, x) : eq(x, full({}, v, DType::F64))).to(g.dtype());  // (x's shape)
+  return mul(chosen, div(g.reshape({}), sum(chosen)));
 }
 Tensor argmax(const Tensor& a, int dim, bool keepdim) { return extreme("argmax", a.detach(), dim, keepdim, true).second; }
 Tensor argmin(const Tensor& a, int dim, bool keepdim) { return extreme("argmin", a.detach(), dim, keepdim, false).second; }

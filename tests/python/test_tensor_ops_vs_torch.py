@@ -130,6 +130,29 @@ def test_nll_and_mse_loss(reduction):
         assert lib.nn.functional.one_hot(lib.tensor([2, 0, 1]), 4).tolist() == [[0, 0, 1, 0], [1, 0, 0, 0], [0, 1, 0, 0]]
 
 
+@pytest.mark.parametrize("bounds", [(0.0, 2.0), (0.0, None), (None, 2.0), (1.0, 1.0)])
+def test_clamp_gradient_at_its_bounds_nan_and_infinities(bounds):
+    # Where hypothesis's draws never land: an input exactly on a bound gets no gradient.
+    values = [0.0, 1.0, 2.0, -1.0, 3.0, float("nan"), float("inf"), -float("inf")]
+    grads = []
+    for lib in (kael, torch):
+        x = lib.tensor(values, requires_grad=True)
+        lib.clamp(x, min=bounds[0], max=bounds[1]).backward(lib.tensor([0.5 * (i + 1) for i in range(len(values))]))
+        grads.append(x.grad.tolist())
+    assert grads[0] == grads[1]
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_whole_tensor_max_and_min_share_a_tie_evenly(op):
+    for values in ([3.0, 1.0, 3.0, -2.0, 3.0, -2.0], [1.0, float("nan"), 5.0, float("nan")], [4.0]):
+        grads = []
+        for lib in (kael, torch):
+            x = lib.tensor(values, requires_grad=True)
+            (getattr(x, op)() * 3.0).backward()
+            grads.append(x.grad.tolist())
+        assert grads[0] == grads[1], values
+
+
 def test_integer_floor_division_and_remainder_are_pythons():
     a = np.array([-7, -6, -1, 0, 1, 5, 7])
     for b in (3, -3):
