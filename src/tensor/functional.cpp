@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -97,7 +98,26 @@ Tensor tensor_detail::softmax_backward(const Tensor& g, const Tensor& y, int dim
 }
 
 Tensor tensor_detail::log_softmax_backward(const Tensor& g, const Tensor& y, int dim) {
-  return sub(g, mul(exp(y), sum(g, {dim}, true)));
+  if (g.dtype() != DType::F32 || !last_dim_rows(y, dim)) return sub(g, mul(exp(y), sum(g, {dim}, true)));
+  // One pass per row on the kernel table, as the forward: the composed ops wrote and read
+  // four (rows, C) temporaries, and the head of a language model makes C the vocabulary.
+  const std::int64_t C = y.shape().back(), rows = y.numel() / C;
+  const Tensor gd = dense(g);
+  Tensor out = Tensor::empty(DType::F32, y.shape());
+  const float* gp = gd.data<float>();
+  const float* yp = y.data<float>();
+  float* op = out.data<float>();
+  const kernels::KernelTable& kt = kernels::active_kernels();
+  parallel_range(rows, C * 8, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t r = r0; r < r1; ++r) {
+      const float* gr = gp + r * C;
+      float* o = op + r * C;
+      const auto total = static_cast<float>(kt.sum(gr, C));
+      kt.exp(o, yp + r * C, C);
+      for (std::int64_t i = 0; i < C; ++i) o[i] = gr[i] - o[i] * total;
+    }
+  });
+  return out;
 }
 
 Tensor tensor_detail::cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tensor& ids,
@@ -259,6 +279,35 @@ void check_reduction(const char* op, std::string_view reduction) {
     throw ValueError(str(op, ": reduction must be \"mean\", \"sum\" or \"none\", got \"", std::string(reduction), "\""));
 }
 
+// picked (N) = rows (N, C)[i, ids[i]] for ids (N, I64) in [0, C). gather's form for one pick per
+// row: its gradient is written straight into a (N, C) tensor of rows' dtype, each row zeroed
+// and its one pick set by one thread, where gather's general backward adds into a zeroed F64
+// copy and converts it (for a language model's head, 56 MB zeroed and converted a step).
+Tensor pick_columns(const Tensor& rows, const Tensor& ids) {
+  const std::int64_t N = rows.shape()[0], C = rows.shape()[1];
+  const Tensor x = dense(rows.detach());
+  const DType dt = x.dtype();
+  const auto elem = static_cast<std::int64_t>(x.element_size());
+  const std::int64_t* t = ids.data<std::int64_t>();
+  Tensor picked = Tensor::empty(dt, {N});
+  for (std::int64_t i = 0; i < N; ++i)
+    std::memcpy(picked.raw_data() + i * elem, x.raw_data() + (i * C + t[i]) * elem, static_cast<std::size_t>(elem));
+  if (!autograd::any_requires_grad({&rows})) return picked;
+  return autograd::record("nll_loss", std::move(picked), {&rows}, [ids, N, C, dt, elem](const Tensor& g) {
+    const Tensor gd = dense(g.to(dt));
+    Tensor grad = Tensor::empty(dt, {N, C});
+    const std::int64_t* ti = ids.data<std::int64_t>();
+    parallel_range(N, C, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t i = r0; i < r1; ++i) {
+        std::byte* row = grad.raw_data() + i * C * elem;
+        std::memset(row, 0, static_cast<std::size_t>(C * elem));
+        std::memcpy(row + ti[i] * elem, gd.raw_data() + i * elem, static_cast<std::size_t>(elem));
+      }
+    });
+    return std::vector<Tensor>{grad};
+  });
+}
+
 // The negative log-likelihood of rows of log-probabilities (rows, C) at the targets, smoothed
 // with `smoothing` of the mean over the classes, 0 at ignored targets, then reduced.
 Tensor nll_rows(const char* op, const LossRows& rows, std::int64_t ignore_index, std::string_view reduction, double smoothing) {
@@ -269,7 +318,7 @@ Tensor nll_rows(const char* op, const LossRows& rows, std::int64_t ignore_index,
     if (t != ignore_index && (t < 0 || t >= C)) throw IndexError(str(op, ": target ", t, " is out of range for ", C, " classes"));
   const Tensor safe_ids = where(counted, ids, zeros({}, DType::I64));
   const Tensor weight = counted.to(rows.input.dtype());
-  Tensor loss = mul(neg(gather(rows.input, 1, safe_ids.unsqueeze(1)).squeeze(1)), weight);
+  Tensor loss = mul(neg(pick_columns(rows.input, safe_ids.contiguous())), weight);
   if (smoothing > 0) {
     const Tensor uniform = mul(neg(mean(rows.input, {1})), weight);
     loss = add(mul(loss, 1.0 - smoothing), mul(uniform, smoothing));

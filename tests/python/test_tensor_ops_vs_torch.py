@@ -130,6 +130,33 @@ def test_nll_and_mse_loss(reduction):
         assert lib.nn.functional.one_hot(lib.tensor([2, 0, 1]), 4).tolist() == [[0, 0, 1, 0], [1, 0, 0, 0], [0, 1, 0, 0]]
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_nll_loss_of_log_softmax_on_wide_rows(dtype):
+    """A language model's head: nll_loss's pick per row and log_softmax's row backward on rows
+    wide enough to be split over threads, an ignored target among them; the input's gradient
+    as torch's, and the same bits at 1 and 2 threads."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((300, 1003)).astype(dtype)
+    target = rng.integers(0, 1003, 300)
+    target[3] = -100
+    before, grads = kael.get_num_threads(), []
+    try:
+        for threads in (1, 2):
+            kael.set_num_threads(threads)
+            k = kael.tensor(x, requires_grad=True)
+            loss = kael.nn.functional.nll_loss(kael.nn.functional.log_softmax(k, dim=1), kael.tensor(target))
+            loss.backward()
+            grads.append(k.grad.numpy())
+    finally:
+        kael.set_num_threads(before)
+    t = torch.tensor(x, requires_grad=True)
+    t_loss = torch.nn.functional.nll_loss(torch.nn.functional.log_softmax(t, dim=1), torch.tensor(target))
+    t_loss.backward()
+    np.testing.assert_array_equal(grads[0], grads[1])
+    np.testing.assert_allclose(loss.item(), t_loss.item(), rtol=1e-5)
+    np.testing.assert_allclose(grads[0], t.grad.numpy(), rtol=1e-4, atol=1e-8)
+
+
 def test_integer_floor_division_and_remainder_are_pythons():
     a = np.array([-7, -6, -1, 0, 1, 5, 7])
     for b in (3, -3):
