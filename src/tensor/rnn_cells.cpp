@@ -57,21 +57,8 @@ Tensor lstm_forward(const Tensor& gates, const Tensor& c) {
   const std::int64_t B = c.shape()[0], H = c.shape()[1];
   Tensor out = Tensor::empty(gates.dtype(), {B, 2 * H});
   if (gates.dtype() == DType::F32) {
-    const float* a = gates.data<float>();
-    const float* cp = c.data<float>();
     float* o = out.data<float>();
-    const kernels::KernelTable& kt = kernels::active_kernels();
-    parallel_range(B, 16 * H, [&](std::int64_t b0, std::int64_t b1) {
-      std::vector<float> act(static_cast<std::size_t>(4 * H));
-      for (std::int64_t b = b0; b < b1; ++b) {
-        lstm_activations(act.data(), a + b * 4 * H, H, kt);
-        float* h_next = o + b * 2 * H;
-        float* c_next = h_next + H;
-        for (std::int64_t j = 0; j < H; ++j) c_next[j] = act[H + j] * cp[b * H + j] + act[j] * act[2 * H + j];
-        kt.tanh(h_next, c_next, H);
-        for (std::int64_t j = 0; j < H; ++j) h_next[j] *= act[3 * H + j];
-      }
-    });
+    lstm_cell_forward(o, o + H, 2 * H, gates.data<float>(), c.data<float>(), B, H);
     return out;
   }
   dispatch_floating(gates.dtype(), [&]<class T>() {
@@ -131,6 +118,22 @@ std::vector<Tensor> gru_cell_backward(const Tensor& gi, const Tensor& gh, const 
 }
 
 }  // namespace
+
+void tensor_detail::lstm_cell_forward(float* h_next, float* c_next, std::int64_t ld_out, const float* gates,
+                                      const float* c, std::int64_t B, std::int64_t H) {
+  const kernels::KernelTable& kt = kernels::active_kernels();
+  parallel_range(B, 16 * H, [&](std::int64_t b0, std::int64_t b1) {
+    std::vector<float> act(static_cast<std::size_t>(4 * H));
+    for (std::int64_t b = b0; b < b1; ++b) {
+      lstm_activations(act.data(), gates + b * 4 * H, H, kt);
+      float* h = h_next + b * ld_out;
+      float* cn = c_next + b * ld_out;
+      for (std::int64_t j = 0; j < H; ++j) cn[j] = act[H + j] * c[b * H + j] + act[j] * act[2 * H + j];
+      kt.tanh(h, cn, H);
+      for (std::int64_t j = 0; j < H; ++j) h[j] *= act[3 * H + j];
+    }
+  });
+}
 
 std::vector<Tensor> tensor_detail::lstm_cell_backward(const Tensor& gates, const Tensor& c, const Tensor& grad) {
   const std::int64_t B = c.shape()[0], H = c.shape()[1];
