@@ -157,6 +157,30 @@ def test_nll_loss_of_log_softmax_on_wide_rows(dtype):
     np.testing.assert_allclose(grads[0], t.grad.numpy(), rtol=1e-4, atol=1e-8)
 
 
+@pytest.mark.parametrize("features", [(48, 7), (20, 7)])
+def test_linear_weight_gradient_in_the_weights_layout(features):
+    """linear's weight gradient, taken in the weight's own (out, in) layout where the product
+    reads the output gradient transposed in place (in a multiple of 16), else as a^T g: torch's
+    values, and the same bits at 1 and 2 threads."""
+    fan_in, fan_out = features
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((33, fan_in)).astype(np.float32)
+    w = rng.standard_normal((fan_out, fan_in)).astype(np.float32)
+    before, grads = kael.get_num_threads(), []
+    try:
+        for threads in (1, 2):
+            kael.set_num_threads(threads)
+            kw = kael.tensor(w, requires_grad=True)
+            (kael.nn.functional.linear(kael.tensor(x), kw) ** 2).sum().backward()
+            grads.append(kw.grad.numpy())
+    finally:
+        kael.set_num_threads(before)
+    tw = torch.tensor(w, requires_grad=True)
+    (torch.nn.functional.linear(torch.tensor(x), tw) ** 2).sum().backward()
+    np.testing.assert_array_equal(grads[0], grads[1])
+    np.testing.assert_allclose(grads[0], tw.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
 def test_integer_floor_division_and_remainder_are_pythons():
     a = np.array([-7, -6, -1, 0, 1, 5, 7])
     for b in (3, -3):
