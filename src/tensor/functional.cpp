@@ -24,6 +24,22 @@ namespace {
 // Whether a softmax over `dim` can take the row path: F32, contiguous, over the last dim.
 bool last_dim_rows(const Tensor& a, int dim) { return a.dtype() == DType::F32 && a.is_contiguous() && a.dim() > 0 && dim == a.dim() - 1 && a.numel() > 0; }
 
+// The largest of x[0..n), n > 0, NaN skipped unless all are: in 16 lanes that the compiler
+// vectorizes (a single running maximum is a serial chain it keeps scalar, a nanosecond an
+// element: 7 ms of a language model's 700 x 10000 head).
+float row_max(const float* x, std::int64_t n) {
+  constexpr std::int64_t kLanes = 16;
+  float lane[kLanes];
+  std::fill_n(lane, kLanes, x[0]);
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (std::int64_t j = 0; j < kLanes; ++j) lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
+  float m = lane[0];
+  for (std::int64_t j = 1; j < kLanes; ++j) m = lane[j] > m ? lane[j] : m;
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
 // The rows (a.numel() / C, C) of an F32 contiguous tensor, threaded over rows: each row r of
 // `out` gets e = exp(x - max x) from the kernel table's exp, and finish(out_row, x_row, C, s)
 // is then called with s, the sum of e in double (the kernel table's sum). A NaN in a row gives
@@ -39,8 +55,7 @@ Tensor softmax_rows(const Tensor& a, F finish) {
     for (std::int64_t r = r0; r < r1; ++r) {
       const float* xr = x + r * C;
       float* yr = y + r * C;
-      float m = xr[0];
-      for (std::int64_t i = 1; i < C; ++i) m = xr[i] > m ? xr[i] : m;
+      const float m = row_max(xr, C);
       for (std::int64_t i = 0; i < C; ++i) yr[i] = xr[i] - m;
       kt.exp(yr, yr, C);
       finish(yr, xr, C, m, kt.sum(yr, C));

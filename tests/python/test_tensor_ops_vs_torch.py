@@ -157,6 +157,22 @@ def test_nll_loss_of_log_softmax_on_wide_rows(dtype):
     np.testing.assert_allclose(grads[0], t.grad.numpy(), rtol=1e-4, atol=1e-8)
 
 
+@pytest.mark.parametrize("width", [1, 15, 16, 37])
+def test_log_softmax_rows_maximum_in_lanes(width):
+    """log_softmax's row maximum, taken in 16 lanes, on ragged widths: the largest anywhere in a
+    row (first, last, past the lanes), a NaN first or later, an infinity, as torch."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((6, width)).astype(np.float32)
+    x[0, 0] = 30.0
+    x[1, -1] = 30.0
+    x[2, 0] = np.nan
+    x[3, -1] = np.nan
+    x[4, width // 2] = np.inf
+    got = kael.nn.functional.log_softmax(kael.tensor(x), dim=1).numpy()
+    want = torch.log_softmax(torch.tensor(x), dim=1).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("features", [(48, 7), (20, 7)])
 def test_linear_weight_gradient_in_the_weights_layout(features):
     """linear's weight gradient, taken in the weight's own (out, in) layout where the product
