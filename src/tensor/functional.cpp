@@ -300,6 +300,8 @@ void check_reduction(const char* op, std::string_view reduction) {
 // copy and converts it (for a language model's head, 56 MB zeroed and converted a step).
 Tensor pick_columns(const Tensor& rows, const Tensor& ids) {
   const std::int64_t N = rows.shape()[0], C = rows.shape()[1];
+  // Ignored targets pick column 0 (and count 0): there must be one.
+  if (C == 0 && N > 0) throw IndexError(str("the loss's input ", shape_to_string(rows.shape()), " has no classes"));
   const Tensor x = dense(rows.detach());
   const DType dt = x.dtype();
   const auto elem = static_cast<std::int64_t>(x.element_size());

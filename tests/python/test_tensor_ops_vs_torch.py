@@ -157,6 +157,11 @@ def test_nll_loss_of_log_softmax_on_wide_rows(dtype):
     np.testing.assert_allclose(grads[0], t.grad.numpy(), rtol=1e-4, atol=1e-8)
 
 
+def test_nll_loss_over_no_classes_is_an_index_error():
+    with pytest.raises(IndexError, match="no classes"):
+        kael.nn.functional.nll_loss(kael.zeros(3, 0), kael.tensor(np.array([-100, -100, -100])))
+
+
 @pytest.mark.parametrize("width", [1, 15, 16, 37])
 def test_log_softmax_rows_maximum_in_lanes(width):
     """log_softmax's row maximum, taken in 16 lanes, on ragged widths: the largest anywhere in a
