@@ -135,6 +135,22 @@ Tensor tensor_detail::log_softmax_backward(const Tensor& g, const Tensor& y, int
   return out;
 }
 
+Tensor tensor_detail::pick_columns_backward(const Tensor& g, const Tensor& ids, std::int64_t C, DType dt) {
+  const std::int64_t N = ids.numel();
+  const Tensor gd = dense(g.to(dt));
+  const auto elem = static_cast<std::int64_t>(dtype_size(dt));
+  Tensor grad = Tensor::empty(dt, {N, C});
+  const std::int64_t* ti = ids.data<std::int64_t>();
+  parallel_range(N, C, [&](std::int64_t r0, std::int64_t r1) {
+    for (std::int64_t i = r0; i < r1; ++i) {
+      std::byte* row = grad.raw_data() + i * C * elem;
+      std::memset(row, 0, static_cast<std::size_t>(C * elem));
+      std::memcpy(row + ti[i] * elem, gd.raw_data() + i * elem, static_cast<std::size_t>(elem));
+    }
+  });
+  return grad;
+}
+
 Tensor tensor_detail::cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tensor& ids,
                                              std::int64_t ignore_index, double inv_counted) {
   const std::int64_t N = logits.shape()[0], C = logits.shape()[1];
@@ -295,9 +311,9 @@ void check_reduction(const char* op, std::string_view reduction) {
 }
 
 // picked (N) = rows (N, C)[i, ids[i]] for ids (N, I64) in [0, C). gather's form for one pick per
-// row: its gradient is written straight into a (N, C) tensor of rows' dtype, each row zeroed
-// and its one pick set by one thread, where gather's general backward adds into a zeroed F64
-// copy and converts it (for a language model's head, 56 MB zeroed and converted a step).
+// row: its gradient (pick_columns_backward) is written straight into a (N, C) tensor of rows'
+// dtype, each row zeroed and its one pick set by one thread, where gather's general backward
+// adds into a zeroed F64 copy and converts it (a language model's head: 56 MB a step).
 Tensor pick_columns(const Tensor& rows, const Tensor& ids) {
   const std::int64_t N = rows.shape()[0], C = rows.shape()[1];
   // Ignored targets pick column 0 (and count 0): there must be one.
@@ -310,18 +326,8 @@ Tensor pick_columns(const Tensor& rows, const Tensor& ids) {
   for (std::int64_t i = 0; i < N; ++i)
     std::memcpy(picked.raw_data() + i * elem, x.raw_data() + (i * C + t[i]) * elem, static_cast<std::size_t>(elem));
   if (!autograd::any_requires_grad({&rows})) return picked;
-  return autograd::record("nll_loss", std::move(picked), {&rows}, [ids, N, C, dt, elem](const Tensor& g) {
-    const Tensor gd = dense(g.to(dt));
-    Tensor grad = Tensor::empty(dt, {N, C});
-    const std::int64_t* ti = ids.data<std::int64_t>();
-    parallel_range(N, C, [&](std::int64_t r0, std::int64_t r1) {
-      for (std::int64_t i = r0; i < r1; ++i) {
-        std::byte* row = grad.raw_data() + i * C * elem;
-        std::memset(row, 0, static_cast<std::size_t>(C * elem));
-        std::memcpy(row + ti[i] * elem, gd.raw_data() + i * elem, static_cast<std::size_t>(elem));
-      }
-    });
-    return std::vector<Tensor>{grad};
+  return autograd::record("nll_loss", std::move(picked), {&rows}, [ids, C, dt](const Tensor& g) {
+    return std::vector<Tensor>{pick_columns_backward(g, ids, C, dt)};
   });
 }
 
