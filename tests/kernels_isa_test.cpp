@@ -417,6 +417,26 @@ TEST_P(IsaKernels, GeneralGemmRowsDoNotDependOnTheSplit) {
   }
 }
 
+TEST_P(IsaKernels, GeneralGemmReadsAFewRowsBInPlaceWithThePackedBits) {
+  // Up to 32 rows against a B of narrow rows (ldb <= 512) read B's panels in place; more rows
+  // pack B first. Each row has the same bits either way: rows of a 20-row product equal those of
+  // a 45-row one. Ragged N around the panel, K past the 256-long k-blocks, ldb wider than N.
+  for (std::int64_t N : {9, 17, 200, 500})
+    for (std::int64_t K : {31, 300})
+      for (bool accumulate : {false, true}) {
+        const std::int64_t few = 20, many = 45, ldb = N + 3;
+        const auto a = random_vector(many * K, 70), b = random_vector(K * ldb, 71);
+        const auto start = random_vector(many * N, 72);
+        std::vector<float> packed = start, in_place(start.begin(), start.begin() + few * N), slow = start;
+        gemm(packed.data(), N, a.data(), K, false, b.data(), ldb, false, many, N, K, accumulate);
+        gemm(in_place.data(), N, a.data(), K, false, b.data(), ldb, false, few, N, K, accumulate);
+        ref::gemm(slow.data(), N, a.data(), K, false, b.data(), ldb, false, many, N, K, accumulate);
+        ASSERT_TRUE(std::equal(in_place.begin(), in_place.end(), packed.begin()))
+            << "N=" << N << " K=" << K << " accumulate=" << accumulate;
+        ASSERT_LT(max_error(packed, slow), 1e-4) << "N=" << N << " K=" << K;
+      }
+}
+
 TEST_P(IsaKernels, GemvOfATorchLayoutWeightHasTheBitsOfTheBatchRow) {
   // One row against a transposed B (a batch-1 linear on an (out, in) weight) runs the table's
   // GEMV on B in place; a row of a 5-row product packs B. Ragged N around the panel and the

@@ -24,6 +24,7 @@ using tensor_detail::gelu_backward;
 using tensor_detail::layer_norm_backward;
 using tensor_detail::log_softmax_backward;
 using tensor_detail::matmul_backward;
+using tensor_detail::pick_columns_backward;
 using tensor_detail::relu_backward;
 using tensor_detail::scaled_dot_product_attention_backward;
 using tensor_detail::softmax_backward;
@@ -82,6 +83,30 @@ TEST(TensorBackwardRules, SoftmaxAndLogSoftmax) {
     expect_close(log_softmax_backward(g, log_softmax(x, dim), dim),
                  numeric_gradient([&](const Tensor& v) { return log_softmax(v, dim); }, x, g), 1e-7,
                  "log_softmax dim " + std::to_string(dim));
+  }
+}
+
+TEST(TensorBackwardRules, LogSoftmaxF32RowsInOnePass) {
+  // F32 over the last dim takes the row path; rows wider than a vector and ragged.
+  manual_seed(4);
+  const Tensor x = randn({5, 37}, DType::F64), g = randn({5, 37}, DType::F64);
+  const Tensor got = log_softmax_backward(g.to(DType::F32), log_softmax(x.to(DType::F32), 1), 1);
+  ASSERT_EQ(got.dtype(), DType::F32);
+  expect_close(got, numeric_gradient([](const Tensor& v) { return log_softmax(v, 1); }, x, g), 1e-5, "log_softmax F32");
+}
+
+TEST(TensorBackwardRules, PickColumns) {
+  // nll_loss's pick: d(sum(g_i x[i, ids_i]))/dx is g_i at (i, ids_i), 0 elsewhere, in x's dtype.
+  const Tensor g = tensor({0.5, -2.0, 3.0});
+  const Tensor ids = tensor({4, 0, 4}, DType::I64);
+  for (DType dt : {DType::F32, DType::F64}) {
+    const Tensor got = pick_columns_backward(g, ids, 5, dt);
+    ASSERT_EQ(got.dtype(), dt);
+    ASSERT_EQ(got.shape(), (Shape{3, 5}));
+    for (std::int64_t i = 0; i < 3; ++i)
+      for (std::int64_t j = 0; j < 5; ++j)
+        EXPECT_EQ(got.value_as_double(i * 5 + j), j == ids.value_as_double(i) ? g.value_as_double(i) : 0.0)
+            << i << ", " << j;
   }
 }
 

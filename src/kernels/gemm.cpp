@@ -129,9 +129,12 @@ void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool tra
   }
   // The micro-kernels read a row-major A and B in panels. A transposed A is copied once into
   // rows (M K floats, against M N K multiply-adds); B is packed into the exact panel layout
-  // (K N floats) unless it is read only once or twice (M <= 2): strided panels, ldb floats
-  // apart, touch a new page at every k once ldb passes a few KiB and run at a third of the
-  // packed speed. The calling thread's buffers, filled and read by the workers through these
+  // (K N floats) unless it is read only once or twice (M <= 2), or a few times (M <= 32, at
+  // most three 12-row tiles) with narrow rows (ldb <= 512 floats, 2 KiB): strided panels, ldb
+  // floats apart, touch a new page at every k once ldb passes a few KiB and run at a third of
+  // the packed speed, but below that packing costs more than it saves (an LSTM step's
+  // (20, 800) @ (800, 200): 83 -> 66 CPU us at one thread; (32, 4096) @ (4096, 512): 2.2 ->
+  // 1.2 ms). The calling thread's buffers, filled and read by the workers through these
   // pointers; the arithmetic is the same whatever the layout. On cache lines, so that no 64-byte
   // panel row spans two.
   thread_local AlignedVector<float> a_rows, b_panels;
@@ -155,7 +158,7 @@ void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool tra
     lda = K;
   }
   PanelView view{b, ldb, kPanel, false};
-  if (trans_b || M > 2) {
+  if (trans_b || (M > 2 && !(M <= 2 * kPanel && ldb <= 512))) {
     b_panels.resize(static_cast<std::size_t>(K * N));
     float* packed = b_panels.data();
     parallel_for((N + kPanel - 1) / kPanel, min_items_per_thread(kPanel * K), [&](std::int64_t first, std::int64_t last) {

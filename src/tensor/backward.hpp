@@ -20,9 +20,14 @@ namespace kael::tensor_detail {
 std::vector<Tensor> layer_norm_backward(const Tensor& g, const Tensor& x, const Tensor& weight, const Tensor& mean,
                                         const Tensor& rstd);
 
-// softmax and log_softmax over dim, from their output y: y (g - sum(g y)) and g - e^y sum(g).
+// softmax and log_softmax over dim, from their output y: y (g - sum(g y)) and g - e^y sum(g)
+// (log_softmax's F32 rows over the last dim in one pass per row on the kernel table).
 Tensor softmax_backward(const Tensor& g, const Tensor& y, int dim);
 Tensor log_softmax_backward(const Tensor& g, const Tensor& y, int dim);
+
+// nll_loss's pick of one column per row of (N, C) at ids (N, I64, each in [0, C)): the (N, C)
+// gradient of dtype dt, zero but g[i] (g of N elements) at (i, ids[i]), threaded over rows.
+Tensor pick_columns_backward(const Tensor& g, const Tensor& ids, std::int64_t C, DType dt);
 
 // cross_entropy's row form (mean reduction, no smoothing) from the saved contiguous logits
 // (N, C) and class ids (N, I64): (softmax - one-hot) g / counted on counted rows, 0 on rows

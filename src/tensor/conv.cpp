@@ -6,6 +6,7 @@
 #include "kael/tensor/conv.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "kael/core/error.hpp"
@@ -144,14 +145,14 @@ Tensor conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, const C
   const float* bd = b.defined() ? b.data<float>() : nullptr;
   float* od = out.data<float>();
   parallel_range(s.N * s.groups, Og * Kc * L, [&](std::int64_t begin, std::int64_t end) {
-    std::vector<float> col(s.pointwise() ? 0 : static_cast<std::size_t>(Kc * L));
+    const std::unique_ptr<float[]> col(s.pointwise() ? nullptr : new float[static_cast<std::size_t>(Kc * L)]);
     for (std::int64_t item = begin; item < end; ++item) {
       const std::int64_t n = item / s.groups, g = item % s.groups;
       const float* xg = xd + (n * s.C + g * Cg) * s.H * s.W;
       const float* columns = xg;
       if (!s.pointwise()) {
-        im2col(col.data(), xg, s);
-        columns = col.data();
+        im2col(col.get(), xg, s);  // writes every column, padding as 0
+        columns = col.get();
       }
       float* og = od + (n * s.O + g * Og) * L;
       kernels::gemm_nn(og, L, wd + g * Og * Kc, Kc, columns, L, Og, L, Kc);
@@ -193,16 +194,20 @@ std::vector<Tensor> conv2d_planes_backward(const Tensor& x, const Tensor& w, con
   const float* gd = grad.data<float>();
   Tensor dx, dw, db;
   if (needs[0]) {
-    dx = Tensor::zeros(DType::F32, {s.N, s.C, s.H, s.W});
+    // Each (sample, group) zeroes its own planes before folding onto them: a zeroed tensor of
+    // this size is a fresh mapping whose pages the kernel clears on first touch, serially.
+    dx = Tensor::empty(DType::F32, {s.N, s.C, s.H, s.W});
     float* dxd = dx.data<float>();
     parallel_range(s.N * s.groups, Og * Kc * L, [&](std::int64_t begin, std::int64_t end) {
-      std::vector<float> col(s.pointwise() ? 0 : static_cast<std::size_t>(Kc * L));
+      const std::unique_ptr<float[]> col(s.pointwise() ? nullptr : new float[static_cast<std::size_t>(Kc * L)]);
       for (std::int64_t item = begin; item < end; ++item) {
         const std::int64_t n = item / s.groups, g = item % s.groups;
         float* dxg = dxd + (n * s.C + g * Cg) * s.H * s.W;
-        float* dcol = s.pointwise() ? dxg : col.data();
+        float* dcol = s.pointwise() ? dxg : col.get();
         kernels::gemm_tn(dcol, L, wd + g * Og * Kc, Kc, gd + (n * s.O + g * Og) * L, L, Kc, L, Og);
-        if (!s.pointwise()) col2im(dxg, dcol, s);
+        if (s.pointwise()) continue;
+        std::fill_n(dxg, Cg * s.H * s.W, 0.0f);
+        col2im(dxg, dcol, s);
       }
     });
   }
@@ -210,31 +215,34 @@ std::vector<Tensor> conv2d_planes_backward(const Tensor& x, const Tensor& w, con
     dw = Tensor::zeros(DType::F32, {s.O, Cg, s.kh, s.kw});
     float* dwd = dw.data<float>();
     const std::int64_t per_sample = s.O * Kc, chunk = weight_partial_samples(s);
-    std::vector<float> partial(static_cast<std::size_t>(chunk * per_sample));
+    // Uninitialized (each partial is written whole by its product), from the tensor block
+    // cache: a zero-filled vector of this size cost a page fault per page at every backward.
+    Tensor partial_block = Tensor::empty(DType::F32, {chunk * per_sample});
+    float* const partial = partial_block.data<float>();
     for (std::int64_t first = 0; first < s.N; first += chunk) {
       const std::int64_t count = std::min(chunk, s.N - first);
       parallel_range(count * s.groups, Og * Kc * L, [&](std::int64_t begin, std::int64_t end) {
-        std::vector<float> col(s.pointwise() ? 0 : static_cast<std::size_t>(Kc * L));
-        std::vector<float> rows(static_cast<std::size_t>(Kc * L));
+        const std::unique_ptr<float[]> col(s.pointwise() ? nullptr : new float[static_cast<std::size_t>(Kc * L)]);
+        const std::unique_ptr<float[]> rows(new float[static_cast<std::size_t>(Kc * L)]);
         for (std::int64_t item = begin; item < end; ++item) {
           const std::int64_t k = item / s.groups, g = item % s.groups, n = first + k;
           const float* xg = xd + (n * s.C + g * Cg) * s.H * s.W;
           const float* columns = xg;
           if (!s.pointwise()) {
-            im2col(col.data(), xg, s);
-            columns = col.data();
+            im2col(col.get(), xg, s);
+            columns = col.get();
           }
           // dW_g = dy_g (Og, L) @ columns^T: the columns transposed into rows (L, Kc) once, so
           // that the product streams both operands along their rows.
-          transpose(rows.data(), columns, Kc, L);
-          kernels::gemm_nn(partial.data() + k * per_sample + g * Og * Kc, Kc, gd + (n * s.O + g * Og) * L, L,
-                           rows.data(), Kc, Og, Kc, L);
+          transpose(rows.get(), columns, Kc, L);
+          kernels::gemm_nn(partial + k * per_sample + g * Og * Kc, Kc, gd + (n * s.O + g * Og) * L, L, rows.get(), Kc,
+                           Og, Kc, L);
         }
       });
       // Added in sample order, each weight on its own: the same sums whatever the threads.
       parallel_range(per_sample, count, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t k = 0; k < count; ++k) {
-          const float* p = partial.data() + k * per_sample;
+          const float* p = partial + k * per_sample;
           for (std::int64_t j = begin; j < end; ++j) dwd[j] += p[j];
         }
       });

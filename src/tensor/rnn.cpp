@@ -1,12 +1,15 @@
 // The recurrent layers' computation (tensor/rnn.hpp): each layer's input products for all time
 // steps in one linear(), then per step the hidden product and the fused cell.
+#include <cstring>
 #include <string>
 
 #include "kael/core/error.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "kael/tensor/rnn.hpp"
+#include "kernels/gemm.hpp"
 #include "tensor/backward.hpp"
+#include "tensor/rnn_cells.hpp"
 #include "tensor/strided.hpp"
 
 namespace kael {
@@ -53,6 +56,27 @@ Tensor one_step(Cell cell, const Tensor& input, const Tensor& hx, Tensor& cx, co
   return unbatched ? out.squeeze(0) : out;
 }
 
+// The F32 forward of lstm_layer's T steps into gates_all (T, B, 4H), hs and cs (T + 1, B, H),
+// whose step 0 holds the initial state: W_hh packed once into the kernel table's panels (per
+// step, linear() packed its transpose again), then per step gates = gi_t + (h W_hh^T + b_hh),
+// the product's residual epilogue adding it onto gi_t's copy (add(gi_t, linear(h, W_hh, b_hh))'s
+// bits), and the cell written straight into hs and cs.
+void lstm_steps_f32(Tensor& gates_all, Tensor& hs, Tensor& cs, const Tensor& gi, const Tensor& w, const Tensor& b) {
+  const std::int64_t T = gates_all.shape()[0], B = gates_all.shape()[1], G = gates_all.shape()[2], H = G / 4;
+  if (B == 0 || H == 0) return;
+  Tensor packed = Tensor::empty(DType::F32, {G * H});
+  kernels::pack_panels_transposed(packed.data<float>(), w.data<float>(), H, G);
+  const float* bias = b.defined() ? b.data<float>() : nullptr;
+  float* h = hs.data<float>();
+  float* c = cs.data<float>();
+  for (std::int64_t t = 0; t < T; ++t) {
+    float* gates = gates_all.data<float>() + t * B * G;
+    std::memcpy(gates, gi.data<float>() + t * B * G, static_cast<std::size_t>(B * G) * sizeof(float));
+    kernels::linear_packed(gates, h + t * B * H, packed.data<float>(), bias, B, H, G, kernels::Epilogue::residual);
+    tensor_detail::lstm_cell_forward(h + (t + 1) * B * H, c + (t + 1) * B * H, H, gates, c + t * B * H, B, H);
+  }
+}
+
 // One LSTM layer's T > 0 steps as one autograd node over its input products gi_all (T, B, 4H):
 // per-step ops would each record a select of gi_all, whose backward writes a zeroed gi_all-sized
 // gradient (O(T^2) per layer), and a hidden product whose weight gradient is summed T times.
@@ -70,7 +94,9 @@ Tensor lstm_layer(const Tensor& gi_all, const Tensor& h0, const Tensor& c0, cons
     const Tensor gi = gi_all.detach(), w = w_hh.detach(), b = b_hh.defined() ? b_hh.detach() : Tensor();
     hs.select(0, 0).copy_(h0.detach());
     cs.select(0, 0).copy_(c0.detach());
-    for (std::int64_t t = 0; t < T; ++t) {
+    const bool f32 = dt == DType::F32 && w.dtype() == DType::F32 && (!b.defined() || b.dtype() == DType::F32);
+    if (f32) lstm_steps_f32(gates_all, hs, cs, dense(gi), dense(w), b.defined() ? dense(b) : b);
+    for (std::int64_t t = 0; t < T && !f32; ++t) {
       Tensor gates = gates_all.select(0, t);
       gates.copy_(add(gi.select(0, t), linear(hs.select(0, t), w, b)));
       const auto [h_next, c_next] = lstm_cell_fused(gates, cs.select(0, t));

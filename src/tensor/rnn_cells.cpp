@@ -3,11 +3,14 @@
 #include "kael/tensor/rnn.hpp"
 
 #include <cmath>
+#include <vector>
 
 #include "kael/core/error.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "kernels/dispatch/kernel_table.hpp"
 #include "tensor/backward.hpp"
+#include "tensor/rnn_cells.hpp"
 #include "tensor/parallel.hpp"
 #include "tensor/strided.hpp"
 
@@ -41,10 +44,24 @@ void check_cell(const char* op, const Tensor& gates, std::int64_t gate_count, co
                          shape_to_string(gates.shape()), " and ", shape_to_string(state.shape())));
 }
 
+// act (4H) = the activations [sigmoid(i) | sigmoid(f) | tanh(g) | sigmoid(o)] of one F32 row of
+// gates (4H), a pass per gate on the kernel table's vector sigmoid and tanh: the C library's
+// scalar tanhf and expf, called per element, took most of the cell's time.
+void lstm_activations(float* act, const float* row, std::int64_t H, const kernels::KernelTable& kt) {
+  kt.sigmoid(act, row, 2 * H);
+  kt.tanh(act + 2 * H, row + 2 * H, H);
+  kt.sigmoid(act + 3 * H, row + 3 * H, H);
+}
+
 // out (B, 2H) = [h' | c'].
 Tensor lstm_forward(const Tensor& gates, const Tensor& c) {
   const std::int64_t B = c.shape()[0], H = c.shape()[1];
   Tensor out = Tensor::empty(gates.dtype(), {B, 2 * H});
+  if (gates.dtype() == DType::F32) {
+    float* o = out.data<float>();
+    lstm_cell_forward(o, o + H, 2 * H, gates.data<float>(), c.data<float>(), B, H);
+    return out;
+  }
   dispatch_floating(gates.dtype(), [&]<class T>() {
     const T* a = gates.data<T>();
     const T* cp = c.data<T>();
@@ -66,6 +83,22 @@ Tensor lstm_forward(const Tensor& gates, const Tensor& c) {
 
 }  // namespace
 
+void tensor_detail::lstm_cell_forward(float* h_next, float* c_next, std::int64_t ld_out, const float* gates,
+                                      const float* c, std::int64_t B, std::int64_t H) {
+  const kernels::KernelTable& kt = kernels::active_kernels();
+  parallel_range(B, 16 * H, [&](std::int64_t b0, std::int64_t b1) {
+    std::vector<float> act(static_cast<std::size_t>(4 * H));
+    for (std::int64_t b = b0; b < b1; ++b) {
+      lstm_activations(act.data(), gates + b * 4 * H, H, kt);
+      float* h = h_next + b * ld_out;
+      float* cn = c_next + b * ld_out;
+      for (std::int64_t j = 0; j < H; ++j) cn[j] = act[H + j] * c[b * H + j] + act[j] * act[2 * H + j];
+      kt.tanh(h, cn, H);
+      for (std::int64_t j = 0; j < H; ++j) h[j] *= act[3 * H + j];
+    }
+  });
+}
+
 std::vector<Tensor> tensor_detail::lstm_cell_backward(const Tensor& grad_in, const Tensor& gates_in,
                                                      const Tensor& c_in) {
   check_cell("lstm_cell_backward", gates_in, 4, c_in);
@@ -75,6 +108,35 @@ std::vector<Tensor> tensor_detail::lstm_cell_backward(const Tensor& grad_in, con
   const Tensor gates = dense(gates_in), c = dense(c_in), grad = dense(grad_in);
   const std::int64_t B = c.shape()[0], H = c.shape()[1];
   Tensor d_gates = Tensor::empty(gates.dtype(), gates.shape()), d_c = Tensor::empty(c.dtype(), c.shape());
+  if (gates.dtype() == DType::F32) {
+    const float* a = gates.data<float>();
+    const float* cp = c.data<float>();
+    const float* g_out = grad.data<float>();
+    float* da = d_gates.data<float>();
+    float* dc = d_c.data<float>();
+    const kernels::KernelTable& kt = kernels::active_kernels();
+    parallel_range(B, 24 * H, [&](std::int64_t b0, std::int64_t b1) {
+      std::vector<float> act(static_cast<std::size_t>(4 * H)), tc(static_cast<std::size_t>(H));
+      for (std::int64_t b = b0; b < b1; ++b) {
+        lstm_activations(act.data(), a + b * 4 * H, H, kt);
+        const float* c_prev = cp + b * H;
+        for (std::int64_t j = 0; j < H; ++j) tc[j] = act[H + j] * c_prev[j] + act[j] * act[2 * H + j];
+        kt.tanh(tc.data(), tc.data(), H);
+        const float* dh = g_out + b * 2 * H;
+        float* drow = da + b * 4 * H;
+        for (std::int64_t j = 0; j < H; ++j) {
+          const float i = act[j], f = act[H + j], g = act[2 * H + j], og = act[3 * H + j], t = tc[j];
+          const float dcn = dh[H + j] + dh[j] * og * (1.0f - t * t);
+          drow[j] = dcn * g * i * (1.0f - i);
+          drow[H + j] = dcn * c_prev[j] * f * (1.0f - f);
+          drow[2 * H + j] = dcn * i * (1.0f - g * g);
+          drow[3 * H + j] = dh[j] * t * og * (1.0f - og);
+          dc[b * H + j] = dcn * f;
+        }
+      }
+    });
+    return {d_gates, d_c};
+  }
   dispatch_floating(gates.dtype(), [&]<class T>() {
     const T* a = gates.data<T>();
     const T* cp = c.data<T>();

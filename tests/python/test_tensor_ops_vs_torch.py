@@ -153,6 +153,78 @@ def test_whole_tensor_max_and_min_share_a_tie_evenly(op):
         assert grads[0] == grads[1], values
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_nll_loss_of_log_softmax_on_wide_rows(dtype):
+    """A language model's head: nll_loss's pick per row and log_softmax's row backward on rows
+    wide enough to be split over threads, an ignored target among them; the input's gradient
+    as torch's, and the same bits at 1 and 2 threads."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((300, 1003)).astype(dtype)
+    target = rng.integers(0, 1003, 300)
+    target[3] = -100
+    before, grads = kael.get_num_threads(), []
+    try:
+        for threads in (1, 2):
+            kael.set_num_threads(threads)
+            k = kael.tensor(x, requires_grad=True)
+            loss = kael.nn.functional.nll_loss(kael.nn.functional.log_softmax(k, dim=1), kael.tensor(target))
+            loss.backward()
+            grads.append(k.grad.numpy())
+    finally:
+        kael.set_num_threads(before)
+    t = torch.tensor(x, requires_grad=True)
+    t_loss = torch.nn.functional.nll_loss(torch.nn.functional.log_softmax(t, dim=1), torch.tensor(target))
+    t_loss.backward()
+    np.testing.assert_array_equal(grads[0], grads[1])
+    np.testing.assert_allclose(loss.item(), t_loss.item(), rtol=1e-5)
+    np.testing.assert_allclose(grads[0], t.grad.numpy(), rtol=1e-4, atol=1e-8)
+
+
+def test_nll_loss_over_no_classes_is_an_index_error():
+    with pytest.raises(IndexError, match="no classes"):
+        kael.nn.functional.nll_loss(kael.zeros(3, 0), kael.tensor(np.array([-100, -100, -100])))
+
+
+@pytest.mark.parametrize("width", [1, 15, 16, 37])
+def test_log_softmax_rows_maximum_in_lanes(width):
+    """log_softmax's row maximum, taken in 16 lanes, on ragged widths: the largest anywhere in a
+    row (first, last, past the lanes), a NaN first or later, an infinity, as torch."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((6, width)).astype(np.float32)
+    x[0, 0] = 30.0
+    x[1, -1] = 30.0
+    x[2, 0] = np.nan
+    x[3, -1] = np.nan
+    x[4, width // 2] = np.inf
+    got = kael.nn.functional.log_softmax(kael.tensor(x), dim=1).numpy()
+    want = torch.log_softmax(torch.tensor(x), dim=1).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("features", [(48, 7), (20, 7)])
+def test_linear_weight_gradient_in_the_weights_layout(features):
+    """linear's weight gradient, taken in the weight's own (out, in) layout where the product
+    reads the output gradient transposed in place (in a multiple of 16), else as a^T g: torch's
+    values, and the same bits at 1 and 2 threads."""
+    fan_in, fan_out = features
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((33, fan_in)).astype(np.float32)
+    w = rng.standard_normal((fan_out, fan_in)).astype(np.float32)
+    before, grads = kael.get_num_threads(), []
+    try:
+        for threads in (1, 2):
+            kael.set_num_threads(threads)
+            kw = kael.tensor(w, requires_grad=True)
+            (kael.nn.functional.linear(kael.tensor(x), kw) ** 2).sum().backward()
+            grads.append(kw.grad.numpy())
+    finally:
+        kael.set_num_threads(before)
+    tw = torch.tensor(w, requires_grad=True)
+    (torch.nn.functional.linear(torch.tensor(x), tw) ** 2).sum().backward()
+    np.testing.assert_array_equal(grads[0], grads[1])
+    np.testing.assert_allclose(grads[0], tw.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
 def test_integer_floor_division_and_remainder_are_pythons():
     a = np.array([-7, -6, -1, 0, 1, 5, 7])
     for b in (3, -3):
