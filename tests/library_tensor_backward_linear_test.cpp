@@ -2,14 +2,17 @@
 // differences in F64, linear's own node against the matmul-and-add composition it replaces, and
 // how autograd hands a leaf its gradient: a gradient no one else holds becomes the .grad without
 // a copy, a .grad no one else holds takes the next one in place, and a .grad that someone holds
-// is never changed under them (torch's AccumulateGrad).
+// is never changed under them (torch's AccumulateGrad); and the other buffers of a training step
+// that are no longer fresh mappings or copies: a big embedding's gradient, clip_grad_norm_'s scaling.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 #include <functional>
 #include <string>
 
+#include "kael/optim/clip_grad.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "tensor/backward.hpp"
@@ -103,7 +106,7 @@ Tensor through_fresh_gradient(const Tensor& x, const void** bytes) {
   });
 }
 
-TEST(TensorBackwardLinear, LeafKeepsAFreshGradientWithoutACopy) {
+TEST(TensorGradientBuffers, LeafKeepsAFreshGradientWithoutACopy) {
   Tensor x = ones({1000}).requires_grad_();
   const void* bytes = nullptr;
   sum(through_fresh_gradient(x, &bytes)).backward();
@@ -116,7 +119,7 @@ TEST(TensorBackwardLinear, LeafKeepsAFreshGradientWithoutACopy) {
   EXPECT_EQ(x.grad().to_vector<float>()[999], 6.0f);
 }
 
-TEST(TensorBackwardLinear, AGradientSomeoneHoldsIsNeverChangedOrAliased) {
+TEST(TensorGradientBuffers, AGradientSomeoneHoldsIsNeverChangedOrAliased) {
   Tensor x = ones({4}).requires_grad_();
   Tensor seen;  // the hook keeps the gradient that reaches x: x.grad must not share its bytes
   autograd::register_hook(x, [&seen](const Tensor& g) {
@@ -131,6 +134,39 @@ TEST(TensorBackwardLinear, AGradientSomeoneHoldsIsNeverChangedOrAliased) {
   EXPECT_EQ(x.grad().to_vector<float>(), std::vector<float>(4, 4.0f));
   seen.fill_(100.0);
   EXPECT_EQ(x.grad().to_vector<float>(), std::vector<float>(4, 4.0f));
+}
+
+// A table big enough for a reused huge block (over 2 MiB): its gradient is zero but for the
+// looked-up rows, each the F32 sum, in order, of the gradients of its lookups, even when the
+// block held other values before.
+TEST(TensorGradientBuffers, EmbeddingGradientOfABigTable) {
+  manual_seed(5);
+  const std::int64_t rows = 1024, width = 600;
+  { const Tensor dirty = full({rows, width}, 7.0); }  // freed: its block may come back to the gradient
+  Tensor table = randn({rows, width}).requires_grad_();
+  const std::vector<std::int64_t> ids = {5, 900, 5, 0, 5};
+  const Tensor g = randn({5, width});
+  embedding(from_vector<std::int64_t>(ids, {5}), table).backward(g);
+  const Tensor grad = table.grad();
+  const std::vector<float> got = grad.to_vector<float>(), gv = g.to_vector<float>();
+  std::vector<float> want(static_cast<std::size_t>(rows * width), 0.0f);
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    for (std::int64_t c = 0; c < width; ++c)
+      want[static_cast<std::size_t>(ids[i] * width + c)] += gv[i * static_cast<std::size_t>(width) + static_cast<std::size_t>(c)];
+  EXPECT_EQ(got, want);
+}
+
+// clip_grad_norm_ scales the gradients in place (a handle taken before sees it), each value the
+// F32 product by the coefficient, as mul_.
+TEST(TensorGradientBuffers, ClipGradNormScalesInPlace) {
+  manual_seed(6);
+  Tensor p = randn({3000}).requires_grad_();
+  const Tensor g = mul(randn({3000}), 10.0);
+  p.set_grad(g.clone());
+  const Tensor held = p.grad();
+  const double total = optim::clip_grad_norm_({p}, 1.0);
+  const Tensor want = mul(g, std::min(1.0 / (total + 1e-6), 1.0));
+  EXPECT_EQ(held.to_vector<float>(), want.to_vector<float>());
 }
 
 }  // namespace
