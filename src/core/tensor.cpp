@@ -38,12 +38,13 @@ constexpr std::size_t kHugeTensorBytes = std::size_t{2} << 20;
 //
 // How much stays mapped: a training step frees and asks again for far more than 256 MiB (every
 // gradient at zero_grad, the logits and their gradient, the activations saved for the
-// backward), and a fixed cap made it map and clear most of that again every step. So a freed
-// block is kept while the blocks in use plus those kept stay within the most that were ever in
-// use at once (memory the process has already held), or within kMinCachedBytes beyond those in
-// use; the oldest kept are unmapped first. A loop that repeats (a training step, a forward of
-// the same shape) then maps nothing after its first pass, and the cache never holds the process
-// above its own peak or 256 MiB beyond what its tensors use.
+// backward), and a fixed cap made it map and clear most of that again every step. So the cache
+// keeps up to as many bytes as the blocks in use ever reached at once (the process has held
+// that much already), and never less than kMinCachedBytes; the oldest kept are unmapped first.
+// A loop that repeats (a training step, a forward of the same shape) then maps nothing after
+// its first passes. A process whose uninitialized tensors never pass 256 MiB at once keeps what
+// it always did; the engine's inference makes none but its packed weights, which live as long
+// as the model.
 class BlockCache {
  public:
   static constexpr std::size_t kMinCachedBytes = std::size_t{256} << 20;
@@ -74,13 +75,9 @@ class BlockCache {
     {
       const std::lock_guard lock(mutex_);
       in_use_ -= bytes;
-      const std::size_t limit = std::max(kMinCachedBytes, peak_ - in_use_);
-      if (bytes > limit) {
-        unmapped.push_back(std::move(block));
-      } else {
-        blocks_.emplace_back(bytes, std::move(block));
-        held_ += bytes;
-      }
+      const std::size_t limit = std::max(kMinCachedBytes, peak_);  // >= bytes: they were in use
+      blocks_.emplace_back(bytes, std::move(block));
+      held_ += bytes;
       while (held_ > limit) {
         held_ -= blocks_.front().first;
         unmapped.push_back(std::move(blocks_.front().second));
