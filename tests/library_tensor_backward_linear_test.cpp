@@ -12,6 +12,7 @@
 #include <functional>
 #include <string>
 
+#include "kael/nn/layers.hpp"
 #include "kael/optim/clip_grad.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
@@ -167,6 +168,25 @@ TEST(TensorGradientBuffers, ClipGradNormScalesInPlace) {
   const double total = optim::clip_grad_norm_({p}, 1.0);
   const Tensor want = mul(g, std::min(1.0 / (total + 1e-6), 1.0));
   EXPECT_EQ(held.to_vector<float>(), want.to_vector<float>());
+}
+
+// Module::zero_grad as torch's: by default the gradients are dropped (undefined); with
+// set_to_none false they stay, zeroed in place (a handle taken before sees the zeros), and the
+// next backward adds into them.
+TEST(TensorGradientBuffers, ModuleZeroGrad) {
+  manual_seed(7);
+  nn::Linear layer(3, 2);
+  const Tensor x = randn({4, 3});
+  sum(layer.forward(x)).backward();
+  const Tensor held = layer.weight.grad();
+  const std::vector<float> first = held.to_vector<float>();
+  layer.zero_grad(false);
+  EXPECT_EQ(held.to_vector<float>(), std::vector<float>(6, 0.0f));
+  sum(layer.forward(x)).backward();
+  EXPECT_EQ(layer.weight.grad().to_vector<float>(), first);
+  layer.zero_grad();
+  EXPECT_FALSE(layer.weight.grad().defined());
+  EXPECT_FALSE(layer.bias.grad().defined());
 }
 
 }  // namespace
