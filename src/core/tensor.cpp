@@ -1,5 +1,6 @@
 #include "kael/core/tensor.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -32,13 +33,24 @@ constexpr std::size_t kHugeTensorBytes = std::size_t{2} << 20;
 // kept for the next uninitialized tensor of the same size. A fresh mapping costs a page fault
 // and the kernel's clearing of each 2 MiB page on first touch, and its unmapping a TLB
 // shootdown, on every call of an op (or training step) that makes an output of the same shape;
-// for a memory-bound op that is a large part of its time. At most kCachedBytes stay mapped (the
-// most recently freed; the oldest are unmapped first). Zeroed tensors (weights) never come from
-// or go to it, so the engine's memory is as before.
+// for a memory-bound op that is a large part of its time. Zeroed tensors (weights) never come
+// from or go to it.
+//
+// How much stays mapped: a training step frees and asks again for far more than 256 MiB (every
+// gradient at zero_grad, the logits and their gradient, the activations saved for the
+// backward), and a fixed cap made it map and clear most of that again every step. So the cache
+// keeps up to as many bytes as the blocks in use ever reached at once (the process has held
+// that much already), and never less than kMinCachedBytes; the oldest kept are unmapped first.
+// A loop that repeats (a training step, a forward of the same shape) then maps nothing after
+// its first passes. A process whose uninitialized tensors never pass 256 MiB at once keeps what
+// it always did; the engine's inference makes none but its packed weights, which live as long
+// as the model.
 class BlockCache {
  public:
-  static constexpr std::size_t kCachedBytes = std::size_t{256} << 20;
+  static constexpr std::size_t kMinCachedBytes = std::size_t{256} << 20;
 
+  // A kept block of exactly `bytes`, or null (the caller maps one); either way lent() follows
+  // once the caller has its block.
   std::shared_ptr<void> take(std::size_t bytes) {
     const std::lock_guard lock(mutex_);
     for (std::size_t i = blocks_.size(); i-- > 0;)
@@ -51,14 +63,22 @@ class BlockCache {
     return nullptr;
   }
 
+  // A block of `bytes` is in use by a tensor until give().
+  void lent(std::size_t bytes) {
+    const std::lock_guard lock(mutex_);
+    in_use_ += bytes;
+    peak_ = std::max(peak_, in_use_);
+  }
+
   void give(std::size_t bytes, std::shared_ptr<void> block) {
-    if (bytes > kCachedBytes) return;             // unmapped here
     std::vector<std::shared_ptr<void>> unmapped;  // unmapped after the lock
     {
       const std::lock_guard lock(mutex_);
+      in_use_ -= bytes;
+      const std::size_t limit = std::max(kMinCachedBytes, peak_);  // >= bytes: they were in use
       blocks_.emplace_back(bytes, std::move(block));
       held_ += bytes;
-      while (held_ > kCachedBytes) {
+      while (held_ > limit) {
         held_ -= blocks_.front().first;
         unmapped.push_back(std::move(blocks_.front().second));
         blocks_.erase(blocks_.begin());
@@ -69,7 +89,9 @@ class BlockCache {
  private:
   std::mutex mutex_;
   std::vector<std::pair<std::size_t, std::shared_ptr<void>>> blocks_;  // oldest first
-  std::size_t held_ = 0;
+  std::size_t held_ = 0;    // bytes in blocks_
+  std::size_t in_use_ = 0;  // bytes of blocks lent and not given back
+  std::size_t peak_ = 0;    // the most in_use_ has been
 };
 
 BlockCache& block_cache() {
@@ -85,6 +107,7 @@ std::shared_ptr<void> allocate_aligned(std::size_t bytes, bool zeroed) {
       std::shared_ptr<void> block = block_cache().take(bytes);
       if (!block) block = allocate_huge_aligned(bytes);
       if (block) {
+        block_cache().lent(bytes);
         void* data = block.get();
         return std::shared_ptr<void>(data, [bytes, block = std::move(block)](void*) mutable {
           block_cache().give(bytes, std::move(block));
@@ -185,6 +208,11 @@ Tensor Tensor::borrow(DType dtype, Shape shape, std::byte* data, std::shared_ptr
   Tensor t = borrow(dtype, std::move(shape), data, std::move(owner));
   t.device_ = device;
   return t;
+}
+
+bool Tensor::owns_dense_storage_alone() const {
+  return owner_ && owner_.use_count() == 1 && !borrowed_ && data_ == owner_.get() &&
+         strides_ == contiguous_strides(shape_);
 }
 
 std::int64_t Tensor::size(int axis) const {

@@ -126,8 +126,12 @@ void Module::to(Device device) {
 
 void Module::to(std::string_view device) { to(parse_device(device)); }
 
-void Module::zero_grad() {
-  for (auto& [name, tensor] : named_parameters()) tensor.zero_grad();
+void Module::zero_grad(bool set_to_none) {
+  autograd::NoGradGuard no_grad;
+  for (auto& [name, tensor] : named_parameters()) {
+    if (set_to_none) tensor.zero_grad();
+    else if (Tensor g = tensor.grad(); g.defined()) g.zero_();
+  }
 }
 
 }  // namespace kael::nn

@@ -9,6 +9,7 @@
 
 #include "kael/core/error.hpp"
 #include "kael/tensor/autograd.hpp"
+#include "kernels/elementwise.hpp"
 #include "kernels/training.hpp"
 
 namespace kael::optim {
@@ -36,7 +37,9 @@ double norm_of(const T* x, std::int64_t n, double p) {
 // copies only a strided view): to_f32() copied every F32 gradient into a fresh zeroed tensor
 // (8 MB a step for a 10000 x 200 embedding and head, their pages cleared by the kernel).
 double gradient_norm(const Tensor& g, double p) {
-  const Tensor c = g.dtype() == DType::F64 || g.dtype() == DType::F32 ? g.contiguous() : g.to_f32();
+  const Tensor c = g.dtype() == DType::F64 || (g.dtype() == DType::F32 && g.device().type == Device::Type::cpu)
+                     ? g.contiguous()
+                     : g.to_f32();
   if (c.dtype() == DType::F64) return norm_of(c.data<double>(), c.numel(), p);
   if (p == 2.0) return std::sqrt(kernels::sum_of_squares(c.data<float>(), c.numel()));
   return norm_of(c.data<float>(), c.numel(), p);
@@ -60,7 +63,16 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
     throw ValueError("clip_grad_norm_: the total norm of order " + std::to_string(norm_type) +
                      " of the gradients is non-finite, so it cannot be clipped");
   const double coefficient = std::min(max_norm / (total + 1e-6), 1.0);
-  for (Tensor& g : grads) g.mul_(coefficient);  // as torch, even when the factor is 1
+  for (Tensor& g : grads) {  // as torch, even when the factor is 1
+    if (g.dtype() == DType::F32 && g.is_contiguous() && g.device().type == Device::Type::cpu) {
+      // In place, each x * float(coefficient) as mul_'s F32 product, without its out-of-place
+      // result and copy back.
+      kernels::scale(g.data<float>(), static_cast<float>(coefficient), g.numel());
+      g.bump_version();
+    } else {
+      g.mul_(coefficient);
+    }
+  }
   return total;
 }
 

@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "kael/tensor/ops.hpp"
+#include "kernels/elementwise.hpp"
 #include "tensor/strided.hpp"
 
 namespace kael::autograd {
@@ -43,9 +44,24 @@ void Meta::set_grad(Tensor grad) {
   grad_ = std::move(grad);
 }
 
-void Meta::accumulate_grad(const Tensor& gradient) {
+void Meta::accumulate_grad(Tensor gradient) {
   const std::lock_guard lock(mutex_);
-  grad_ = grad_.defined() ? add(grad_, gradient).detach() : tensor_detail::dense_copy(gradient);
+  if (!grad_.defined()) {
+    // A big weight's gradient is a fresh product: copying it would cost a pass over memory and
+    // a fresh mapping every step.
+    grad_ = gradient.owns_dense_storage_alone() && !gradient.requires_grad() ? std::move(gradient)
+                                                                               : tensor_detail::dense_copy(gradient);
+    return;
+  }
+  if (grad_.dtype() == DType::F32 && gradient.dtype() == DType::F32 && grad_.shape() == gradient.shape() &&
+      gradient.is_contiguous() && grad_.owns_dense_storage_alone() && grad_.device() == gradient.device() &&
+      grad_.device().type == Device::Type::cpu) {
+    // Each sum rounded as add's (x + y in F32), so the values are those of the copy.
+    kernels::add(grad_.data<float>(), grad_.data<float>(), gradient.data<float>(), grad_.numel());
+    grad_.bump_version();
+    return;
+  }
+  grad_ = add(grad_, gradient).detach();
 }
 
 void Meta::add_hook(Hook hook) {
@@ -225,7 +241,7 @@ void execute(Node* root_node, const Tensor& grad_root, bool retain_graph, Captur
     if (found == pending.end()) continue;
     const Tensor grad_output = run_hooks(node->pre_hooks(), std::move(found->second));
     pending.erase(found);
-    const std::vector<Tensor> grads = node->apply(grad_output, retain_graph);
+    std::vector<Tensor> grads = node->apply(grad_output, retain_graph);
     if (auto kept = node->retained()) kept->accumulate_grad(grad_output);
     if (capture) {
       if (auto out = captured_outputs.find(node); out != captured_outputs.end()) add_captured(*capture, out->second, grad_output);
@@ -239,7 +255,7 @@ void execute(Node* root_node, const Tensor& grad_root, bool retain_graph, Captur
       } else if (capture) {
         add_captured(*capture, input.get(), run_hooks(input->hooks(), grads[i]));
       } else {
-        input->accumulate_grad(run_hooks(input->hooks(), grads[i]));
+        input->accumulate_grad(run_hooks(input->hooks(), std::move(grads[i])));
       }
     }
   }

@@ -223,4 +223,13 @@ Tensor value_selecting_reduction_backward(const Tensor& g, int dim, const Tensor
 // evenly_distribute_backward.
 Tensor evenly_distribute_backward(const Tensor& g, const Tensor& x, const Tensor& value);
 
+// Linear layers (matmul.cpp).
+
+// linear of x (..., in) with weight (out, in) (F32 or F64, the op's own node): from g (..., out),
+// {dx = g W in x's shape, dweight = g^T x (out, in), dbias = g summed to (out)}, each left
+// undefined where need_* is false. dweight is made in the weight's layout by a product that
+// reads g transposed in place.
+std::vector<Tensor> linear_backward(const Tensor& g, const Tensor& x, const Tensor& weight, bool need_x,
+                                    bool need_weight, bool need_bias);
+
 }  // namespace kael::tensor_detail

@@ -147,14 +147,74 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   return out;
 }
 
+namespace {
+
+// x (..., in) as the (rows, in) matrix the products read.
+Tensor rows_of(const Tensor& x) {
+  return x.reshape({shape_numel(Shape(x.shape().begin(), x.shape().end() - 1)), x.shape().back()});
+}
+
+// linear's own node (below) applies: matching F32 or F64 CPU operands, a 1-D bias if any.
+bool fused_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  const DType dt = x.dtype();
+  return (dt == DType::F32 || dt == DType::F64) && weight.dtype() == dt && x.device().type == Device::Type::cpu &&
+         weight.device().type == Device::Type::cpu &&
+         (!bias.defined() || (bias.dim() == 1 && bias.shape()[0] == weight.shape()[0] && bias.dtype() == dt &&
+                              bias.device().type == Device::Type::cpu));
+}
+
+}  // namespace
+
+std::vector<Tensor> tensor_detail::linear_backward(const Tensor& g, const Tensor& x, const Tensor& weight, bool need_x,
+                                                  bool need_weight, bool need_bias) {
+  const std::int64_t out_features = weight.shape()[0], in_features = weight.shape()[1];
+  const Tensor g2 = rows_of(g);
+  const std::int64_t rows = g2.shape()[0];
+  Tensor dx, dw, db;
+  if (need_x) {
+    dx = Tensor::empty(g.dtype(), {rows, in_features});
+    product_2d(dx, g2, weight);
+    dx = dx.reshape(x.shape());
+  }
+  if (need_weight) {
+    // g^T x straight into W's (out, in) layout, g read transposed in place: the product's
+    // transpose would have to be copied into W's layout to be its gradient.
+    dw = Tensor::empty(g.dtype(), {out_features, in_features});
+    product_2d(dw, g2.transpose(0, 1), rows_of(x));
+  }
+  if (need_bias) db = sum_to(g, {out_features});
+  return {dx, dw, db};
+}
+
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (weight.dim() != 2)
     throw ValueError(str("linear: weight must be 2-D (out, in), got shape ", shape_to_string(weight.shape())));
   if (x.dim() == 0 || x.shape().back() != weight.shape()[1])
     throw ValueError(str("linear: input of shape ", shape_to_string(x.shape()), " does not match weight of shape ",
                          shape_to_string(weight.shape()), " (in features ", weight.shape()[1], ")"));
-  Tensor y = matmul(x, weight.transpose(0, 1));
-  return bias.defined() ? add(y, bias) : y;
+  if (!fused_linear(x, weight, bias)) {  // matmul's and add's checks and errors, their autograd
+    Tensor y = matmul(x, weight.transpose(0, 1));
+    return bias.defined() ? add(y, bias) : y;
+  }
+  // The values of matmul(x, weight^T) + bias, with one node whose backward makes the weight's
+  // gradient in its own layout (linear_backward).
+  Shape out_shape = x.shape();
+  out_shape.back() = weight.shape()[0];
+  Tensor y;
+  {
+    autograd::NoGradGuard inner;
+    const Tensor x2 = rows_of(x.detach());
+    Tensor y2 = Tensor::empty(x.dtype(), {x2.shape()[0], weight.shape()[0]});
+    product_2d(y2, x2, weight.detach().transpose(0, 1));
+    y = y2.reshape(out_shape);
+    if (bias.defined()) y = add(y, bias.detach());
+  }
+  if (!autograd::any_requires_grad({&x, &weight, &bias})) return y;
+  autograd::SavedTensor sx(x), sw(weight);
+  const bool gx = x.requires_grad(), gw = weight.requires_grad(), gb = bias.defined() && bias.requires_grad();
+  return autograd::record("linear", std::move(y), {&x, &weight, &bias}, [sx, sw, gx, gw, gb](const Tensor& g) {
+    return tensor_detail::linear_backward(g, sx.get("linear"), sw.get("linear"), gx, gw, gb);
+  });
 }
 
 }  // namespace kael

@@ -70,6 +70,11 @@ class Tensor {
   bool is_contiguous() const;
   // True when the bytes belong to someone else (a mapping), false when this tensor allocated them.
   bool is_borrowed() const { return borrowed_; }
+  // True when this handle alone holds its bytes (no copy, view or saved value shares them), it
+  // allocated them itself, and it spans them from their start with contiguous strides: autograd
+  // may then keep a gradient it is done with as a leaf's .grad, or add into it in place, and no
+  // one can tell (torch's AccumulateGrad steals such a buffer the same way).
+  bool owns_dense_storage_alone() const;
 
   // Pointer to the first element, for the CPU's code: an Error for a tensor on another device.
   std::byte* raw_data() {

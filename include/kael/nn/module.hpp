@@ -60,8 +60,9 @@ class Module {
   // Moves every parameter and buffer; this build has only the CPU (anything else is an Error).
   void to(Device device);
   void to(std::string_view device);
-  // Drops the gradient of every parameter.
-  void zero_grad();
+  // Drops the gradient of every parameter (torch's default set_to_none, after which grad() is
+  // undefined), or with set_to_none false fills the ones that exist with zeros in place.
+  void zero_grad(bool set_to_none = true);
 
   // The name of the module's class for messages ("Linear"); set by each layer.
   virtual std::string name() const { return "Module"; }

@@ -35,9 +35,11 @@ struct Meta {
   Tensor grad() const;
   // Replaces the gradient as is (Tensor::set_grad checks dtype and shape first).
   void set_grad(Tensor grad);
-  // grad += gradient, out of place (a tensor that grad() returned earlier keeps its values);
-  // the first gradient is copied, never aliased.
-  void accumulate_grad(const Tensor& gradient);
+  // grad += gradient; a tensor that grad() returned earlier keeps its values, and the first
+  // gradient is never aliased by anyone else. A gradient that no other tensor shares becomes the
+  // grad as is, and one is added in place into a grad that no other tensor shares (neither can
+  // be seen); otherwise a copy and an out-of-place add, as torch's AccumulateGrad.
+  void accumulate_grad(Tensor gradient);
 
   // A leaf's hooks (a non-leaf's live on its grad_fn): added, and copied to be run.
   void add_hook(Hook hook);
