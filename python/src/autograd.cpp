@@ -48,7 +48,7 @@ void init_autograd(py::module_& m) {
            "requires_grad"_a = true)
       .def_property("grad", [](const Tensor& t) -> py::object {
         const Tensor grad = t.grad();
-        return grad.defined() ? py::cast(grad) : py::none();
+        return tensor_or_none(grad);
       }, [](Tensor& t, const py::object& value) {
         t.set_grad(value.is_none() ? Tensor() : tensor_arg(value, "grad"));
       }, "The gradient backward() accumulated in this leaf; None until then.")
@@ -101,7 +101,7 @@ void init_autograd(py::module_& m) {
           grads = autograd::grad(outputs, inputs, seeds, retain_graph, allow_unused);
         }
         py::list out;
-        for (const Tensor& g : grads) out.append(g.defined() ? py::cast(g) : py::none());
+        for (const Tensor& g : grads) out.append(tensor_or_none(g));
         return py::tuple(out);
       },
       "outputs"_a, "inputs"_a, "grad_outputs"_a, "retain_graph"_a, "allow_unused"_a);

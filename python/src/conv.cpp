@@ -96,10 +96,6 @@ Size2 adaptive_size_arg(const py::handle& value, const Tensor& input) {
   return out;
 }
 
-Tensor optional(const std::optional<Tensor>& t) { return t.value_or(Tensor()); }
-
-py::object optional_tensor(const Tensor& t) { return t.defined() ? py::cast(t) : py::none(); }
-
 }  // namespace
 
 void init_conv(py::module_& m) {
@@ -110,7 +106,7 @@ void init_conv(py::module_& m) {
         const Size2 s = size2_arg(stride, "conv2d", "stride"), d = size2_arg(dilation, "conv2d", "dilation");
         const Size2 p = padding_arg(padding, weight, s, d, 2, "conv2d");
         py::gil_scoped_release release;
-        return conv2d(input, weight, optional(bias), s, p, d, groups);
+        return conv2d(input, weight, tensor_or_undefined(bias), s, p, d, groups);
       },
       "input"_a, "weight"_a, "bias"_a = py::none(), "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1, "groups"_a = 1,
       "torch.nn.functional.conv2d: input (N, C, H, W) or (C, H, W), weight (O, C / groups, kH, kW).");
@@ -121,7 +117,7 @@ void init_conv(py::module_& m) {
         const std::int64_t s = size1_arg(stride, "conv1d", "stride"), d = size1_arg(dilation, "conv1d", "dilation");
         const Size2 p = padding_arg(padding, weight, {1, s}, {1, d}, 1, "conv1d");
         py::gil_scoped_release release;
-        return conv1d(input, weight, optional(bias), s, p[1], d, groups);
+        return conv1d(input, weight, tensor_or_undefined(bias), s, p[1], d, groups);
       },
       "input"_a, "weight"_a, "bias"_a = py::none(), "stride"_a = 1, "padding"_a = 0, "dilation"_a = 1, "groups"_a = 1,
       "torch.nn.functional.conv1d: input (N, C, L) or (C, L), weight (O, C / groups, k).");
@@ -192,7 +188,7 @@ void init_conv(py::module_& m) {
       [](const Tensor& input, const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
          const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, bool training, double momentum,
          double eps) {
-        return batch_norm(input, optional(running_mean), optional(running_var), optional(weight), optional(bias),
+        return batch_norm(input, tensor_or_undefined(running_mean), tensor_or_undefined(running_var), tensor_or_undefined(weight), tensor_or_undefined(bias),
                           training, momentum, eps);
       },
       "input"_a, "running_mean"_a, "running_var"_a, "weight"_a = py::none(), "bias"_a = py::none(),
@@ -202,7 +198,7 @@ void init_conv(py::module_& m) {
       "group_norm",
       [](const Tensor& input, std::int64_t num_groups, const std::optional<Tensor>& weight,
          const std::optional<Tensor>& bias, double eps) {
-        return group_norm(input, num_groups, optional(weight), optional(bias), eps);
+        return group_norm(input, num_groups, tensor_or_undefined(weight), tensor_or_undefined(bias), eps);
       },
       "input"_a, "num_groups"_a, "weight"_a = py::none(), "bias"_a = py::none(), "eps"_a = 1e-5,
       "torch.nn.functional.group_norm.");
@@ -214,7 +210,7 @@ void init_conv(py::module_& m) {
            }),
            "in_channels"_a, "out_channels"_a, "kernel_size"_a, "groups"_a = 1, "bias"_a = true)
       .def_property_readonly("weight", [](const nn::Conv2d& c) { return c.weight; })
-      .def_property_readonly("bias", [](const nn::Conv2d& c) { return optional_tensor(c.bias); });
+      .def_property_readonly("bias", [](const nn::Conv2d& c) { return tensor_or_none(c.bias); });
   py::class_<nn::Conv1d, nn::Module, std::shared_ptr<nn::Conv1d>>(m, "_Conv1d")
       .def(py::init([](std::int64_t in, std::int64_t out, const py::object& kernel_size, std::int64_t groups, bool bias) {
              return std::make_shared<nn::Conv1d>(in, out, size1_arg(kernel_size, "Conv1d", "kernel_size"), 1, 0, 1,
@@ -222,7 +218,7 @@ void init_conv(py::module_& m) {
            }),
            "in_channels"_a, "out_channels"_a, "kernel_size"_a, "groups"_a = 1, "bias"_a = true)
       .def_property_readonly("weight", [](const nn::Conv1d& c) { return c.weight; })
-      .def_property_readonly("bias", [](const nn::Conv1d& c) { return optional_tensor(c.bias); });
+      .def_property_readonly("bias", [](const nn::Conv1d& c) { return tensor_or_none(c.bias); });
 }
 
 }  // namespace kael::python

@@ -33,6 +33,11 @@ void set_default_float_dtype(DType dtype);
 // A device argument: a kael.device or a name ("cpu").
 Device device_arg(const pybind11::handle& object);
 
+// An optional tensor argument (None: nullopt) as the C++ API takes it: undefined for none.
+inline Tensor tensor_or_undefined(const std::optional<Tensor>& t) { return t.value_or(Tensor()); }
+// A tensor result that may be undefined, as the tensor or None.
+inline pybind11::object tensor_or_none(const Tensor& t) { return t.defined() ? pybind11::cast(t) : pybind11::none(); }
+
 // A kael.Tensor as is, or a copy of anything numpy.asarray accepts (optionally converted to F32).
 Tensor tensor_from_object(const pybind11::handle& object, std::optional<std::string> dtype_name = std::nullopt);
 // The one conversion of Python integers and text for the bindings: the argument (an int, a

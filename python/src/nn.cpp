@@ -26,7 +26,6 @@ NamedList as_pairs(const std::vector<nn::NamedTensor>& named) {
   return out;
 }
 
-py::object optional_tensor(const Tensor& t) { return t.defined() ? py::cast(t) : py::none(); }
 
 nn::StateDict state_from(const py::dict& state) {
   nn::StateDict out;
@@ -58,7 +57,7 @@ void init_nn(py::module_& m) {
   py::class_<nn::Linear, nn::Module, std::shared_ptr<nn::Linear>>(m, "_Linear")
       .def(py::init<std::int64_t, std::int64_t, bool>(), "in_features"_a, "out_features"_a, "bias"_a = true)
       .def_property_readonly("weight", [](const nn::Linear& l) { return l.weight; })
-      .def_property_readonly("bias", [](const nn::Linear& l) { return optional_tensor(l.bias); });
+      .def_property_readonly("bias", [](const nn::Linear& l) { return tensor_or_none(l.bias); });
   py::class_<nn::Embedding, nn::Module, std::shared_ptr<nn::Embedding>>(m, "_Embedding")
       .def(py::init<std::int64_t, std::int64_t>(), "num_embeddings"_a, "embedding_dim"_a)
       .def_property_readonly("weight", [](const nn::Embedding& e) { return e.weight; });
@@ -67,8 +66,8 @@ void init_nn(py::module_& m) {
              return std::make_shared<nn::LayerNorm>(shape_arg(shape, "LayerNorm"), eps, affine);
            }),
            "normalized_shape"_a, "eps"_a = 1e-5, "elementwise_affine"_a = true)
-      .def_property_readonly("weight", [](const nn::LayerNorm& l) { return optional_tensor(l.weight); })
-      .def_property_readonly("bias", [](const nn::LayerNorm& l) { return optional_tensor(l.bias); })
+      .def_property_readonly("weight", [](const nn::LayerNorm& l) { return tensor_or_none(l.weight); })
+      .def_property_readonly("bias", [](const nn::LayerNorm& l) { return tensor_or_none(l.bias); })
       .def_property_readonly("eps", [](const nn::LayerNorm& l) { return l.eps; });
   py::class_<nn::Dropout, nn::Module, std::shared_ptr<nn::Dropout>>(m, "_Dropout")
       .def(py::init<double>(), "p"_a = 0.5)

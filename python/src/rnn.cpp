@@ -15,14 +15,6 @@ namespace py = pybind11;
 
 namespace kael::python {
 
-namespace {
-
-Tensor optional(const std::optional<Tensor>& t) { return t.value_or(Tensor()); }
-
-py::object optional_tensor(const Tensor& t) { return t.defined() ? py::cast(t) : py::none(); }
-
-}  // namespace
-
 void init_rnn(py::module_& m) {
   m.def(
       "_rnn",
@@ -32,10 +24,10 @@ void init_rnn(py::module_& m) {
         RnnResult r;
         {
           py::gil_scoped_release release;
-          r = rnn(mode, input, optional(hx), optional(cx), params, has_biases, num_layers, dropout, training,
+          r = rnn(mode, input, tensor_or_undefined(hx), tensor_or_undefined(cx), params, has_biases, num_layers, dropout, training,
                   batch_first);
         }
-        return py::make_tuple(r.output, r.h_n, optional_tensor(r.c_n));
+        return py::make_tuple(r.output, r.h_n, tensor_or_none(r.c_n));
       },
       "mode"_a, "input"_a, "hx"_a, "cx"_a, "params"_a, "has_biases"_a, "num_layers"_a, "dropout"_a, "training"_a,
       "batch_first"_a, "The whole sequence through an RNN / LSTM / GRU: (output, h_n, c_n or None).");
@@ -44,7 +36,7 @@ void init_rnn(py::module_& m) {
       [](const Tensor& input, const std::vector<Tensor>& hx, const Tensor& w_ih, const Tensor& w_hh,
          const std::optional<Tensor>& b_ih, const std::optional<Tensor>& b_hh) {
         if (hx.size() != 2) throw ValueError(str("lstm_cell: hx must be a pair (h, c), got ", hx.size(), " tensors"));
-        auto [h, c] = lstm_cell(input, hx[0], hx[1], w_ih, w_hh, optional(b_ih), optional(b_hh));
+        auto [h, c] = lstm_cell(input, hx[0], hx[1], w_ih, w_hh, tensor_or_undefined(b_ih), tensor_or_undefined(b_hh));
         return py::make_tuple(h, c);
       },
       "input"_a, "hx"_a, "w_ih"_a, "w_hh"_a, "b_ih"_a = py::none(), "b_hh"_a = py::none(),
@@ -53,14 +45,14 @@ void init_rnn(py::module_& m) {
       "gru_cell",
       [](const Tensor& input, const Tensor& hx, const Tensor& w_ih, const Tensor& w_hh,
          const std::optional<Tensor>& b_ih, const std::optional<Tensor>& b_hh) {
-        return gru_cell(input, hx, w_ih, w_hh, optional(b_ih), optional(b_hh));
+        return gru_cell(input, hx, w_ih, w_hh, tensor_or_undefined(b_ih), tensor_or_undefined(b_hh));
       },
       "input"_a, "hx"_a, "w_ih"_a, "w_hh"_a, "b_ih"_a = py::none(), "b_hh"_a = py::none(), "torch.gru_cell: one GRU step.");
   m.def(
       "rnn_tanh_cell",
       [](const Tensor& input, const Tensor& hx, const Tensor& w_ih, const Tensor& w_hh,
          const std::optional<Tensor>& b_ih, const std::optional<Tensor>& b_hh) {
-        return rnn_tanh_cell(input, hx, w_ih, w_hh, optional(b_ih), optional(b_hh));
+        return rnn_tanh_cell(input, hx, w_ih, w_hh, tensor_or_undefined(b_ih), tensor_or_undefined(b_hh));
       },
       "input"_a, "hx"_a, "w_ih"_a, "w_hh"_a, "b_ih"_a = py::none(), "b_hh"_a = py::none(),
       "torch.rnn_tanh_cell: h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh).");
@@ -68,7 +60,7 @@ void init_rnn(py::module_& m) {
       "rnn_relu_cell",
       [](const Tensor& input, const Tensor& hx, const Tensor& w_ih, const Tensor& w_hh,
          const std::optional<Tensor>& b_ih, const std::optional<Tensor>& b_hh) {
-        return rnn_relu_cell(input, hx, w_ih, w_hh, optional(b_ih), optional(b_hh));
+        return rnn_relu_cell(input, hx, w_ih, w_hh, tensor_or_undefined(b_ih), tensor_or_undefined(b_hh));
       },
       "input"_a, "hx"_a, "w_ih"_a, "w_hh"_a, "b_ih"_a = py::none(), "b_hh"_a = py::none(),
       "torch.rnn_relu_cell: h' = relu(x W_ih^T + b_ih + h W_hh^T + b_hh).");

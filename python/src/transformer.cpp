@@ -16,14 +16,6 @@ namespace py = pybind11;
 
 namespace kael::python {
 
-namespace {
-
-Tensor optional(const std::optional<Tensor>& t) { return t.value_or(Tensor()); }
-
-py::object optional_tensor(const Tensor& t) { return t.defined() ? py::cast(t) : py::none(); }
-
-}  // namespace
-
 void init_transformer(py::module_& m) {
   m.def(
       "multi_head_attention_forward",
@@ -44,23 +36,23 @@ void init_transformer(py::module_& m) {
             query, key, value,
             {.embed_dim_to_check = embed_dim_to_check,
              .num_heads = num_heads,
-             .in_proj_weight = optional(in_proj_weight),
-             .in_proj_bias = optional(in_proj_bias),
+             .in_proj_weight = tensor_or_undefined(in_proj_weight),
+             .in_proj_bias = tensor_or_undefined(in_proj_bias),
              .out_proj_weight = out_proj_weight,
-             .out_proj_bias = optional(out_proj_bias),
+             .out_proj_bias = tensor_or_undefined(out_proj_bias),
              .dropout_p = dropout_p,
              .training = training,
-             .key_padding_mask = optional(key_padding_mask),
+             .key_padding_mask = tensor_or_undefined(key_padding_mask),
              .need_weights = need_weights,
-             .attn_mask = optional(attn_mask),
+             .attn_mask = tensor_or_undefined(attn_mask),
              .use_separate_proj_weight = use_separate_proj_weight,
-             .q_proj_weight = optional(q_proj_weight),
-             .k_proj_weight = optional(k_proj_weight),
-             .v_proj_weight = optional(v_proj_weight),
+             .q_proj_weight = tensor_or_undefined(q_proj_weight),
+             .k_proj_weight = tensor_or_undefined(k_proj_weight),
+             .v_proj_weight = tensor_or_undefined(v_proj_weight),
              .average_attn_weights = average_attn_weights,
              .is_causal = is_causal,
              .batch_first = batch_first});
-        return py::make_tuple(result.output, optional_tensor(result.weights));
+        return py::make_tuple(result.output, tensor_or_none(result.weights));
       },
       "query"_a, "key"_a, "value"_a, "embed_dim_to_check"_a, "num_heads"_a, "in_proj_weight"_a, "in_proj_bias"_a,
       "bias_k"_a, "bias_v"_a, "add_zero_attn"_a, "dropout_p"_a, "out_proj_weight"_a, "out_proj_bias"_a,
@@ -99,7 +91,7 @@ void init_transformer(py::module_& m) {
   m.def(
       "_detect_is_causal_mask",
       [](const std::optional<Tensor>& mask, std::optional<bool> is_causal, std::int64_t size) {
-        return nn::detect_is_causal_mask(optional(mask), is_causal, size);
+        return nn::detect_is_causal_mask(tensor_or_undefined(mask), is_causal, size);
       },
       "mask"_a, "is_causal"_a, "size"_a);
 }
