@@ -23,31 +23,12 @@
 namespace kael::kernels {
 namespace {
 
-template <class R>
-std::vector<R> random_values(std::int64_t n, unsigned seed, double scale = 1.0) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> normal(0.0, scale);
-  std::vector<R> v(static_cast<std::size_t>(n));
-  for (R& x : v) x = static_cast<R>(normal(rng));
-  return v;
-}
+using test_util::expect_gradient;
+using test_util::random_ids;
+using test_util::random_values;
+using test_util::relative_error;
+using test_util::weighted_sum;
 
-std::vector<std::int32_t> random_ids(std::int64_t n, std::int32_t vocab, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<std::int32_t> ids(static_cast<std::size_t>(n));
-  for (auto& id : ids) id = static_cast<std::int32_t>(rng() % static_cast<unsigned>(vocab));
-  return ids;
-}
-
-// Largest |a - b| over the largest |b| (at least 1e-30).
-double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
-  double worst = 0, scale = 1e-30;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-  }
-  return worst / scale;
-}
 
 using TrainingAttention = test_util::OnEveryIsa;
 
@@ -173,29 +154,6 @@ TEST_P(HeadCrossEntropy, AtBf16IsWithinBf16OfReference) {
 INSTANTIATE_TEST_SUITE_P(Sets, HeadCrossEntropy, test_util::every_isa_and_threads(), test_util::isa_threads_name);
 
 // ---- references against finite differences, in double ----
-
-// Checks analytic d(loss)/dx against central differences for every element of x.
-void expect_gradient(std::vector<double>& x, const std::function<double()>& loss, const std::vector<double>& analytic,
-                     const char* what) {
-  ASSERT_EQ(x.size(), analytic.size());
-  const double h = 1e-6;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const double saved = x[i];
-    x[i] = saved + h;
-    const double up = loss();
-    x[i] = saved - h;
-    const double down = loss();
-    x[i] = saved;
-    const double numeric = (up - down) / (2 * h);
-    EXPECT_NEAR(analytic[i], numeric, 1e-6 * (1 + std::abs(numeric))) << what << " element " << i;
-  }
-}
-
-double weighted_sum(const std::vector<double>& out, const std::vector<double>& g) {
-  double s = 0;
-  for (std::size_t i = 0; i < out.size(); ++i) s += out[i] * g[i];
-  return s;
-}
 
 TEST(TrainingKernelReferences, AttentionGradient) {
   for (float p : {0.0f, 0.4f}) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <tuple>
@@ -62,6 +63,58 @@ inline double max_error(const std::vector<float>& a, const std::vector<float>& b
   for (std::size_t i = 0; i < a.size(); ++i)
     worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]) / (1.0 + std::abs(b[i])));
   return worst;
+}
+
+// Seeded normal values in any arithmetic type, and token ids below `vocab`.
+template <class R>
+std::vector<R> random_values(std::int64_t n, unsigned seed, double scale = 1.0, double mean = 0.0) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<double> normal(mean, scale);
+  std::vector<R> v(static_cast<std::size_t>(n));
+  for (R& x : v) x = static_cast<R>(normal(rng));
+  return v;
+}
+
+inline std::vector<std::int32_t> random_ids(std::int64_t n, std::int32_t vocab, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::int32_t> ids(static_cast<std::size_t>(n));
+  for (auto& id : ids) id = static_cast<std::int32_t>(rng() % static_cast<unsigned>(vocab));
+  return ids;
+}
+
+// Largest |a - b| over the largest |b| (at least 1e-30).
+inline double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0, scale = 1e-30;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return worst / scale;
+}
+
+// Checks an analytic gradient d(loss)/dx against central differences for every element of x
+// (the references' tests, in double).
+inline void expect_gradient(std::vector<double>& x, const std::function<double()>& loss,
+                            const std::vector<double>& analytic, const char* what) {
+  ASSERT_EQ(x.size(), analytic.size());
+  const double h = 1e-6;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double saved = x[i];
+    x[i] = saved + h;
+    const double up = loss();
+    x[i] = saved - h;
+    const double down = loss();
+    x[i] = saved;
+    const double numeric = (up - down) / (2 * h);
+    EXPECT_NEAR(analytic[i], numeric, 1e-6 * (1 + std::abs(numeric))) << what << " element " << i;
+  }
+}
+
+// sum(out * g): the scalar whose gradient is the backward of `out` given g.
+inline double weighted_sum(const std::vector<double>& out, const std::vector<double>& g) {
+  double s = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) s += out[i] * g[i];
+  return s;
 }
 
 }  // namespace kael::kernels::test_util

@@ -17,38 +17,15 @@
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "tensor/backward.hpp"
+#include "tensor_backward_testing.hpp"
 
 namespace kael {
 namespace {
 
 using tensor_detail::linear_backward;
 
-// d(sum(f(v) * g))/dv at v = x by central differences, x F64.
-Tensor numeric_gradient(const std::function<Tensor(const Tensor&)>& f, const Tensor& x, const Tensor& g) {
-  const autograd::NoGradGuard no_grad;
-  const Tensor base = x.contiguous().clone();
-  Tensor grad = zeros(base.shape(), DType::F64);
-  const double h = 1e-6;
-  for (std::int64_t i = 0; i < base.numel(); ++i) {
-    const auto at = [&](double delta) {
-      Tensor moved = base.clone();
-      moved.data<double>()[i] += delta;
-      return sum(mul(f(moved), g)).item<double>();
-    };
-    grad.data<double>()[i] = (at(h) - at(-h)) / (2 * h);
-  }
-  return grad;
-}
-
-// |got - want| <= tolerance * the largest |want|.
-void expect_close(const Tensor& got, const Tensor& want, double tolerance, const std::string& what) {
-  ASSERT_TRUE(got.defined()) << what;
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  double largest = 1e-12;
-  for (std::int64_t i = 0; i < want.numel(); ++i) largest = std::max(largest, std::abs(want.value_as_double(i)));
-  for (std::int64_t i = 0; i < want.numel(); ++i)
-    ASSERT_NEAR(got.value_as_double(i), want.value_as_double(i), tolerance * largest + 1e-9) << what << " element " << i;
-}
+using tensor_backward_testing::expect_close;
+using tensor_backward_testing::numeric_gradient;
 
 void expect_equal(const Tensor& got, const Tensor& want, const std::string& what) {
   ASSERT_TRUE(got.defined()) << what;
