@@ -25,6 +25,17 @@ T sigmoid_of(T x) {
   return T(1) / (T(1) + std::exp(-x));
 }
 
+// The four gate activations of element j of one row of gates (4H), as the plain path computes them.
+template <class T>
+struct LstmGates {
+  T i, f, g, o;
+};
+
+template <class T>
+LstmGates<T> lstm_gates_at(const T* row, std::int64_t H, std::int64_t j) {
+  return {sigmoid_of(row[j]), sigmoid_of(row[H + j]), std::tanh(row[2 * H + j]), sigmoid_of(row[3 * H + j])};
+}
+
 // Calls f.template operator()<T>() with float for F32, double for F64.
 template <class F>
 void dispatch_floating(DType dtype, F&& f) {
@@ -69,9 +80,7 @@ Tensor lstm_forward(const Tensor& gates, const Tensor& c) {
     parallel_range(B, 16 * H, [&](std::int64_t b0, std::int64_t b1) {
       for (std::int64_t b = b0; b < b1; ++b)
         for (std::int64_t j = 0; j < H; ++j) {
-          const T* row = a + b * 4 * H;
-          const T i = sigmoid_of(row[j]), f = sigmoid_of(row[H + j]), g = std::tanh(row[2 * H + j]);
-          const T og = sigmoid_of(row[3 * H + j]);
+          const auto [i, f, g, og] = lstm_gates_at(a + b * 4 * H, H, j);
           const T cn = f * cp[b * H + j] + i * g;
           o[b * 2 * H + j] = og * std::tanh(cn);
           o[b * 2 * H + H + j] = cn;
@@ -146,9 +155,7 @@ std::vector<Tensor> tensor_detail::lstm_cell_backward(const Tensor& grad_in, con
     parallel_range(B, 24 * H, [&](std::int64_t b0, std::int64_t b1) {
       for (std::int64_t b = b0; b < b1; ++b)
         for (std::int64_t j = 0; j < H; ++j) {
-          const T* row = a + b * 4 * H;
-          const T i = sigmoid_of(row[j]), f = sigmoid_of(row[H + j]), g = std::tanh(row[2 * H + j]);
-          const T og = sigmoid_of(row[3 * H + j]);
+          const auto [i, f, g, og] = lstm_gates_at(a + b * 4 * H, H, j);
           const T c_prev = cp[b * H + j];
           const T tc = std::tanh(f * c_prev + i * g);
           const T dh = g_out[b * 2 * H + j];
