@@ -335,8 +335,8 @@ TEST_P(IsaKernels, GemmNnMatchesReference) {
 }
 
 TEST_P(IsaKernels, GemmTnMatchesReferenceAndItsCopyBitForBit) {
-  // a read as its transpose (in place where the set has gemm_panels_at, N a multiple of 16): the
-  // bits of gemm_nn on the transposed copy, added to c with `accumulate`.
+  // a read as its transpose (in place where the set has gemm_panels_at, a partial last panel
+  // included): the bits of gemm_nn on the transposed copy, added to c with `accumulate`.
   for (bool accumulate : {false, true})
     for (std::int64_t M : {1, 2, 3, 7, 13, 70})
       for (std::int64_t N : {1, 9, 16, 17, 32, 64})
@@ -379,14 +379,47 @@ TEST_P(IsaKernels, GeneralGemmMatchesReferenceWithEveryTranspose) {
             }
 }
 
+TEST_P(IsaKernels, GeneralGemmBiasHasTheBitsOfAPassAfter) {
+  // Every path of kernels::gemm with a bias (one row against a transposed B, rows split, columns
+  // split, a transposed A read in place, an empty sum): the bits of the product without it,
+  // then the bias added to each output (to c after the sum with `accumulate`).
+  for (bool trans_a : {false, true})
+    for (bool trans_b : {false, true})
+      for (bool accumulate : {false, true})
+        for (std::int64_t M : {1, 3, 40, 70})
+          for (std::int64_t N : {9, 16, 50, 200})
+            for (std::int64_t K : {0, 31, 300}) {
+              const std::int64_t lda = (trans_a ? M : K) + 3, ldb = (trans_b ? K : N) + 2, ldc = N + 1;
+              const auto a = random_vector((trans_a ? K : M) * lda, 51), b = random_vector((trans_b ? N : K) * ldb, 52);
+              const auto bias = random_vector(N, 53);
+              const auto before = random_vector(M * ldc, 54);
+              std::vector<float> with = before, without(M * ldc, 0.0f), slow = before;
+              gemm(with.data(), ldc, a.data(), lda, trans_a, b.data(), ldb, trans_b, M, N, K, accumulate, bias.data());
+              gemm(without.data(), ldc, a.data(), lda, trans_a, b.data(), ldb, trans_b, M, N, K);
+              ref::gemm(slow.data(), ldc, a.data(), lda, trans_a, b.data(), ldb, trans_b, M, N, K, accumulate,
+                        bias.data());
+              for (std::int64_t i = 0; i < M; ++i)
+                for (std::int64_t j = 0; j < N; ++j) {
+                  const float sum = without[i * ldc + j] + bias[j];
+                  ASSERT_EQ(with[i * ldc + j], accumulate ? before[i * ldc + j] + sum : sum)
+                      << "trans_a=" << trans_a << " trans_b=" << trans_b << " accumulate=" << accumulate
+                      << " M=" << M << " N=" << N << " K=" << K << " at " << i << "," << j;
+                }
+              ASSERT_LT(max_error(with, slow), 1e-4) << "M=" << M << " N=" << N << " K=" << K;
+            }
+}
+
 TEST_P(IsaKernels, GeneralGemmTransposedAMatchesItsCopyBitForBit) {
   // dW = X^T dY: where the table reads a transposed A in place (gemm_panels_at), the same bits as
   // the product of the transposed copy; ragged row tiles (12 rows), K over the 256-long k-blocks,
-  // an odd panel count, and (M = 400, K = 1100) more rows than one row block's share of L2.
+  // an odd panel count, and (M = 400, K = 1100) more rows than one row block's share of L2; a
+  // partial last panel read in place (M = 7) and packed (the rest), as an LSTM decoder's
+  // (10000, 200) dW has.
   struct Shape {
     std::int64_t M, N, K;
   };
-  for (const Shape s : {Shape{7, 16, 31}, Shape{70, 160, 300}, Shape{35, 48, 257}, Shape{400, 80, 1100}})
+  for (const Shape s : {Shape{7, 16, 31}, Shape{70, 160, 300}, Shape{35, 48, 257}, Shape{400, 80, 1100},
+                        Shape{7, 23, 31}, Shape{70, 200, 300}, Shape{35, 41, 257}, Shape{400, 87, 1100}})
     for (bool accumulate : {false, true}) {
       const std::int64_t lda = s.M + 5, ldc = s.N + 3;
       const auto a = random_vector(s.K * lda, 46), b = random_vector(s.K * s.N, 47);

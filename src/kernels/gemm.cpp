@@ -95,7 +95,7 @@ void gemm_tn(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const
   if (M <= 0 || N <= 0) return;
   const KernelTable& kt = active_kernels();
   const Epilogue epilogue = accumulate ? Epilogue::residual : Epilogue::store;
-  if (kt.gemm_panels_at != nullptr && M > 2 && N % kPanel == 0) {
+  if (kt.gemm_panels_at != nullptr && M > 2) {
     kt.gemm_panels_at(c, ldc, a, lda, b, ldb, kPanel, false, M, N, K, nullptr, epilogue);
     return;
   }
@@ -109,13 +109,19 @@ void gemm_tn(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const
 }
 
 void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,
-          std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate) {
+          std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate,
+          const float* bias) {
   if (M <= 0 || N <= 0) return;
   const KernelTable& kt = active_kernels();
   const Epilogue epilogue = accumulate ? Epilogue::residual : Epilogue::store;
-  if (K <= 0) {
-    if (!accumulate)
-      for (std::int64_t i = 0; i < M; ++i) std::fill_n(c + i * ldc, N, 0.0f);
+  const auto bias_at = [bias](std::int64_t col) { return bias != nullptr ? bias + col : nullptr; };
+  if (K <= 0) {  // an empty sum: the outputs are the bias (or zero)
+    for (std::int64_t i = 0; i < M; ++i) {
+      float* row = c + i * ldc;
+      if (bias == nullptr && !accumulate) std::fill_n(row, N, 0.0f);
+      if (bias != nullptr)
+        for (std::int64_t j = 0; j < N; ++j) row[j] = accumulate ? row[j] + bias[j] : bias[j];
+    }
     return;
   }
   // One row against a transposed B (a batch-1 linear on a torch-layout weight): the GEMV reads B
@@ -123,7 +129,7 @@ void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool tra
   if (M == 1 && trans_b && !trans_a && kt.gemv_rows != nullptr) {
     parallel_for((N + kPanel - 1) / kPanel, min_panels_per_thread(1, K), [&](std::int64_t first, std::int64_t last) {
       const std::int64_t col = first * kPanel;
-      kt.gemv_rows(c + col, a, b + col * ldb, ldb, std::min(N, last * kPanel) - col, K, nullptr, epilogue);
+      kt.gemv_rows(c + col, a, b + col * ldb, ldb, std::min(N, last * kPanel) - col, K, bias_at(col), epilogue);
     });
     return;
   }
@@ -141,7 +147,7 @@ void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool tra
   const std::int64_t panels = (N + kPanel - 1) / kPanel;
   const bool split_columns = panels >= 2 * num_threads() || M < 2 * kPanel;
   // The table's kernel reads a transposed A as it is (no copy: about a fifth of dW's time).
-  const bool read_transposed = trans_a && kt.gemm_panels_at != nullptr && split_columns && M > 2 && N % kPanel == 0;
+  const bool read_transposed = trans_a && kt.gemm_panels_at != nullptr && split_columns && M > 2;
   GemmPanelsFn* const panels_fn = read_transposed ? kt.gemm_panels_at : kt.gemm_panels;
   if (trans_a && !read_transposed) {
     a_rows.resize(static_cast<std::size_t>(M * K));
@@ -176,13 +182,13 @@ void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool tra
     parallel_for(panels, min_panels_per_thread(M, K), [&](std::int64_t first, std::int64_t last) {
       const std::int64_t col = first * kPanel;
       panels_fn(c + col, ldc, a, lda, view.data + first * view.panel_stride, view.ldb, view.panel_stride,
-                     view.packed, M, std::min(N, last * kPanel) - col, K, nullptr, epilogue);
+                view.packed, M, std::min(N, last * kPanel) - col, K, bias_at(col), epilogue);
     });
   } else {
     // Few columns, many rows (dX of a narrow layer): threads take rows instead.
     parallel_for(M, min_items_per_thread(N * K), [&](std::int64_t first, std::int64_t last) {
       kt.gemm_panels(c + first * ldc, ldc, a + first * lda, lda, view.data, view.ldb, view.panel_stride, view.packed,
-                     last - first, N, K, nullptr, epilogue);
+                     last - first, N, K, bias, epilogue);
     });
   }
 }

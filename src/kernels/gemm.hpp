@@ -81,14 +81,18 @@ void gemm_tn(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const
 // k in order (then added to c), whatever the thread count. One row with trans_b (a batch-1
 // linear on an (out, in) weight) reads b in place through the table's GEMV, with the same bits. Training's products are this:
 // dW = X^T dY is gemm(dW, X, trans_a = true, dY, accumulate = true), dX = dY W^T is
-// gemm(dX, dY, W, trans_b = true).
+// gemm(dX, dY, W, trans_b = true). A bias (N), where given, is added to each row's sums as they
+// leave the accumulators (c = sum + bias, or c += sum + bias; a linear layer's forward): the
+// bits of adding it in a pass of its own, without that pass.
 void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,
-          std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate = false);
+          std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate = false,
+          const float* bias = nullptr);
 
 namespace ref {
-// The general product in double.
+// The general product in double (plus the bias, if any).
 void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,
-          std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate = false);
+          std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate = false,
+          const float* bias = nullptr);
 // Unpacks and multiplies in double: the reference for linear_packed.
 void linear_packed(float* out, const float* inp, const float* packed, const float* bias, std::int64_t T,
                    std::int64_t K, std::int64_t N, Epilogue epilogue = Epilogue::store);

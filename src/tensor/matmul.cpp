@@ -30,18 +30,16 @@ Operand operand_of(const Tensor& m, Tensor& keep) {
   return {keep.data<float>(), std::max<std::int64_t>(m.shape()[1], 1), false};
 }
 
-// out (M, N) = a (M, K) @ b (K, N), 2-D, same floating dtype.
-void product_2d(Tensor& out, const Tensor& a, const Tensor& b) {
+// out (M, N) = a (M, K) @ b (K, N) (+ bias (N), a contiguous 1-D tensor, if defined), 2-D, same
+// floating dtype. The bias is added to each sum once it is complete: the bits of adding it after.
+void product_2d(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bias = {}) {
   const std::int64_t M = a.shape()[0], K = a.shape()[1], N = b.shape()[1];
   if (M == 0 || N == 0) return;
   if (a.dtype() == DType::F32) {
     Tensor ka, kb;
     const Operand oa = operand_of(a, ka), ob = operand_of(b, kb);
-    if (K == 0) {  // an empty sum
-      std::fill_n(out.data<float>(), M * N, 0.0f);
-      return;
-    }
-    kernels::gemm(out.data<float>(), N, oa.data, oa.ld, oa.transposed, ob.data, ob.ld, ob.transposed, M, N, K);
+    kernels::gemm(out.data<float>(), N, oa.data, oa.ld, oa.transposed, ob.data, ob.ld, ob.transposed, M, N, K, false,
+                  bias.defined() ? bias.data<float>() : nullptr);
     return;
   }
   dispatch(a.dtype(), [&]<class C>() {
@@ -52,6 +50,7 @@ void product_2d(Tensor& out, const Tensor& a, const Tensor& b) {
         for (std::int64_t k = 0; k < K; ++k)
           acc += load<C>(a.dtype(), a.raw_data() + (i * a.strides()[0] + k * a.strides()[1]) * ea) *
                  load<C>(b.dtype(), b.raw_data() + (k * b.strides()[0] + j * b.strides()[1]) * ea);
+        if (bias.defined()) acc += load<C>(bias.dtype(), bias.raw_data() + j * ea);
         store(out.dtype(), out.raw_data() + (i * N + j) * ea, acc);
       }
   });
@@ -93,13 +92,11 @@ Tensor batched_product(const Tensor& a, const Tensor& b) {
 std::vector<Tensor> tensor_detail::matmul_backward(const Tensor& g, const Tensor& a, const Tensor& b, bool need_a,
                                                   bool need_b) {
   Tensor gb;
-  if (need_b && a.dim() == 2 && b.dim() == 2 && b.strides()[0] == 1 && b.strides()[1] != 1 &&
-      a.shape()[1] % kernels::kPanel == 0) {
+  if (need_b && a.dim() == 2 && b.dim() == 2 && b.strides()[0] == 1 && b.strides()[1] != 1) {
     // b is a transposed matrix (linear's weight.t()): its gradient a^T g taken as (g^T a)^T, so
     // that the product comes out in the weight's own layout and reaches weight.grad without a
-    // transposing copy (MNIST's fc1, (128, 9216): 1.2M elements a step). The same sums. Only
-    // where the kernel reads g^T in place (whole 16-column panels of the result): else its
-    // transposing copy of g costs more than the one it saves.
+    // transposing copy (MNIST's fc1, (128, 9216): 1.2M elements a step). The same sums; the
+    // kernel reads g^T in place.
     gb = batched_product(g.transpose(0, 1), a).transpose(0, 1);
   } else if (need_b) {
     gb = sum_to(batched_product(a.transpose(-1, -2), g), b.shape());
@@ -205,9 +202,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     autograd::NoGradGuard inner;
     const Tensor x2 = rows_of(x.detach());
     Tensor y2 = Tensor::empty(x.dtype(), {x2.shape()[0], weight.shape()[0]});
-    product_2d(y2, x2, weight.detach().transpose(0, 1));
+    product_2d(y2, x2, weight.detach().transpose(0, 1), bias.defined() ? bias.detach().contiguous() : Tensor());
     y = y2.reshape(out_shape);
-    if (bias.defined()) y = add(y, bias.detach());
   }
   if (!autograd::any_requires_grad({&x, &weight, &bias})) return y;
   autograd::SavedTensor sx(x), sw(weight);

@@ -295,10 +295,12 @@ void skinny(float* c, long ldc, const float* a, long lda, const W* b, long ldb, 
 // groups of kTilePanels; k-blocks of kKc, whose panel rows stay in L1 while every row tile of
 // the block passes over them; row tiles. Without V::kBlockForCaches, one k-block and no packed
 // tiles (each tile reads its rows in place). a_transposed: input (r, k) at a[k * lda + r],
-// always packed.
+// always packed; its last panel may then be partial, tail_w < 16 valid columns (rows tail_ldb
+// apart) after the full ones, run from the same packed tiles (F32 panels only).
 template <class V, class W = float>
 void blocked(float* c, long ldc, const float* a, long lda, const W* b, long ldb, long panel_stride, long M,
-             long K, const float* bias, Epilogue epilogue, long full_panels, bool a_transposed) {
+             long K, const float* bias, Epilogue epilogue, long full_panels, bool a_transposed, long tail_w = 0,
+             long tail_ldb = 0) {
   constexpr long kRows = TileShape<V, W>::kRows, kGroup = TileShape<V, W>::kPanels;
   // As few row blocks as fit (each one streams all the thread's weights again), of equal size in
   // whole tiles: 256 rows at K = 3072 with 2 MiB of L2 are 96 + 96 + 64, not 120 + 120 + 16.
@@ -347,6 +349,11 @@ void blocked(float* c, long ldc, const float* a, long lda, const W* b, long ldb,
                                nullptr, chain);
       }
     }
+    if constexpr (std::is_same_v<W, float>) {
+      if (tail_w > 0)  // one chain over all of K, as gemm_panels' tail
+        rows_of<V, 1, true, true, W>(cb + 16 * full_panels, ldc, tiles.data(), K, 0, b + full_panels * panel_stride,
+                                     tail_ldb, panel_stride, rows, K, bias_at(full_panels), epilogue, tail_w, nullptr);
+    }
   }
 }
 
@@ -368,13 +375,16 @@ void gemm_panels(float* c, std::int64_t ldc, const float* a, std::int64_t lda, c
   }
 }
 
-// The GemmPanelsAtFn entry (M >= 3, N a multiple of 16).
+// The GemmPanelsAtFn entry (M >= 3): a partial last panel is read from the packed tiles too, as
+// a packed panel of its own width or in place.
 template <class V>
 void gemm_panels_at(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const float* b,
-                    std::int64_t ldb, std::int64_t panel_stride, bool /*packed*/, std::int64_t M, std::int64_t N,
+                    std::int64_t ldb, std::int64_t panel_stride, bool packed, std::int64_t M, std::int64_t N,
                     std::int64_t K, const float* bias, Epilogue epilogue) {
   if (M <= 0 || N <= 0) return;
-  blocked<V>(c, ldc, a, lda, b, ldb, panel_stride, M, K, bias, epilogue, N / 16, /*a_transposed=*/true);
+  const long w = N % 16;
+  blocked<V>(c, ldc, a, lda, b, ldb, panel_stride, M, K, bias, epilogue, N / 16, /*a_transposed=*/true, w,
+             packed ? w : ldb);
 }
 
 // The F16GemmFn entry: full F16 panels (16 K elements each) converted in registers as the tiles

@@ -38,10 +38,11 @@ void gemm_tn(float* c, std::int64_t ldc, const float* a, std::int64_t lda, const
 }
 
 void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,
-          std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate) {
+          std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate,
+          const float* bias) {
   for (std::int64_t i = 0; i < M; ++i)
     for (std::int64_t j = 0; j < N; ++j) {
-      double sum = 0.0;
+      double sum = bias != nullptr ? bias[j] : 0.0;
       for (std::int64_t k = 0; k < K; ++k)
         sum += static_cast<double>(trans_a ? a[k * lda + i] : a[i * lda + k]) * (trans_b ? b[j * ldb + k] : b[k * ldb + j]);
       store_epilogue(c[i * ldc + j], sum, accumulate ? Epilogue::residual : Epilogue::store);
