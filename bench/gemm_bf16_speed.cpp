@@ -30,12 +30,13 @@ using kael::thread_cpu_seconds;
 namespace {
 
 using GemmFn = void(float*, std::int64_t, const float*, std::int64_t, bool, const float*, std::int64_t, bool,
-                    std::int64_t, std::int64_t, std::int64_t, bool);
+                    std::int64_t, std::int64_t, std::int64_t, bool, const float*);
 
-// gemm_bf16 without a bias, in GemmFn's form (kernels::gemm's arguments).
+// gemm_bf16 in GemmFn's form (kernels::gemm's arguments).
 void bf16_product(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool trans_a, const float* b,
-                  std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate) {
-  gemm_bf16(c, ldc, a, lda, trans_a, b, ldb, trans_b, M, N, K, accumulate);
+                  std::int64_t ldb, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, bool accumulate,
+                  const float* bias) {
+  gemm_bf16(c, ldc, a, lda, trans_a, b, ldb, trans_b, M, N, K, accumulate, bias);
 }
 
 struct Case {
@@ -53,7 +54,7 @@ void call(GemmFn* fn, const Case& c, const std::vector<float>& a, const std::vec
   if (c.packed_b && fn == bf16_product)
     gemm_bf16_packed(out.data(), c.N, a.data(), lda, c.trans_a, b16.data(), c.M, c.N, c.K, c.accumulate);
   else
-    fn(out.data(), c.N, a.data(), lda, c.trans_a, b.data(), ldb, c.trans_b, c.M, c.N, c.K, c.accumulate);
+    fn(out.data(), c.N, a.data(), lda, c.trans_a, b.data(), ldb, c.trans_b, c.M, c.N, c.K, c.accumulate, nullptr);
 }
 
 // op(b) of the case converted for gemm_bf16_packed, when the case times it that way.
