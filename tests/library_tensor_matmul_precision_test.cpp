@@ -217,10 +217,12 @@ TEST_P(MatmulPrecision, MediumReachesNnLinearInEvaluationToo) {
 TEST_P(MatmulPrecision, HighestAndHighGiveTheF32GemmsBits) {
   manual_seed(41);
   const std::int64_t M = 37, K = 45, N = 29;
-  const Tensor a = randn({M, K}), b = randn({K, N}), w = randn({N, K});
-  std::vector<float> product(static_cast<std::size_t>(M * N)), with_weight(static_cast<std::size_t>(M * N));
+  const Tensor a = randn({M, K}), b = randn({K, N}), w = randn({N, K}), bias = randn({N});
+  std::vector<float> product(static_cast<std::size_t>(M * N)), with_weight(product.size()), with_bias(product.size());
   kernels::gemm(product.data(), N, a.data<float>(), K, false, b.data<float>(), N, false, M, N, K);
   kernels::gemm(with_weight.data(), N, a.data<float>(), K, false, w.data<float>(), K, true, M, N, K);
+  kernels::gemm(with_bias.data(), N, a.data<float>(), K, false, w.data<float>(), K, true, M, N, K, false,
+                bias.data<float>());
   // "medium" set and left: F32 again. Where this set has no BF16 product, "medium" itself runs
   // as "highest" (the setting is a hint, as in torch).
   set_float32_matmul_precision("medium");
@@ -228,10 +230,13 @@ TEST_P(MatmulPrecision, HighestAndHighGiveTheF32GemmsBits) {
   if (!kernels::gemm_bf16_available()) f32_precisions.push_back("medium");
   for (const char* p : f32_precisions) {
     set_float32_matmul_precision(p);
-    const std::vector<float> got = matmul(a, b).to_vector<float>(), got_linear = linear(a, w).to_vector<float>();
+    const std::vector<float> got = matmul(a, b).to_vector<float>(), got_linear = linear(a, w).to_vector<float>(),
+                             got_bias = linear(a, w, bias).to_vector<float>();
     EXPECT_EQ(std::memcmp(got.data(), product.data(), product.size() * sizeof(float)), 0) << p << " matmul";
     EXPECT_EQ(std::memcmp(got_linear.data(), with_weight.data(), with_weight.size() * sizeof(float)), 0)
         << p << " linear";
+    EXPECT_EQ(std::memcmp(got_bias.data(), with_bias.data(), with_bias.size() * sizeof(float)), 0)
+        << p << " linear with a bias";
   }
 }
 
