@@ -6,13 +6,18 @@
   nn + autograd kael.GPT (kael::nn::GPT on the tensor library): forward, F.cross_entropy,
                 loss.backward(), kael.nn.utils.clip_grad_norm_, kael.optim.AdamW.step().
 
-Both in F32, dropout 0, the same windows, the same threads. For each shape B x T (default 4x64 and
-8x256) the two steps alternate, STEPS times each after one warm-up step of each, so that other work
-on the machine slows both alike; the figure is the median wall time and the median CPU time (all
-threads of the process) per step, and the ratio nn / hand-written beside the bound 1.15 under which
-`kael train` would move onto nn::GPT. Prints the CPU and a Markdown table.
+Both at one precision (--precision), dropout 0, the same windows, the same threads: f32 (the
+default), or bf16, the matrix products on BF16 operands with F32 sums: the hand-written step with
+precision "bf16" (`kael train --precision bf16`) against nn + autograd under
+kael.set_float32_matmul_precision("medium") (needs AMX-BF16 or AVX512-BF16). For each shape B x T
+(default 4x64 and 8x256) the two steps alternate, STEPS times each after one warm-up step of each,
+so that other work on the machine slows both alike; the figure is the median wall time and the
+median CPU time (all threads of the process) per step, and the ratio nn / hand-written beside the
+bound 1.15 under which `kael train` would move onto nn::GPT. Prints the CPU and a Markdown table
+whose first column names the precision.
 
-Usage: bench/train_paths.py [--threads 2] [--steps 3] [--shapes 4x64,8x256] [--workdir DIR]
+Usage: bench/train_paths.py [--threads 2] [--steps 3] [--shapes 4x64,8x256] [--precision f32|bf16]
+                            [--workdir DIR]
 Without --model a seeded GPT-2-small-shape F32 checkpoint is built (scripts/gpt2_reference.py) in
 --workdir and reused by later runs.
 """
@@ -50,6 +55,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", type=int, default=3, help="timed steps of each, after one warm-up step")
     parser.add_argument("--shapes", default="4x64,8x256")
+    parser.add_argument("--precision", choices=("f32", "bf16"), default="f32",
+                        help="bf16: the hand-written step at precision bf16 against nn under matmul precision medium")
     parser.add_argument("--model", type=pathlib.Path, help="a GPT-2 checkpoint directory (default: seeded GPT-2 small)")
     parser.add_argument("--workdir", type=pathlib.Path, default=pathlib.Path(tempfile.gettempdir()) / "kael-train-bench")
     args = parser.parse_args()
@@ -67,6 +74,8 @@ def main() -> None:
 
     kael.set_num_threads(args.threads)
     hand = kael._kael.TrainModel.load(str(model_dir), threads=args.threads)
+    hand.precision = args.precision  # a ValueError naming what is missing where bf16 cannot run
+    kael.set_float32_matmul_precision("medium" if args.precision == "bf16" else "highest")
     hand_opt = kael._kael.AdamW(hand, beta1=BETAS[0], beta2=BETAS[1], eps=EPS, weight_decay=WEIGHT_DECAY)
     stored = json.loads((model_dir / "config.json").read_text()) if (model_dir / "config.json").exists() else {}
     config = kael.nn.GptConfig(**{k: stored[k] for k in ("vocab_size", "n_positions", "n_layer", "n_head", "n_embd")
@@ -96,10 +105,12 @@ def main() -> None:
 
     print(f"CPU: {cpu_name()}, {os.cpu_count()} logical CPUs; threads {args.threads}; {args.steps} timed steps of "
           f"each per shape, alternating; checkpoint {model_dir} ({config.n_layer} layers, n_embd {config.n_embd}, "
-          f"vocab {config.vocab_size}; F32 steps)")
-    print("| B x T | hand-written s/step | nn + autograd s/step | nn / hand (wall) | hand CPU-s/step "
+          f"vocab {config.vocab_size}; {args.precision.upper()} steps"
+          + (": hand-written at precision bf16, nn under set_float32_matmul_precision('medium')"
+             if args.precision == "bf16" else "") + ")")
+    print("| precision | B x T | hand-written s/step | nn + autograd s/step | nn / hand (wall) | hand CPU-s/step "
           "| nn CPU-s/step | nn / hand (CPU) | within 1.15x |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     rng = np.random.default_rng(0)
     for B, T in shapes:
         hand_times, net_times = [], []
@@ -112,8 +123,8 @@ def main() -> None:
                 net_times.append(n)
         hw, hc = (statistics.median(t[k] for t in hand_times) for k in (0, 1))
         nw, nc = (statistics.median(t[k] for t in net_times) for k in (0, 1))
-        print(f"| {B}x{T} | {hw:.3f} | {nw:.3f} | {nw / hw:.2f} | {hc:.3f} | {nc:.3f} | {nc / hc:.2f} "
-              f"| {'yes' if nc / hc <= BOUND else 'no'} |")
+        print(f"| {args.precision} | {B}x{T} | {hw:.3f} | {nw:.3f} | {nw / hw:.2f} | {hc:.3f} | {nc:.3f} "
+              f"| {nc / hc:.2f} | {'yes' if nc / hc <= BOUND else 'no'} |")
 
 
 if __name__ == "__main__":

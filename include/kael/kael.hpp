@@ -55,6 +55,7 @@
 #include "kael/tensor/conv.hpp"
 #include "kael/tensor/normalization.hpp"
 #include "kael/tensor/ops.hpp"
+#include "kael/tensor/precision.hpp"
 #include "kael/tensor/pool.hpp"
 #include "kael/tensor/rnn.hpp"
 #include "kael/text/bpe.hpp"

@@ -55,12 +55,12 @@ from ._kael import (  # noqa: F401  (re-exported)
 from ._kael import (  # noqa: F401  (re-exported)
     abs, add, all, allclose, any, arange, argmax, argmin, as_strided_scatter, as_tensor, bmm, broadcast_shapes, cat,
     chunk, clamp, clip, cos, device, div, dtype, einsum, empty, empty_like, eq, exp, eye, flatten, floor_divide,
-    from_numpy, full, full_like, gather, ge, gelu, get_default_dtype, get_num_threads, gt, index_select, is_tensor,
-    le, linspace, log, log_softmax, lt, manual_seed, masked_fill, matmul, max, maximum, mean, min, minimum, mul,
-    multinomial, ne, neg, numel, ones, ones_like, permute, pow, promote_types, rand, rand_like, randint, randn,
-    randn_like, randperm, relu, remainder, reshape, roll, rsqrt, set_default_dtype, set_num_threads, sigmoid, sin,
-    softmax, split, sqrt, squeeze, stack, std, sub, sum, tanh, topk, transpose, tril, triu, unbind, unsqueeze, var,
-    where, zeros, zeros_like,
+    from_numpy, full, full_like, gather, ge, gelu, get_default_dtype, get_float32_matmul_precision, get_num_threads, gt,
+    index_select, is_tensor, le, linspace, log, log_softmax, lt, manual_seed, masked_fill, matmul, max, maximum, mean,
+    min, minimum, mul, multinomial, ne, neg, numel, ones, ones_like, permute, pow, promote_types, rand, rand_like,
+    randint, randn, randn_like, randperm, relu, remainder, reshape, roll, rsqrt, set_default_dtype,
+    set_float32_matmul_precision, set_num_threads, sigmoid, sin, softmax, split, sqrt, squeeze, stack, std, sub, sum,
+    tanh, topk, transpose, tril, triu, unbind, unsqueeze, var, where, zeros, zeros_like,
 )
 # Convolution, pooling, normalization and recurrent cells (python/src/conv.cpp, rnn.cpp), as torch.conv2d ...
 from ._kael import (  # noqa: F401  (re-exported)

@@ -5,6 +5,7 @@
 
 #include "bindings.hpp"
 #include "convert.hpp"
+#include "kael/tensor/precision.hpp"
 
 namespace py = pybind11;
 
@@ -163,6 +164,14 @@ void init_tensor_creation(py::module_& m) {
         "Threads the library's ops (and the engine) compute on, the caller included; 0 or less: one per "
         "physical core. Results do not depend on it.");
   m.def("get_num_threads", &get_num_threads, "Threads the library's ops compute on.");
+  m.def("set_float32_matmul_precision", [](const std::string& precision) { set_float32_matmul_precision(precision); },
+        "precision"_a,
+        "How matmul and linear multiply float32 matrices, forward and backward (torch's setting): \"highest\" "
+        "(the default) and \"high\" (TF32 on torch's GPUs; on this CPU as \"highest\") in float32; \"medium\" "
+        "with bfloat16 operands and float32 sums, where the CPU has AMX-BF16 or AVX512-BF16 (else as "
+        "\"highest\"). Process-wide.");
+  m.def("get_float32_matmul_precision", &get_float32_matmul_precision,
+        "The float32 matmul precision set_float32_matmul_precision set: \"highest\", \"high\" or \"medium\".");
   m.def(
       "promote_types", [](const py::object& a, const py::object& b) {
         return dtype_object(promote_types(dtype_arg(a, DType::F32), dtype_arg(b, DType::F32)));

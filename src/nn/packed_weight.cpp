@@ -2,6 +2,7 @@
 
 #include "kael/tensor/autograd.hpp"
 #include "kernels/gemm.hpp"
+#include "tensor/f32_product.hpp"
 
 namespace kael::nn::detail {
 
@@ -13,6 +14,9 @@ bool PackedWeight::applies(const Tensor& x, const Tensor& weight, const Tensor& 
   if (bias.defined() &&
       (bias.dtype() != DType::F32 || bias.device() != cpu || bias.dim() != 1 || bias.size(0) != weight.size(0)))
     return false;
+  // The packed copy is F32 panels for kernels::gemm: with BF16 products (float32 matmul
+  // precision "medium") the tensor library's linear runs them instead.
+  if (tensor_detail::bf16_products()) return false;
   return !autograd::any_requires_grad({&x, &weight, &bias});
 }
 

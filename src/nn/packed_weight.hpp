@@ -23,7 +23,8 @@ class PackedWeight {
   void clear();
 
   // Whether linear() applies: F32 x, weight (and bias) on the CPU, x's last dim the weight's
-  // in features, and nothing that records a gradient (grad mode off or no input requiring one).
+  // in features, nothing that records a gradient (grad mode off or no input requiring one), and
+  // F32 products (not BF16 ones at float32 matmul precision "medium", which this copy lacks).
   static bool applies(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
  private:

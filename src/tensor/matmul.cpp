@@ -1,11 +1,12 @@
-// matmul and linear. F32 products run on the kernel table's threaded GEMM (kernels::gemm),
-// reading transposed operands in place; other floating dtypes use a plain loop.
+// matmul and linear. F32 products run on the kernel table's threaded GEMMs through f32_product
+// (kernels::gemm, or kernels::gemm_bf16 at float32 matmul precision "medium"), reading
+// transposed operands in place; other floating dtypes use a plain loop.
 #include <algorithm>
 
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
-#include "kernels/gemm.hpp"
 #include "tensor/backward.hpp"
+#include "tensor/f32_product.hpp"
 #include "tensor/strided.hpp"
 
 namespace kael {
@@ -38,8 +39,8 @@ void product_2d(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bia
   if (a.dtype() == DType::F32) {
     Tensor ka, kb;
     const Operand oa = operand_of(a, ka), ob = operand_of(b, kb);
-    kernels::gemm(out.data<float>(), N, oa.data, oa.ld, oa.transposed, ob.data, ob.ld, ob.transposed, M, N, K, false,
-                  bias.defined() ? bias.data<float>() : nullptr);
+    f32_product(out.data<float>(), N, oa.data, oa.ld, oa.transposed, ob.data, ob.ld, ob.transposed, M, N, K,
+                bias.defined() ? bias.data<float>() : nullptr);
     return;
   }
   dispatch(a.dtype(), [&]<class C>() {
