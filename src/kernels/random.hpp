@@ -46,10 +46,9 @@ struct DropoutMask {
 
   bool active() const { return p > 0.0f; }
   float scale() const { return 1.0f / (1.0f - p); }
+  bool kept(std::uint64_t i) const { return uniform_float(random_word(seed, stream, first + i)) >= p; }
   // scale() when element i is kept, else 0.
-  float factor(std::uint64_t i) const {
-    return uniform_float(random_word(seed, stream, first + i)) >= p ? scale() : 0.0f;
-  }
+  float factor(std::uint64_t i) const { return kept(i) ? scale() : 0.0f; }
 };
 
 }  // namespace kael::kernels

@@ -15,6 +15,7 @@
 #include "kernels/attention.hpp"
 #include "kernels/attention_train.hpp"
 #include "tensor/backward.hpp"
+#include "tensor/seed.hpp"
 #include "tensor/strided.hpp"
 
 namespace kael {
@@ -97,10 +98,7 @@ Tensor causal_training_kernel(const Tensor& q, const Tensor& k, const Tensor& v,
   Shape full = batch;
   full.push_back(L);
   full.push_back(E);
-  const std::uint64_t seed =
-      dropout_p > 0.0
-          ? static_cast<std::uint64_t>(randint(0, std::numeric_limits<std::int64_t>::max(), {}).item<std::int64_t>())
-          : 0;
+  const std::uint64_t seed = dropout_p > 0.0 ? draw_seed() : 0;
   Tensor out = Tensor::empty(DType::F32, {G, L, E}), probs = Tensor::empty(DType::F32, {G, L, L});
   {
     const autograd::NoGradGuard no_grad;

@@ -1,11 +1,13 @@
 // Creation functions and the process-wide random generator.
 #include <cmath>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <random>
 
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "tensor/seed.hpp"
 #include "tensor/strided.hpp"
 
 namespace kael {
@@ -162,16 +164,29 @@ Tensor randn(Shape shape, DType dtype) {
   });
 }
 
+namespace {
+
+// In [0, span), every value equally likely (rejection).
+std::uint64_t below(std::mt19937_64& engine, std::uint64_t span) {
+  const std::uint64_t limit = UINT64_MAX - UINT64_MAX % span;
+  std::uint64_t r;
+  do r = engine(); while (r >= limit);
+  return r % span;
+}
+
+}  // namespace
+
 Tensor randint(std::int64_t low, std::int64_t high, Shape shape, DType dtype) {
   if (high <= low) throw ValueError(str("randint: high (", high, ") must be greater than low (", low, ")"));
   const auto span = static_cast<std::uint64_t>(high - low);
-  return fill_random(std::move(shape), dtype, [low, span](std::mt19937_64& e) {
-    // Rejection keeps every value equally likely.
-    const std::uint64_t limit = UINT64_MAX - UINT64_MAX % span;
-    std::uint64_t r;
-    do r = e(); while (r >= limit);
-    return low + static_cast<std::int64_t>(r % span);
-  });
+  return fill_random(std::move(shape), dtype,
+                     [low, span](std::mt19937_64& e) { return low + static_cast<std::int64_t>(below(e, span)); });
+}
+
+std::uint64_t tensor_detail::draw_seed() {
+  Generator& g = generator();
+  const std::lock_guard lock(g.mutex);
+  return below(g.engine, static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()));
 }
 
 Tensor randperm(std::int64_t n, DType dtype) {

@@ -11,8 +11,10 @@
 #include "kernels/cross_entropy.hpp"
 #include "kernels/dispatch/kernel_table.hpp"
 #include "kernels/norm.hpp"
+#include "kernels/random.hpp"
 #include "tensor/backward.hpp"
 #include "tensor/parallel.hpp"
+#include "tensor/seed.hpp"
 #include "tensor/strided.hpp"
 
 namespace kael {
@@ -384,8 +386,9 @@ namespace {
 // the factor multiplies rather than selects, so a NaN stays NaN where dropped, as in torch. The
 // factor is scale * keep in arithmetic, not a branch (a random mask mispredicts one in p), with
 // keep_at giving 0 or 1 as an int32 read from bytes: GCC vectorizes that conversion, not bool's.
+// work_per_item: keep_at's cost in the pool's units (parallel.hpp).
 template <class KeepAt>
-Tensor scale_kept(const Tensor& x, double scale, KeepAt keep_at) {
+Tensor scale_kept(const Tensor& x, double scale, KeepAt keep_at, std::int64_t work_per_item = 1) {
   const DType dt = x.dtype();
   Tensor out = Tensor::empty(dt, x.shape());
   const Tensor factor = full({}, scale, dt);
@@ -394,7 +397,7 @@ Tensor scale_kept(const Tensor& x, double scale, KeepAt keep_at) {
     const float f = factor.item<float>();
     const float* in = x.data<float>();
     float* o = out.data<float>();
-    parallel_range(n, 1, [&](std::int64_t begin, std::int64_t end) {
+    parallel_range(n, work_per_item, [&](std::int64_t begin, std::int64_t end) {
       // Locals, not the captures: a store through dst could alias the closure, which would then
       // be reloaded each element and the loop would not vectorize.
       const float* src = in;
@@ -411,7 +414,7 @@ Tensor scale_kept(const Tensor& x, double scale, KeepAt keep_at) {
   dispatch(dt, [&]<class C>() {
     if constexpr (std::is_floating_point_v<C>) {
       const C f = load<C>(dt, factor.raw_data());
-      parallel_range(n, 1, [&](std::int64_t begin, std::int64_t end) {
+      parallel_range(n, work_per_item, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t i = begin; i < end; ++i)
           store(dt, o + i * size, load<C>(dt, in + i * size) * (f * static_cast<C>(keep_at(i))));
       });
@@ -431,9 +434,11 @@ Tensor tensor_detail::dropout_backward(const Tensor& g, const Tensor& keep, doub
   return scale_kept(gd, scale, [k](std::int64_t i) { return static_cast<std::int32_t>(k[i]); });
 }
 
-// Each element is kept where a uniform draw in [0, 1) is >= p (the same draws, in the same
-// order, as rand), and the mask is kept as BOOL for the backward: one pass draws, one pass
-// writes the mask and the output together.
+// Each element i is kept where its uniform draw in [0, 1) is >= p: the counter-based draw of
+// kernels/random.hpp for (seed, i), the seed one draw of the process-wide generator
+// (draw_seed), so manual_seed makes the mask reproducible and the pool's threads draw it in
+// one pass with the output, whatever their number (a serial generator drew 5% of an LSTM
+// language model's step on one thread). The mask is kept as BOOL for the backward.
 Tensor dropout(const Tensor& a, double p, bool training) {
   if (!(p >= 0.0 && p <= 1.0)) throw ValueError(str("dropout: p must be in [0, 1], got ", p));  // NaN too
   if (!training || p == 0.0) return a;
@@ -442,16 +447,19 @@ Tensor dropout(const Tensor& a, double p, bool training) {
   if (!is_floating(a.dtype()))
     throw TypeError(str("dropout: expected a floating input, got ", dtype_name(a.dtype())));
   const Tensor x = dense(a);
-  const Tensor draws = rand(a.shape(), DType::F64);
-  const double* u = draws.data<double>();
+  const kernels::DropoutMask mask{static_cast<float>(p), draw_seed(), 0, 0};
   Tensor keep = Tensor::empty(DType::BOOL, a.shape());
   auto* k = reinterpret_cast<std::uint8_t*>(keep.raw_data());
   const double scale = 1.0 / (1.0 - p);
-  Tensor out = scale_kept(x, scale, [u, k, p](std::int64_t i) {
-    const std::uint8_t kept = u[i] >= p ? 1 : 0;
-    k[i] = kept;
-    return static_cast<std::int32_t>(kept);
-  });
+  constexpr std::int64_t kDrawWork = 16;  // three 64-bit mixes an element
+  Tensor out = scale_kept(
+      x, scale,
+      [mask, k](std::int64_t i) {
+        const std::uint8_t kept = mask.kept(static_cast<std::uint64_t>(i)) ? 1 : 0;
+        k[i] = kept;
+        return static_cast<std::int32_t>(kept);
+      },
+      kDrawWork);
   if (!autograd::any_requires_grad({&a})) return out;
   return autograd::record("dropout", std::move(out), {&a}, [keep, scale](const Tensor& g) {
     return std::vector<Tensor>{dropout_backward(g, keep, scale)};

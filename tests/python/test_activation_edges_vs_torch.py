@@ -80,3 +80,22 @@ def test_dropout_refuses_to_scale_integers_as_torch():
         torch.nn.functional.dropout(torch.tensor([1, 2, 3]), 0.5)
     with pytest.raises(kael.TypeError):
         F.dropout(ints, 0.5)
+
+
+def test_dropout_mask_is_reproducible_independent_and_the_same_on_any_thread_count():
+    """The mask is drawn from a seed that manual_seed fixes, element by element on the pool's
+    threads: the same bits at 1 and 2 threads, a fresh mask each call (two calls' drops overlap
+    as independent ones would, p^2), and the fraction dropped near p on a large tensor."""
+    x = kael.ones(600, 700)
+    masks = {}
+    try:
+        for threads in (1, 2):
+            kael.set_num_threads(threads)
+            kael.manual_seed(11)
+            masks[threads] = (F.dropout(x, 0.3).numpy() == 0, F.dropout(x, 0.3).numpy() == 0)
+    finally:
+        kael.set_num_threads(0)
+    assert all(np.array_equal(a, b) for a, b in zip(masks[1], masks[2]))
+    first, second = masks[1]
+    assert abs(first.mean() - 0.3) < 0.005 and abs(second.mean() - 0.3) < 0.005
+    assert abs((first & second).mean() - 0.09) < 0.005
