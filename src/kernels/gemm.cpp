@@ -145,9 +145,13 @@ void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool tra
   // panel row spans two.
   thread_local AlignedVector<float> a_rows, b_panels;
   const std::int64_t panels = (N + kPanel - 1) / kPanel;
-  const bool split_columns = panels >= 2 * num_threads() || M < 2 * kPanel;
-  // The table's kernel reads a transposed A as it is (no copy: about a fifth of dW's time).
-  const bool read_transposed = trans_a && kt.gemm_panels_at != nullptr && split_columns && M > 2;
+  // The table's kernel reads a transposed A as it is (no copy: about a fifth of dW's time),
+  // packing the rows it multiplies. Split by columns, every thread would pack all of A, so an A
+  // with more rows than B has columns (an LSTM decoder's (10000, 200) dW packed its 28 MB A on
+  // both threads) splits by rows instead, each thread packing its own.
+  const bool read_transposed = trans_a && kt.gemm_panels_at != nullptr && M > 2;
+  const bool split_columns =
+      (panels >= 2 * num_threads() || M < 2 * kPanel) && !(read_transposed && M > N && M >= 2 * kPanel * num_threads());
   GemmPanelsFn* const panels_fn = read_transposed ? kt.gemm_panels_at : kt.gemm_panels;
   if (trans_a && !read_transposed) {
     a_rows.resize(static_cast<std::size_t>(M * K));
@@ -185,10 +189,11 @@ void gemm(float* c, std::int64_t ldc, const float* a, std::int64_t lda, bool tra
                 view.packed, M, std::min(N, last * kPanel) - col, K, bias_at(col), epilogue);
     });
   } else {
-    // Few columns, many rows (dX of a narrow layer): threads take rows instead.
+    // Few columns, many rows (dX of a narrow layer): threads take rows instead (row r of a
+    // transposed A is its column r).
     parallel_for(M, min_items_per_thread(N * K), [&](std::int64_t first, std::int64_t last) {
-      kt.gemm_panels(c + first * ldc, ldc, a + first * lda, lda, view.data, view.ldb, view.panel_stride, view.packed,
-                     last - first, N, K, bias, epilogue);
+      panels_fn(c + first * ldc, ldc, read_transposed ? a + first : a + first * lda, lda, view.data, view.ldb,
+                view.panel_stride, view.packed, last - first, N, K, bias, epilogue);
     });
   }
 }
