@@ -74,6 +74,7 @@ from ._kael import (  # noqa: F401  (dtypes, as torch.float32 ...)
 from . import nn  # noqa: F401,E402
 from . import optim  # noqa: F401,E402
 from . import autograd  # noqa: F401,E402
+from . import backends  # noqa: F401,E402
 from . import cuda  # noqa: F401,E402
 from . import utils  # noqa: F401,E402
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401,E402
