@@ -100,7 +100,7 @@ void for_each_entry(const KernelTable& t, F visit) {
 #define KAEL_ENTRY(name) visit(#name, reinterpret_cast<const void*>(t.name))
   KAEL_ENTRY(gemm_panels); KAEL_ENTRY(gemm_panels_at); KAEL_ENTRY(gemm_nt); KAEL_ENTRY(dequantize_f16_panel);
   KAEL_ENTRY(f16_gemm); KAEL_ENTRY(quantize_rows); KAEL_ENTRY(int8_gemm); KAEL_ENTRY(attend_head);
-  KAEL_ENTRY(attend_row);
+  KAEL_ENTRY(attend_row); KAEL_ENTRY(transpose_panel);
   KAEL_ENTRY(softmax); KAEL_ENTRY(gelu_new); KAEL_ENTRY(exp); KAEL_ENTRY(sigmoid); KAEL_ENTRY(tanh);
   KAEL_ENTRY(sum); KAEL_ENTRY(layer_norm_row); KAEL_ENTRY(gelu_backward); KAEL_ENTRY(adamw_update);
   KAEL_ENTRY(sum_of_squares); KAEL_ENTRY(bf16_pack_rows); KAEL_ENTRY(bf16_pack_panels);
@@ -377,6 +377,22 @@ TEST_P(IsaKernels, GeneralGemmMatchesReferenceWithEveryTranspose) {
                                                      << " accumulate=" << accumulate << " M=" << M << " N=" << N
                                                      << " K=" << K;
             }
+}
+
+TEST_P(IsaKernels, TransposePanelIsTheTransposeOfRaggedRows) {
+  // Every panel width (a weight's last rows) against K ragged to the 4x4 blocks.
+  const KernelTable& kt = active_kernels();
+  if (kt.transpose_panel == nullptr) GTEST_SKIP() << isa_name(isa()) << " packs element by element";
+  for (std::int64_t w = 1; w <= kPanel; ++w)
+    for (std::int64_t K : {1, 3, 4, 7, 64, 130}) {
+      const std::int64_t ld = K + 5;
+      const auto src = random_vector(w * ld, 71);
+      std::vector<float> panel(static_cast<std::size_t>(K * w), -1.0f);
+      kt.transpose_panel(panel.data(), src.data(), ld, K, w);
+      for (std::int64_t k = 0; k < K; ++k)
+        for (std::int64_t r = 0; r < w; ++r)
+          ASSERT_EQ(panel[k * w + r], src[r * ld + k]) << "w=" << w << " K=" << K << " at " << k << "," << r;
+    }
 }
 
 TEST_P(IsaKernels, GeneralGemmBiasHasTheBitsOfAPassAfter) {

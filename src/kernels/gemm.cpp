@@ -29,8 +29,11 @@ void copy_panel(float* panel, const float* src, std::int64_t ld, std::int64_t K,
     for (std::int64_t j = 0; j < w; ++j) panel[k * w + j] = src[k * ld + j];
 }
 
-// panel (K, w) = the transpose of src (w, K; rows ld apart): w read streams, one write stream.
+// panel (K, w) = the transpose of src (w, K; rows ld apart): on the table's 4x4 vector
+// transposes where it has them (element by element, this was about a tenth of a batch-1
+// forward of a small GPT, which packs every weight each call), else w read streams, one write.
 void copy_panel_transposed(float* panel, const float* src, std::int64_t ld, std::int64_t K, std::int64_t w) {
+  if (TransposePanelFn* const transpose = active_kernels().transpose_panel) return transpose(panel, src, ld, K, w);
   for (std::int64_t k = 0; k < K; ++k)
     for (std::int64_t j = 0; j < w; ++j) panel[k * w + j] = src[j * ld + k];
 }

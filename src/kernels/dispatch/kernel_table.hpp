@@ -34,9 +34,13 @@ using GemmPanelsFn = void(float* c, std::int64_t ldc, const float* a, std::int64
                           std::int64_t ldb, std::int64_t panel_stride, bool packed, std::int64_t M, std::int64_t N,
                           std::int64_t K, const float* bias, Epilogue epilogue);
 // As GemmPanelsFn with a transposed: op(a) (M, K) is a (K, M; lda), input (r, k) at a[k * lda + r]
-// (kernels::gemm's trans_a, dW = X^T dY in training), read without a transposed copy; M >= 3 and
-// N a multiple of 16 only. Equal bits to GemmPanelsFn on the transposed copy.
+// (kernels::gemm's trans_a, dW = X^T dY in training), read without a transposed copy; M >= 3
+// (a partial last panel too). Equal bits to GemmPanelsFn on the transposed copy.
 using GemmPanelsAtFn = GemmPanelsFn;
+// panel (K, w) = the transpose of src (w, K; rows ld apart), w <= 16: panel[k * w + r] =
+// src[r * ld + k]. How kernels::gemm packs 16 rows of a torch-layout (out, in) weight, a linear's
+// B, into one GEMM panel.
+using TransposePanelFn = void(float* panel, const float* src, std::int64_t ld, std::int64_t K, std::int64_t w);
 // One row against a torch-layout weight, read in place: out (N) = epilogue(x (K) @ w^T + bias) for
 // w (N, K; rows ldw apart), bias (N) may be null. Equal bits to GemmPanelsFn with M = 1 on the
 // packed w^T (kernels::gemm's M = 1, trans_b product, a batch-1 tensor linear). Single-threaded.
@@ -129,6 +133,7 @@ struct KernelTable {
   GemmPanelsAtFn* gemm_panels_at = nullptr;  // null: kernels::gemm copies a transposed A into rows
   GemmNtFn* gemm_nt = nullptr;
   GemvRowsFn* gemv_rows = nullptr;  // null: kernels::gemm packs the transposed weight
+  TransposePanelFn* transpose_panel = nullptr;  // null: kernels::gemm copies element by element
   DequantizeF16Fn* dequantize_f16_panel = nullptr;
   F16GemmFn* f16_gemm = nullptr;  // null: linear_matrix dequantizes instead
   // The most rows f16_gemm is used for: where the set's tiles convert each weight once per tile

@@ -19,6 +19,7 @@ void fill_families(KernelTable& table) {
   table.gemm_panels = gemm_panels<V>;
   table.gemm_panels_at = gemm_panels_at<V>;
   table.gemv_rows = gemv_rows<V>;
+  table.transpose_panel = transpose_panel<V>;
   table.dequantize_f16_panel = dequantize_f16_panel<V>;
   table.f16_gemm = f16_gemm<V>;
   table.f16_gemm_rows = V::kBlockForCaches ? INT64_MAX : V::kTileRows;

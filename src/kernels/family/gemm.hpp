@@ -251,6 +251,12 @@ void pack_tiles(float* dst, const float* a, long lda, long M, long K, long most)
   }
 }
 
+// The TransposePanelFn entry: one tile of w rows is exactly a panel of w columns of src^T.
+template <class V>
+void transpose_panel(float* panel, const float* src, std::int64_t ld, std::int64_t K, std::int64_t w) {
+  pack_tiles<V>(panel, src, ld, w, K, w);
+}
+
 // As pack_tiles, from a transposed a: input (r, k) at a[k * lda + r] (GemmPanelsAtFn). A tile's k
 // is then h contiguous floats, so the tiles need no transposing (where kernels::gemm's rows copy
 // of X^T and pack_tiles' transpose back took about a fifth of a dW product).
