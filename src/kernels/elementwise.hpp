@@ -15,8 +15,9 @@ void gelu_new(float* out, const float* inp, std::int64_t n);
 void gelu_backward(float* dinp, const float* inp, const float* dout, std::int64_t n);
 
 // out (n) = gelu(inp), the exact form 0.5 x (1 + erf(x / sqrt(2))) (torch's default), on the
-// calling thread: erf by Abramowitz and Stegun 7.1.26 (|error| < 1.5e-7), the formula of torch's
-// vectorized CPU GELU, so very negative x keep their relative accuracy. out may equal inp.
+// calling thread, on the active table's vector loops (family/gelu_erf.hpp: erf by Abramowitz and
+// Stegun 7.1.26, |error| < 1.5e-7, the formula of torch's vectorized CPU GELU, so very negative
+// x keep their relative accuracy). out may equal inp.
 void gelu_erf_rows(float* out, const float* inp, std::int64_t n);
 // dinp (n) = dout * (Phi(x) + x phi(x)), the exact form's derivative, on the calling thread.
 void gelu_erf_backward_rows(float* dinp, const float* inp, const float* dout, std::int64_t n);

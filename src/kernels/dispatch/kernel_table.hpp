@@ -152,6 +152,8 @@ struct KernelTable {
   SumFn* sum = nullptr;      // sum.hpp
   LayerNormRowFn* layer_norm_row = nullptr;
   GeluBackwardFn* gelu_backward = nullptr;
+  RowFn* gelu_erf = nullptr;                      // null: elementwise.cpp's loops on the table's exp
+  GeluBackwardFn* gelu_erf_backward = nullptr;    // (family/gelu_erf.hpp, either way)
   AdamWUpdateFn* adamw_update = nullptr;
   SumOfSquaresFn* sum_of_squares = nullptr;
   // BF16 general product: null where the set or CPU has no BF16 dot product.

@@ -8,6 +8,7 @@
 
 #include "kernels/family/attention.hpp"
 #include "kernels/family/gemm.hpp"
+#include "kernels/family/gelu_erf.hpp"
 #include "kernels/family/gemv.hpp"
 #include "kernels/family/rows.hpp"
 #include "kernels/dispatch/kernel_table.hpp"
@@ -25,6 +26,8 @@ void fill_families(KernelTable& table) {
   table.f16_gemm_rows = V::kBlockForCaches ? INT64_MAX : V::kTileRows;
   table.softmax = softmax_row<V>;
   table.gelu_new = gelu_row<V>;
+  table.gelu_erf = gelu_erf_row<V>;
+  table.gelu_erf_backward = gelu_erf_backward_row<V>;
   table.exp = exp_row<V>;
   table.sigmoid = sigmoid_row<V>;
   table.tanh = tanh_row<V>;
