@@ -57,14 +57,17 @@ void gelu_erf_backward_rows_with(float* dinp, const float* x, const float* g, st
   }
 }
 
-// The RowFn and GeluBackwardFn entries.
+// The RowFn and GeluBackwardFn entries. V's exp goes in as a lambda, a type of each target's own:
+// passed as a function pointer, every target would instantiate the helpers above with the same
+// type, and the linker would keep one target's copy for all (an AVX2 CPU could run AVX-512 code).
 template <class V>
 void gelu_erf_row(float* out, const float* inp, std::int64_t n) {
-  gelu_erf_rows_with(out, inp, n, exp_row<V>);
+  gelu_erf_rows_with(out, inp, n, [](float* o, const float* x, std::int64_t m) { exp_row<V>(o, x, m); });
 }
 template <class V>
 void gelu_erf_backward_row(float* dinp, const float* inp, const float* dout, std::int64_t n) {
-  gelu_erf_backward_rows_with(dinp, inp, dout, n, exp_row<V>);
+  gelu_erf_backward_rows_with(dinp, inp, dout, n,
+                              [](float* o, const float* x, std::int64_t m) { exp_row<V>(o, x, m); });
 }
 
 }  // namespace kael::kernels::family
