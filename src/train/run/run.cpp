@@ -3,7 +3,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -12,9 +11,10 @@
 #include "kael/core/json.hpp"
 #include "kael/text/tokenizer.hpp"
 #include "train/run/checkpoint.hpp"
-#include "train/run/directory_swap.hpp"
 #include "train/data/hash.hpp"
 #include "kael/core/file.hpp"
+#include "train/run/log_file.hpp"
+#include "train/run/out_dir.hpp"
 #include "train/run/run_state.hpp"
 #include "train/dist/agreement.hpp"
 #include "train/dist/gradient_reducer.hpp"
@@ -60,49 +60,6 @@ void validate(const RunOptions& o) {
   if (o.save_every < 0) throw ValueError(str("--save-every must not be negative, got ", o.save_every));
   if (o.resume && o.overwrite) throw ValueError("give either --resume or --overwrite, not both");
 }
-
-// Refuses an OUT this run must not touch, makes sure a checkpoint can be written beside it, and
-// creates it (with its token cache directory) when absent; true when it created it.
-bool prepare_out(const fs::path& out, const RunOptions& options) {
-  const OutKind kind = inspect_out(out);
-  const std::string name = out.string();
-  switch (kind) {
-    case OutKind::other:
-      throw ValueError(str("--out '", name, "' is not an empty directory, a model or a kael training run; refusing ",
-                           "to replace it (choose another --out)"));
-    case OutKind::model:
-      if (options.resume) throw ValueError(str("--out '", name, "' holds a model but no training state to resume"));
-      if (!options.overwrite)
-        throw ValueError(str("--out '", name, "' already holds a model; pass --overwrite to replace it"));
-      break;
-    case OutKind::run:
-      if (!options.resume && !options.overwrite)
-        throw ValueError(str("--out '", name, "' already holds a training run; pass --resume to continue it or ",
-                             "--overwrite to start again"));
-      break;
-    case OutKind::absent:
-    case OutKind::empty:
-      if (options.resume) throw ValueError(str("--resume: --out '", name, "' holds no training run"));
-      break;
-  }
-  remove_stale_staging(out);
-  std::error_code error;
-  fs::create_directories(out / kCacheDir, error);
-  if (error) throw Error(str("--out '", name, "' cannot be written: ", error.message()));
-  StagingDirectory probe(out);  // a checkpoint is staged beside OUT: fails now if it cannot be
-  return kind == OutKind::absent;
-}
-
-// Removes an OUT this run created when the run ends with no checkpoint in it (an error before the
-// first save), so a refused run leaves nothing behind.
-struct CreatedOut {
-  fs::path path;
-  bool created = false;
-  ~CreatedOut() {
-    std::error_code ignored;
-    if (created && inspect_out(path) == OutKind::empty) fs::remove_all(path, ignored);
-  }
-};
 
 // The held-out loss: every window of `tokens` once, B at a time, each window weighing the same.
 // The ranks share the batches (rank r takes every world.size-th from the r-th).
@@ -176,25 +133,6 @@ void check_resume_source(const RunState& saved, const Source& source, const fs::
   const auto boolean = [](bool b) { return std::string(b ? "true" : "false"); };
   differ("tie_word_embeddings", boolean(given.tie_word_embeddings), boolean(kept.tie_word_embeddings));
 }
-
-class LogFile {
- public:
-  LogFile(const fs::path& path, bool append) : path_(path) {
-    if (path.empty()) return;
-    out_.open(path, append ? std::ios::app : std::ios::trunc);
-    if (!out_) throw Error(str("cannot open --log-json '", path.string(), "' for writing"));
-  }
-  void write(const Record& record) {
-    if (path_.empty()) return;
-    out_ << record_json(record) << '\n';
-    out_.flush();
-    if (!out_) throw Error(str("cannot write --log-json '", path_.string(), "'"));
-  }
-
- private:
-  fs::path path_;
-  std::ofstream out_;
-};
 
 RunResult run(const Source& source, const std::vector<fs::path>& data, const fs::path& out, RunOptions options,
               const RunCallbacks& callbacks) {
