@@ -261,19 +261,16 @@ void transpose_panel(float* panel, const float* src, std::int64_t ld, std::int64
 // is then h contiguous floats, so the tiles need no transposing (where kernels::gemm's rows copy
 // of X^T and pack_tiles' transpose back took about a fifth of a dW product).
 // Each k's h floats go through masked vector loads and stores: std::copy_n called memmove for
-// each (48 bytes at a time; about 5% of an LSTM language model's step, its decoder's dW).
+// each (48 bytes at a time; about 5% of an LSTM language model's step, its decoder's dW). `most`
+// is a tile's rows (TileShape), so h fits in kMostVectors vectors.
 template <class V>
 void pack_tiles_transposed(float* dst, const float* a, long lda, long M, long K, long most) {
-  constexpr long L = V::kLanes, kMostVectors = 4;
+  constexpr long L = V::kLanes, kMostVectors = (std::max(V::kTileRows, V::kF16TileRows) + L - 1) / L;
   const RowTiles tiles(M, most);
   for (long i = 0; i < tiles.count; ++i) {
     const long r0 = tiles.start(i), h = tiles.rows(i), vectors = (h + L - 1) / L;
     float* t = dst + r0 * K;
-    if (vectors > kMostVectors) {
-      for (long k = 0; k < K; ++k) std::copy_n(a + k * lda + r0, h, t + k * h);
-      continue;
-    }
-    typename V::Tail tails[kMostVectors];
+    typename V::Tail tails[kMostVectors] = {};
     for (long j = 0; j < vectors; ++j) tails[j] = tail_from<V>(h, L * j);
     for (long k = 0; k < K; ++k) {
       const float* from = a + k * lda + r0;
