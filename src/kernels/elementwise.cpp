@@ -1,8 +1,5 @@
 #include "kernels/elementwise.hpp"
 
-#include <algorithm>
-#include <cmath>
-
 #include "kernels/dispatch/kernel_table.hpp"
 #include "kernels/family/gelu_erf.hpp"
 #include "kernels/infra/thread_pool.hpp"

@@ -169,12 +169,12 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                            static_cast<float>(s) == 1.0f / std::sqrt(static_cast<float>(E));
   // The training kernels where a gradient or dropout needs what they keep; their dropout's scale
   // 1 / (1 - p) is a float, so p must stay below 1 as a float (p == 1 drops everything: composed).
-  if (kernel_fits && static_cast<float>(dropout_p) < 1.0f &&
-      (dropout_p > 0.0 || autograd::any_requires_grad({&q, &k, &v})))
+  const bool wants_grad = autograd::any_requires_grad({&q, &k, &v});
+  if (kernel_fits && static_cast<float>(dropout_p) < 1.0f && (dropout_p > 0.0 || wants_grad))
     return causal_training_kernel(q, k, v, batch, dropout_p);
   // Without a gradient or dropout the kernel needs no mask (building the causal one took about
   // 5% of a small GPT's batch-1 forward).
-  if (kernel_fits && dropout_p == 0.0 && !autograd::any_requires_grad({&q, &k, &v})) {
+  if (kernel_fits && dropout_p == 0.0 && !wants_grad) {
     const autograd::NoGradGuard no_grad;
     return causal_kernel(q, k, v, batch);
   }
@@ -187,7 +187,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     const autograd::NoGradGuard no_grad;
     out = matmul(probabilities(q.detach(), k.detach(), mask, s), v.detach());  // (..., L, Ev)
   }
-  if (!autograd::any_requires_grad({&q, &k, &v})) return out;
+  if (!wants_grad) return out;
   const autograd::SavedTensor sq(q), sk(k), sv(v);
   const bool gq = q.requires_grad(), gk = k.requires_grad(), gv = v.requires_grad();
   return autograd::record(kOp, std::move(out), {&q, &k, &v}, [=](const Tensor& g) {  // g (..., L, Ev)
