@@ -25,10 +25,11 @@ namespace {
 struct Case {
   std::int64_t M, N, K;
 };
-// Below and above a tile (16 rows), a block (32 columns) and a K chunk (32), and sizes that
-// take the row-split path (few columns, many rows).
-const Case kCases[] = {{1, 1, 1},   {3, 5, 7},     {16, 32, 32},  {17, 33, 31},  {31, 47, 65},
-                       {33, 16, 100}, {70, 61, 129}, {130, 20, 40}, {257, 40, 33}, {64, 300, 70}};
+// Below and above a tile (16 rows), a block (32 columns) and a K chunk (32), sizes that
+// take the row-split path (few columns, many rows), and one or two rows over many panels (the
+// GEMV pairs panels half the blocks apart; 300 columns leave the last pair's second panel empty).
+const Case kCases[] = {{1, 1, 1},     {3, 5, 7},     {16, 32, 32},  {17, 33, 31},  {31, 47, 65},   {33, 16, 100},
+                       {70, 61, 129}, {130, 20, 40}, {257, 40, 33}, {64, 300, 70}, {1, 300, 70}, {2, 200, 33}};
 
 // Operand (rows, cols) stored with a row stride of cols + 3, so every stride is ragged.
 struct Strided {

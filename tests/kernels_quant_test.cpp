@@ -70,7 +70,7 @@ std::string name(const ::testing::TestParamInfo<std::tuple<Isa, int, WeightDType
 TEST_P(QuantKernels, LinearMatchesReferenceOnRaggedSizes) {
   const WeightDType type = std::get<2>(GetParam());
   const std::int64_t Ks[] = {1, 7, 16, 31, 32, 33, 100, 3000};  // 3000: one panel per pass (long K)
-  const std::int64_t Ns[] = {1, 7, 8, 9, 15, 16, 17, 33, 64, 100};
+  const std::int64_t Ns[] = {1, 7, 8, 9, 15, 16, 17, 33, 64, 100, 200};  // 200: decode passes panels apart
   const std::int64_t Ts[] = {1, 2, 3, 7};
   for (std::int64_t K : Ks)
     for (std::int64_t N : Ns)
@@ -97,20 +97,23 @@ TEST_P(QuantKernels, RowResultDoesNotDependOnRowCount) {
   // hold 16 rows), K within one k-block and over several (300: blocks of 256 and 44). And 64
   // rows at K = 3000, which 3 threads quantize (int8) in three ranges of at least
   // min_items_per_thread(4 K) = 21 rows.
+  // N = 200: decode reads its passes' panels apart (twelve full panels, one ragged).
   const WeightDType type = std::get<2>(GetParam());
-  const std::int64_t N = 50;
   std::vector<std::pair<std::int64_t, std::int64_t>> shapes{{3000, 64}};  // (K, T)
   for (std::int64_t K : {64, 300})
     for (std::int64_t T : {9, 16, 17, 33}) shapes.emplace_back(K, T);
-  for (const auto& [K, T] : shapes) {
-    const auto w = random_vector(K * N, 6), inp = random_vector(T * K, 7);
-    const Narrow n = narrow(w, K, N, type);
-    std::vector<float> all(T * N), one(N);
-    linear_matrix(all.data(), inp.data(), n.view, nullptr, T, K, N);
-    for (std::int64_t t = 0; t < T; ++t) {
-      linear_matrix(one.data(), inp.data() + t * K, n.view, nullptr, 1, K, N);
-      for (std::int64_t c = 0; c < N; ++c)
-        ASSERT_EQ(one[c], all[t * N + c]) << "K=" << K << " T=" << T << " row " << t << ", column " << c;
+  for (std::int64_t N : {50, 200}) {
+    for (const auto& [K, T] : shapes) {
+      const auto w = random_vector(K * N, 6), inp = random_vector(T * K, 7);
+      const Narrow n = narrow(w, K, N, type);
+      std::vector<float> all(T * N), one(N);
+      linear_matrix(all.data(), inp.data(), n.view, nullptr, T, K, N);
+      for (std::int64_t t = 0; t < T; ++t) {
+        linear_matrix(one.data(), inp.data() + t * K, n.view, nullptr, 1, K, N);
+        for (std::int64_t c = 0; c < N; ++c)
+          ASSERT_EQ(one[c], all[t * N + c])
+              << "N=" << N << " K=" << K << " T=" << T << " row " << t << ", column " << c;
+      }
     }
   }
 }

@@ -112,10 +112,12 @@ typename V::F load_weights(const std::uint16_t* p) {
 // touch memory past them). Input (r, k) is a[r * lda + k], or with
 // PACKED a[k * MR + r] (pack_tiles: the MR broadcasts of a k are one contiguous read). `next`,
 // when not null, is a panel group of the same shape to pull towards the cache meanwhile, one
-// 64-byte panel row per panel at each k of this tile's spread.
+// 64-byte panel row per panel at each k of this tile's spread. Panel p's 16 outputs (and bias) are
+// at c + p * c_panel_stride: 16, side by side, unless the panels read are not (skinny()).
 template <class V, int MR, int NP, bool MASKED, bool PACKED = false, class W = float>
 void tile(float* c, long ldc, const float* a, long lda, const W* b, long ldb, long panel_stride, long K,
-          const float* bias, Epilogue epilogue, long w, const W* next, Chain chain = {}, Spread spread = {}) {
+          const float* bias, Epilogue epilogue, long w, const W* next, Chain chain = {}, Spread spread = {},
+          long c_panel_stride = 16) {
   static_assert(!MASKED || (NP == 1 && sizeof(W) == 4));
   using F = typename V::F;
   constexpr int L = V::kLanes, kRow = NP * 16 / L, kAcc = MR * kRow;
@@ -168,7 +170,8 @@ void tile(float* c, long ldc, const float* a, long lda, const W* b, long ldb, lo
   for (int i = 0; i < kAcc; ++i) {
     const int r = i / kRow, col = L * (i % kRow);
     if (MASKED && col >= w) continue;
-    finish<V, MASKED>(c + r * ldc + col, acc[i], bias ? bias + col : nullptr, epilogue, tails[i % kRow]);
+    const long at = col / 16 * c_panel_stride + col % 16;
+    finish<V, MASKED>(c + r * ldc + at, acc[i], bias ? bias + at : nullptr, epilogue, tails[i % kRow]);
   }
 }
 
@@ -284,6 +287,11 @@ void pack_tiles_transposed(float* dst, const float* a, long lda, long M, long K,
 // (F16 panels: V::kF16TwoRowPanels for two rows). No software prefetch: the panels are sequential
 // streams the hardware prefetchers follow, and prefetching the next pass's panels made a Zen 4's
 // decode 10-30% slower (docs/performance.md, "Decode against the bandwidth on a Zen 4").
+// Packed panels (each K x 16 in one block, the next right after it) are read by a pass `spacing`
+// panels apart, not side by side: each of the pass's streams then runs on into the next pass's
+// panel, where side-by-side panels made every pass start fresh streams only a panel long
+// (24 KB in F16 at K = 768), each paying the prefetchers' ramp (docs/performance.md,
+// "Decode: panel streams that run on").
 template <class V, class W = float>
 void skinny(float* c, long ldc, const float* a, long lda, const W* b, long ldb, long panel_stride, long M,
             long K, const float* bias, Epilogue epilogue, long full_panels) {
@@ -291,17 +299,19 @@ void skinny(float* c, long ldc, const float* a, long lda, const W* b, long ldb, 
   constexpr long one = decode_panels<V>(1);
   constexpr long two = std::is_same_v<W, std::uint16_t> ? V::kF16TwoRowPanels : decode_panels<V>(2);
   const long group = M == 2 ? two : one;
-  long p = 0;
-  for (; p + group <= full_panels; p += group) {
-    const W* none = nullptr;
+  const long passes = full_panels / group;
+  const long spacing = ldb == 16 && panel_stride == 16 * K ? passes : 1;
+  const W* none = nullptr;
+  for (long pass = 0; pass < passes; ++pass) {
+    const long p = spacing == 1 ? pass * group : pass;
     if (M == 2)
-      tile<V, 2, two, false>(c + 16 * p, ldc, a, lda, b + p * panel_stride, ldb, panel_stride, K, bias_at(p),
-                             epilogue, 16, none);
+      tile<V, 2, two, false>(c + 16 * p, ldc, a, lda, b + p * panel_stride, ldb, spacing * panel_stride, K,
+                             bias_at(p), epilogue, 16, none, Chain{}, Spread{}, 16 * spacing);
     else
-      tile<V, 1, one, false>(c + 16 * p, ldc, a, lda, b + p * panel_stride, ldb, panel_stride, K, bias_at(p),
-                             epilogue, 16, none);
+      tile<V, 1, one, false>(c + 16 * p, ldc, a, lda, b + p * panel_stride, ldb, spacing * panel_stride, K,
+                             bias_at(p), epilogue, 16, none, Chain{}, Spread{}, 16 * spacing);
   }
-  for (; p < full_panels; ++p)
+  for (long p = passes * group; p < full_panels; ++p)
     rows_of<V, 1, false, false, W>(c + 16 * p, ldc, a, lda, 0, b + p * panel_stride, ldb, panel_stride, M, K,
                                    bias_at(p), epilogue, 16, nullptr);
 }

@@ -94,6 +94,49 @@ void tile(float* c, long ldc, const std::uint8_t* xu, const float* xs, long Kp, 
   for (int r = 0; r < MR; ++r) family::finish<Vec, true>(c + r * ldc, acc[r], bias, epilogue, mask);
 }
 
+// One row (decode) against NP panels `spacing` panels apart, the first at w, its offsets formed
+// as tile<1, false> forms them and its float steps the same: equal bits. Panels side by side
+// would make each panel a stream of its own only 16 Kp bytes long; these streams run on from
+// one call to the next (docs/performance.md, "Decode: panel streams that run on").
+template <int NP>
+void row_tile(float* c, const std::uint8_t* xu, const float* xs, long Kp, const std::int8_t* w,
+              const std::uint16_t* scales, long spacing, long valid, const float* bias, Epilogue epilogue) {
+  const long groups = Kp / kGroup;
+  const long w_stride = spacing * 16 * Kp, scale_stride = spacing * groups * 16, c_stride = 16 * spacing;
+  __m512 acc[NP];
+#pragma GCC unroll 8
+  for (int i = 0; i < NP; ++i) acc[i] = _mm512_setzero_ps();
+  for (long g = 0; g < groups; ++g) {
+    __m512i dot[NP], wsum[NP];
+#pragma GCC unroll 8
+    for (int i = 0; i < NP; ++i) dot[i] = wsum[i] = _mm512_setzero_si512();
+    const std::int8_t* wg = w + g * kBlocksPerGroup * 64;
+#pragma GCC unroll 8
+    for (long b = 0; b < kBlocksPerGroup; ++b) {
+      std::int32_t four;
+      std::memcpy(&four, xu + g * kGroup + b * 4, sizeof four);
+      const __m512i x = _mm512_set1_epi32(four);
+#pragma GCC unroll 8
+      for (int i = 0; i < NP; ++i) {
+        const __m512i wv = _mm512_loadu_si512(wg + i * w_stride + b * 64);
+        wsum[i] = _mm512_dpbusd_epi32(wsum[i], _mm512_set1_epi8(1), wv);
+        dot[i] = _mm512_dpbusd_epi32(dot[i], x, wv);
+      }
+    }
+    const __m512 xscale = _mm512_set1_ps(xs[g]);
+#pragma GCC unroll 8
+    for (int i = 0; i < NP; ++i) {
+      const __m512 scale = Vec::load_bf16(scales + i * scale_stride + g * 16);
+      acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(dot[i], _mm512_slli_epi32(wsum[i], 7))),
+                               _mm512_mul_ps(xscale, scale), acc[i]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < NP; ++i)
+    family::finish<Vec, true>(c + i * c_stride, acc[i], bias ? bias + i * c_stride : nullptr, epilogue,
+                              Vec::tail(std::min<long>(16, valid - i * c_stride)));
+}
+
 // Rows [0, rows) of one panel in tiles of up to kMaxRows.
 template <bool kTerms>
 void panel_rows(float* c, long ldc, const std::uint8_t* xu, const float* xs, long rows, long Kp,
@@ -147,7 +190,16 @@ void int8_gemm_vnni(float* c, std::int64_t ldc, const std::int8_t* xq, const flo
     float* cb = c + r0 * ldc;
     // Terms shared by the row tiles where more than one reads each panel.
     const bool shared = rows > kMaxRows;
-    for (long p = 0; p < panels; ++p) {
+    long p = 0;
+    if (rows == 1) {  // decode: passes of kRowPanels panels a quarter of them apart
+      constexpr int kRowPanels = 2;
+      const long passes = panels / kRowPanels;
+      for (; p < passes; ++p)
+        row_tile<kRowPanels>(cb + 16 * p, xu.data(), sb, Kp, w + p * 16 * Kp, scales + p * groups * 16, passes,
+                             n_valid - 16 * p, bias ? bias + 16 * p : nullptr, epilogue);
+      p = passes * kRowPanels;
+    }
+    for (; p < panels; ++p) {
       const std::int8_t* wp = w + p * 16 * Kp;
       const std::uint16_t* sp = scales + p * groups * 16;
       float* cp = cb + 16 * p;
