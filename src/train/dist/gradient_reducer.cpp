@@ -1,10 +1,12 @@
 #include "train/dist/gradient_reducer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
-#include <vector>
 
+#include "kael/tensor/autograd.hpp"
 #include "train/dist/world.hpp"
+#include "train/net/gpt_net.hpp"
 
 namespace kael::train::dist {
 
@@ -14,8 +16,72 @@ namespace {
 constexpr auto kPollInterval = std::chrono::microseconds(50);
 }  // namespace
 
-GradientReducer::GradientReducer() {
-  if (world().size > 1) thread_ = std::thread([this] { loop(); });
+// Touched by the hooks on the backward's thread and by arm() / finish() on the step's, which
+// call backward themselves, so one thread at a time.
+struct GradientReducer::Buckets {
+  struct Slot {
+    std::size_t bucket = 0;
+    int uses = 1;  // contributions per backward (2 for a tied wte: embedding and head)
+    int seen = 0;
+    Tensor parameter;
+    Tensor grad;   // the complete gradient, held until finish()
+  };
+  struct Bucket {
+    std::vector<std::size_t> slots;
+    std::vector<float> buffer;  // the slots' gradients, one after another
+    std::size_t complete = 0;
+    bool queued = false;
+  };
+  std::vector<Slot> slots;      // in checkpoint order
+  std::vector<Bucket> buckets;  // in the order they are queued
+  std::size_t next = 0;         // the first bucket not yet queued
+  bool armed = false;
+  GradientReducer* owner = nullptr;
+
+  // Slot i's gradient is complete: it joins its bucket, and every bucket from `next` on that is
+  // complete is queued, in order.
+  void ready(std::size_t i, const Tensor& grad) {
+    Slot& slot = slots[i];
+    slot.grad = grad;
+    ++buckets[slot.bucket].complete;
+    owner->submit_ready();
+  }
+};
+
+GradientReducer::GradientReducer(GptNet& model) {
+  if (world().size == 1) return;
+  buckets_ = std::make_shared<Buckets>();
+  Buckets& b = *buckets_;
+  b.owner = this;
+  auto& parameters = model.parameters();
+  b.slots.resize(parameters.size());
+  std::int64_t filled = kBucketFloats;
+  for (std::size_t k = parameters.size(); k-- > 0;) {  // the backward's order
+    const std::int64_t n = parameters[k].tensor.numel();
+    if (filled + n > kBucketFloats && filled > 0) {
+      b.buckets.emplace_back();
+      filled = 0;
+    }
+    b.buckets.back().slots.push_back(k);
+    filled += n;
+    b.slots[k].bucket = b.buckets.size() - 1;
+    b.slots[k].parameter = parameters[k].tensor;
+    b.slots[k].uses = parameters[k].name == "transformer.wte.weight" && model.config().tie_word_embeddings ? 2 : 1;
+  }
+  for (Buckets::Bucket& bucket : b.buckets) {
+    std::int64_t floats = 0;
+    for (const std::size_t k : bucket.slots) floats += parameters[k].tensor.numel();
+    bucket.buffer.resize(static_cast<std::size_t>(floats));
+  }
+  const std::weak_ptr<Buckets> weak = buckets_;
+  for (std::size_t k = 0; k < parameters.size(); ++k)
+    autograd::register_post_accumulate_grad_hook(parameters[k].tensor, [weak, k](const Tensor& grad) {
+      const auto held = weak.lock();
+      if (!held || !held->armed) return;
+      Buckets::Slot& slot = held->slots[k];
+      if (++slot.seen == slot.uses) held->ready(k, grad);
+    });
+  thread_ = std::thread([this] { loop(); });
 }
 
 GradientReducer::~GradientReducer() {
@@ -31,20 +97,58 @@ GradientReducer::~GradientReducer() {
   thread_.join();
 }
 
-void GradientReducer::attach(TrainableGPT2& model) {
-  if (!thread_.joinable()) return;
-  model.set_gradients_ready([this](std::span<float> gradients) { submit(gradients); });
-  model.set_keep_embedding_rows(true);
+void GradientReducer::arm() {
+  if (!buckets_) return;
+  Buckets& b = *buckets_;
+  for (Buckets::Slot& slot : b.slots) slot.seen = 0;
+  for (Buckets::Bucket& bucket : b.buckets) {
+    bucket.complete = 0;
+    bucket.queued = false;
+  }
+  b.next = 0;
+  b.armed = true;
 }
 
-void GradientReducer::finish(TrainableGPT2& model, std::span<const std::int32_t> inputs) {
-  if (!thread_.joinable()) return;
-  model.set_gradients_ready({});
-  wait();  // before any other collective: one thread calls MPI at a time
-  const std::vector<std::int32_t> all_inputs = gather(inputs);
-  const std::vector<float> all_rows = gather(model.kept_embedding_rows());
-  model.set_keep_embedding_rows(false);
-  model.add_embedding_rows(all_inputs, all_rows);  // rank by rank: the global batch's row order
+void GradientReducer::submit_ready() {
+  Buckets& b = *buckets_;
+  while (b.next < b.buckets.size() && b.buckets[b.next].complete == b.buckets[b.next].slots.size()) {
+    Buckets::Bucket& bucket = b.buckets[b.next++];
+    float* out = bucket.buffer.data();
+    for (const std::size_t k : bucket.slots) {
+      const Tensor& grad = b.slots[k].grad;
+      out = std::copy_n(grad.data<float>(), grad.numel(), out);
+    }
+    bucket.queued = true;
+    submit(bucket.buffer);
+  }
+}
+
+void GradientReducer::finish() {
+  if (!buckets_) return;
+  Buckets& b = *buckets_;
+  b.armed = false;
+  // The backward is over, so every gradient is complete: one the hooks did not count as
+  // complete (never expected) is taken as it is.
+  for (std::size_t k = 0; k < b.slots.size(); ++k) {
+    Buckets::Slot& slot = b.slots[k];
+    if (slot.seen >= slot.uses) continue;
+    slot.grad = slot.parameter.grad();
+    if (!slot.grad.defined()) throw Error("GradientReducer: a parameter received no gradient in the step's last backward");
+    slot.seen = slot.uses;
+    ++b.buckets[slot.bucket].complete;
+  }
+  submit_ready();
+  wait();
+  for (Buckets::Bucket& bucket : b.buckets) {
+    const float* in = bucket.buffer.data();
+    for (const std::size_t k : bucket.slots) {
+      Tensor& grad = b.slots[k].grad;
+      std::copy_n(in, grad.numel(), grad.data<float>());
+      grad.bump_version();
+      in += grad.numel();
+      grad = Tensor();  // the parameter keeps it; zero_grad frees it
+    }
+  }
 }
 
 void GradientReducer::submit(std::span<float> gradients) {
