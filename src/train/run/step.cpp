@@ -39,7 +39,7 @@ Record step(const Plan& plan, Trainer& trainer, StepBuffers& buffers, RunState& 
   const float loss_scale = 1.0f / static_cast<float>(K * ranks);
   for (int k = 0; k < K; ++k) {
     plan.sampler.fill(buffers.inputs, buffers.targets, s, k, plan.first_row);
-    if (k == K - 1) buffers.reducer.arm();
+    if (k == K - 1) buffers.reducer.arm(buffers.inputs);
     const DropoutDraw dropout{plan.options.seed, trainer.dropout_counter * kStreamsPerMicroBatch, plan.first_row};
     loss += model.forward_backward(buffers.inputs, buffers.targets, B, T, loss_scale, dropout);
     ++trainer.dropout_counter;
