@@ -8,6 +8,7 @@
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/dropout_streams.hpp"
 #include "kael/tensor/ops.hpp"
+#include "model/weight_names.hpp"
 #include "train/model/parameters.hpp"
 
 namespace kael::train {
@@ -55,12 +56,12 @@ GptNet::GptNet(const model::Config& config, double dropout)
   std::map<std::string, Tensor> by_name;
   for (const auto& [name, tensor] : net_->named_parameters()) by_name.emplace(name, tensor);
   // The checkpoint's names and shapes, in its order (the model layer's table, as TrainableGPT2's).
-  const ParameterSet specs = make_parameter_set(config);
-  for (const Parameter& spec : specs.parameters) {
+  for (const model::ParameterSpec& spec : model::parameter_specs(config)) {
     NetParameter p;
-    p.name = spec.name;
+    // Hugging Face's name as GPT2LMHeadModel's state_dict spells it.
+    p.name = spec.name == model::kHeadName ? spec.name : std::string(model::kTransformerPrefix) + spec.name;
     p.shape = spec.shape;
-    const std::string ours = nn::translated_gpt2_name(spec.name);
+    const std::string ours = nn::translated_gpt2_name(p.name);
     const auto found = by_name.find(ours);
     if (found == by_name.end()) throw Error(str("GptNet: nn::GPT has no parameter ", ours, " for ", spec.name));
     p.tensor = found->second;
