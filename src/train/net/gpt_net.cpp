@@ -4,6 +4,7 @@
 
 #include "kael/core/error.hpp"
 #include "kael/io/safetensors.hpp"
+#include "kael/nn/gpt2_config.hpp"
 #include "kael/nn/gpt2_weights.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/dropout_streams.hpp"
@@ -34,20 +35,8 @@ Tensor mean_loss(const Tensor& logits, const Tensor& targets) {
 
 nn::GptConfig GptNet::net_config(const model::Config& config, double dropout) {
   config.validate();
-  if (config.mlp_dim() != 4 * config.n_embd)
-    throw ValueError(str("kael trains GPT-2 with an MLP 4 * n_embd = ", 4 * config.n_embd,
-                         " wide; this config has n_inner = ", config.mlp_dim()));
-  nn::GptConfig c;
-  c.vocab_size = config.vocab_size;
-  c.n_positions = config.n_positions;
-  c.n_layer = config.n_layer;
-  c.n_head = config.n_head;
-  c.n_embd = config.n_embd;
+  nn::GptConfig c = nn::gpt_config(config);  // the one conversion (refuses an MLP width other than 4 * n_embd)
   c.dropout = dropout;
-  c.tanh_gelu = true;  // gelu_new, the only activation model::Config accepts
-  c.bias = true;
-  c.tied_embeddings = config.tie_word_embeddings;
-  c.layer_norm_eps = static_cast<double>(config.layer_norm_epsilon);
   return c;
 }
 

@@ -43,7 +43,8 @@ class GptNet {
   // model::GPT2::load does (same names, same errors).
   static GptNet load(const std::filesystem::path& dir, double dropout);
 
-  // ValueError when the config is one nn::GPT cannot express (an MLP width other than 4 * n_embd).
+  // nn::gpt_config with the run's dropout: ValueError when the config is one nn::GPT cannot
+  // express (an MLP width other than 4 * n_embd, which the hand-written step trained).
   static nn::GptConfig net_config(const model::Config& config, double dropout);
 
   const model::Config& config() const { return config_; }
