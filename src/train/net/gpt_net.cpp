@@ -64,7 +64,7 @@ GptNet::GptNet(const model::Config& config, double dropout)
 
 GptNet GptNet::init(const model::Config& config, std::uint64_t seed, double dropout) {
   GptNet net(config, dropout);
-  ParameterSet set = make_parameter_set(config);
+  ParameterSet set = make_parameter_set(config, /*gradients=*/false);
   initialize(set, config, seed);
   net.set_values({set.values.data<float>(), static_cast<std::size_t>(set.total)});
   return net;
@@ -78,7 +78,7 @@ GptNet GptNet::load(const std::filesystem::path& dir, double dropout) {
   const model::Config config = model::Config::from_directory(dir);
   GptNet net(config, dropout);
   io::SafetensorsFile checkpoint = io::read_safetensors(file, io::LoadMode::Mapped);
-  ParameterSet set = make_parameter_set(config);
+  ParameterSet set = make_parameter_set(config, /*gradients=*/false);
   load_values(set, config, std::move(checkpoint.tensors), str("'", file.string(), "'"), true);
   net.set_values({set.values.data<float>(), static_cast<std::size_t>(set.total)});
   return net;
