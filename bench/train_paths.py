@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """kael's two GPT-2 training steps against each other, in one process, on one checkpoint:
 
-  hand-written  the engine's training step (src/train/, what `kael train` and `kael finetune` run):
+  hand-written  the engine's training step (src/train/model, what `kael train` and `kael finetune`
+                ran before they moved onto nn::GPT):
                 kael.TrainModel.forward_backward, clip_grad_norm, its AdamW step.
   nn + autograd kael.GPT (kael::nn::GPT on the tensor library): forward, F.cross_entropy,
                 loss.backward(), kael.nn.utils.clip_grad_norm_, kael.optim.AdamW.step().
 
 Both at one precision (--precision), dropout 0, the same windows, the same threads: f32 (the
 default), or bf16, the matrix products on BF16 operands with F32 sums: the hand-written step with
-precision "bf16" (`kael train --precision bf16`) against nn + autograd under
+precision "bf16" (what `kael train --precision bf16` ran) against nn + autograd under
 kael.set_float32_matmul_precision("medium") (needs AMX-BF16 or AVX512-BF16). For each shape B x T
 (default 4x64 and 8x256) the two steps alternate, STEPS times each after one warm-up step of each,
 so that other work on the machine slows both alike; the figure is the median wall time and the

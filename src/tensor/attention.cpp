@@ -86,26 +86,31 @@ Tensor sequences(const Tensor& t, const Shape& full, std::int64_t G, std::int64_
 }
 
 // The kernels' dropout for a draw's seed: p as a float (p == 0: none).
-kernels::DropoutMask attention_dropout(double p, std::uint64_t seed) { return {static_cast<float>(p), seed, 0, 0}; }
+kernels::DropoutMask attention_dropout(double p, std::uint64_t seed, std::uint64_t stream, std::uint64_t first) {
+  return {static_cast<float>(p), seed, stream, first};
+}
 
 // The training kernels' forward: q, k, v (batch..., L, E) F32 -> (batch..., L, E), recording
 // the backward (scaled_dot_product_attention_backward) when one of them wants a gradient. With
-// dropout_p > 0 the mask's seed is one draw of the process-wide generator, so manual_seed makes
-// the mask reproducible; the backward redraws the same mask from it.
+// dropout_p > 0 the mask's seed is one draw of the process-wide generator (or a DropoutStreams
+// scope's stream), so manual_seed makes the mask reproducible; the backward redraws the same mask.
 Tensor causal_training_kernel(const Tensor& q, const Tensor& k, const Tensor& v, const Shape& batch, double dropout_p) {
   const std::int64_t L = q.shape()[q.shape().size() - 2], E = q.shape().back();
   const std::int64_t G = shape_numel(batch);
   Shape full = batch;
   full.push_back(L);
   full.push_back(E);
-  const std::uint64_t seed = dropout_p > 0.0 ? draw_seed() : 0;
+  // Rows along q's first dimension (a DropoutStreams scope numbers the mask by them).
+  const std::int64_t rows = q.dim() > 2 && q.shape()[0] > 0 ? q.shape()[0] : 1;
+  const kernels::DropoutMask mask = dropout_p > 0.0 ? dropout_mask(dropout_p, G * L * L / rows) : kernels::DropoutMask{};
+  const std::uint64_t seed = mask.seed, stream = mask.stream, first = mask.first;
   Tensor out = Tensor::empty(DType::F32, {G, L, E}), probs = Tensor::empty(DType::F32, {G, L, L});
   {
     const autograd::NoGradGuard no_grad;
     const Tensor qs = sequences(q.detach(), full, G, L, E), ks = sequences(k.detach(), full, G, L, E),
                  vs = sequences(v.detach(), full, G, L, E);
     kernels::causal_attention_forward(out.data<float>(), probs.data<float>(), qs.data<float>(), ks.data<float>(),
-                                      vs.data<float>(), E, attention_dropout(dropout_p, seed), G, L, 1, E);
+                                      vs.data<float>(), E, attention_dropout(dropout_p, seed, stream, first), G, L, 1, E);
   }
   out = out.reshape(full);
   if (!autograd::any_requires_grad({&q, &k, &v})) return out;
@@ -117,7 +122,7 @@ Tensor causal_training_kernel(const Tensor& q, const Tensor& k, const Tensor& v,
     const Tensor& vv = sv.get(kOp);
     const auto grads = tensor_detail::scaled_dot_product_attention_backward(
         sequences(g, full, G, L, E), sequences(vq, full, G, L, E), sequences(vk, full, G, L, E),
-        sequences(vv, full, G, L, E), probs, dropout_p, seed);
+        sequences(vv, full, G, L, E), probs, dropout_p, seed, stream, first);
     return std::vector<Tensor>{gq ? sum_to(grads[0].reshape(full), vq.shape()) : Tensor(),
                                gk ? sum_to(grads[1].reshape(full), vk.shape()) : Tensor(),
                                gv ? sum_to(grads[2].reshape(full), vv.shape()) : Tensor()};
@@ -212,7 +217,8 @@ std::vector<Tensor> tensor_detail::scaled_dot_product_attention_math_backward(co
 std::vector<Tensor> tensor_detail::scaled_dot_product_attention_backward(const Tensor& g, const Tensor& q,
                                                                          const Tensor& k, const Tensor& v,
                                                                          const Tensor& probs, double dropout_p,
-                                                                         std::uint64_t seed) {
+                                                                         std::uint64_t seed, std::uint64_t stream,
+                                                                         std::uint64_t first) {
   const auto fits = [&](const Tensor& t, const Shape& shape) {
     return t.dtype() == DType::F32 && t.is_contiguous() && t.shape() == shape;
   };
@@ -230,7 +236,7 @@ std::vector<Tensor> tensor_detail::scaled_dot_product_attention_backward(const T
          dv = Tensor::empty(DType::F32, heads);
   kernels::causal_attention_backward(dq.data<float>(), dk.data<float>(), dv.data<float>(), g.data<float>(),
                                      q.data<float>(), k.data<float>(), v.data<float>(), E, probs.data<float>(),
-                                     attention_dropout(dropout_p, seed), G, L, 1, E);
+                                     attention_dropout(dropout_p, seed, stream, first), G, L, 1, E);
   return {dq, dk, dv};
 }
 

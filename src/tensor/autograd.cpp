@@ -74,6 +74,23 @@ std::vector<Hook> Meta::hooks() const {
   return hooks_;
 }
 
+void Meta::add_post_accumulate_hook(PostAccumulateHook hook) {
+  const std::lock_guard lock(mutex_);
+  post_hooks_.push_back(std::move(hook));
+}
+
+void Meta::run_post_accumulate_hooks() const {
+  std::vector<PostAccumulateHook> hooks;
+  Tensor gradient;
+  {
+    const std::lock_guard lock(mutex_);
+    if (post_hooks_.empty()) return;
+    hooks = post_hooks_;
+    gradient = grad_;
+  }
+  for (const PostAccumulateHook& hook : hooks) hook(gradient);
+}
+
 void Meta::mark_written_in_place(const char* op) { written_by_.store(op); }
 
 Node::Node(std::string name, std::vector<std::shared_ptr<Meta>> inputs, BackwardFn backward, bool view)
@@ -256,6 +273,7 @@ void execute(Node* root_node, const Tensor& grad_root, bool retain_graph, Captur
         add_captured(*capture, input.get(), run_hooks(input->hooks(), grads[i]));
       } else {
         input->accumulate_grad(run_hooks(input->hooks(), std::move(grads[i])));
+        input->run_post_accumulate_hooks();
       }
     }
   }
@@ -271,6 +289,7 @@ void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph
   if (const std::string stale = stale_history(*root_meta); !stale.empty()) throw ValueError(str("backward: ", stale));
   if (!root_meta->grad_fn) {
     root_meta->accumulate_grad(run_hooks(root_meta->hooks(), grad_root));
+    root_meta->run_post_accumulate_hooks();
     return;
   }
   execute(root_meta->grad_fn.get(), grad_root, retain_graph, nullptr);
@@ -329,6 +348,13 @@ void register_hook(const Tensor& t, Hook hook) {
     throw ValueError("register_hook: cannot register a hook on a tensor that does not require a gradient");
   if (meta->grad_fn) meta->grad_fn->add_pre_hook(std::move(hook));
   else meta->add_hook(std::move(hook));
+}
+
+void register_post_accumulate_grad_hook(const Tensor& t, PostAccumulateHook hook) {
+  const auto& meta = t.autograd_meta();
+  if (!meta || !meta->requires_grad || meta->grad_fn)
+    throw ValueError("register_post_accumulate_grad_hook: the tensor must be a leaf that requires a gradient");
+  meta->add_post_accumulate_hook(std::move(hook));
 }
 
 void retain_grad(const Tensor& t) {

@@ -39,11 +39,12 @@ Tensor cross_entropy_backward(const Tensor& g, const Tensor& logits, const Tenso
 // scaled_dot_product_attention's kernel form (F32 causal self-attention with the default scale)
 // as attention.cpp runs it, each batch element one sequence of one head: from g, the forward's
 // q, k, v (all contiguous (G, L, E)), the probabilities probs (G, L, L) it saved and its dropout
-// (dropout_p in [0, 1); the mask kernels::DropoutMask{p, seed} draws, element index = probs
-// index): {dq, dk, dv} (G, L, E) through kernels::causal_attention_backward.
+// (dropout_p in [0, 1); the mask kernels::DropoutMask{p, seed, stream, first} draws, element
+// index = probs index): {dq, dk, dv} (G, L, E) through kernels::causal_attention_backward.
 std::vector<Tensor> scaled_dot_product_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k,
                                                           const Tensor& v, const Tensor& probs, double dropout_p,
-                                                          std::uint64_t seed);
+                                                          std::uint64_t seed, std::uint64_t stream = 0,
+                                                          std::uint64_t first = 0);
 
 // matmul of a (..., M, K) and b (..., K, N), both at least 2-D: {g b^T, a^T g}, each summed
 // back to its operand's broadcast shape; need_a / need_b false leaves that one undefined.

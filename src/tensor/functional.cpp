@@ -436,7 +436,7 @@ Tensor tensor_detail::dropout_backward(const Tensor& g, const Tensor& keep, doub
 
 // Each element i is kept where its uniform draw in [0, 1) is >= p: the counter-based draw of
 // kernels/random.hpp for (seed, i), the seed one draw of the process-wide generator
-// (draw_seed), so manual_seed makes the mask reproducible and the pool's threads draw it in
+// (draw_seed; a DropoutStreams scope's stream inside one), so manual_seed makes the mask reproducible and the pool's threads draw it in
 // one pass with the output, whatever their number (a serial generator drew 5% of an LSTM
 // language model's step on one thread). The mask is kept as BOOL for the backward.
 Tensor dropout(const Tensor& a, double p, bool training) {
@@ -447,7 +447,9 @@ Tensor dropout(const Tensor& a, double p, bool training) {
   if (!is_floating(a.dtype()))
     throw TypeError(str("dropout: expected a floating input, got ", dtype_name(a.dtype())));
   const Tensor x = dense(a);
-  const kernels::DropoutMask mask{static_cast<float>(p), draw_seed(), 0, 0};
+  // Rows along dimension 0, for a DropoutStreams scope's numbering.
+  const std::int64_t rows = a.dim() > 0 ? a.shape()[0] : 1;
+  const kernels::DropoutMask mask = dropout_mask(p, rows > 0 ? a.numel() / rows : 0);
   Tensor keep = Tensor::empty(DType::BOOL, a.shape());
   auto* k = reinterpret_cast<std::uint8_t*>(keep.raw_data());
   const double scale = 1.0 / (1.0 - p);

@@ -1,9 +1,10 @@
 """kael's two GPT-2 training steps agree: the engine's hand-written step (kael.TrainModel, what
-`kael train` runs) and kael.GPT on the tensor library with autograd give the same loss and the same
+`kael train` ran until it moved onto nn::GPT) and kael.GPT on the tensor library with autograd give the same loss and the same
 gradient for every parameter, within 1e-5 (relative for the loss, of the largest gradient for each
 parameter), on one checkpoint and one batch. Each is compared with torch elsewhere
-(test_train_gradients.py, test_nn_gpt.py); this holds them to each other directly, so the README can
-say that the faster one is the training path without changing what a run computes."""
+(test_train_gradients.py, test_nn_gpt.py); this holds them to each other directly, so `kael train`
+could move onto nn::GPT without changing what a run computes (tests/train_net_test.cpp holds
+the run's model to the hand-written step with dropout too)."""
 import subprocess
 import sys
 

@@ -21,6 +21,9 @@ struct Node;
 // A gradient hook (Tensor.register_hook): called with the gradient of its tensor; a defined
 // result replaces that gradient, an undefined one leaves it.
 using Hook = std::function<Tensor(const Tensor&)>;
+// A leaf's post-accumulate hook (Tensor.register_post_accumulate_grad_hook): called with the
+// leaf's gradient each time a backward has added a contribution to it.
+using PostAccumulateHook = std::function<void(const Tensor& grad)>;
 
 // The autograd state of one tensor (shared by its copies). requires_grad and grad_fn are set
 // before the tensor is shared; the gradient and the hooks may be read, accumulated and added
@@ -44,6 +47,9 @@ struct Meta {
   // A leaf's hooks (a non-leaf's live on its grad_fn): added, and copied to be run.
   void add_hook(Hook hook);
   std::vector<Hook> hooks() const;
+  // A leaf's post-accumulate hooks: added, and run (outside the lock) after accumulate_grad.
+  void add_post_accumulate_hook(PostAccumulateHook hook);
+  void run_post_accumulate_hooks() const;
 
   // An in-place op gave the tensor that held this state new history (the handle took a new
   // Meta, this one keeps the values from before the write). Views taken before the write
@@ -56,6 +62,7 @@ struct Meta {
   mutable std::mutex mutex_;
   Tensor grad_;
   std::vector<Hook> hooks_;
+  std::vector<PostAccumulateHook> post_hooks_;
   std::atomic<const char*> written_by_ = nullptr;
 };
 
@@ -163,6 +170,12 @@ std::vector<Tensor> grad(const std::vector<Tensor>& outputs, const std::vector<T
 
 // Tensor.register_hook: `hook` sees (and may replace) the gradient of `t` in every backward.
 void register_hook(const Tensor& t, Hook hook);
+// Tensor.register_post_accumulate_grad_hook: `hook` runs with the accumulated gradient of the
+// leaf `t` after each contribution a backward adds to it (a leaf used twice in a graph, as a tied
+// embedding, gets two calls). For a data-parallel trainer that sums each gradient over its ranks
+// once it is complete, while the backward goes on. ValueError for a non-leaf or a tensor that
+// does not require a gradient.
+void register_post_accumulate_grad_hook(const Tensor& t, PostAccumulateHook hook);
 // Tensor.retain_grad: a non-leaf keeps its gradient in grad() after a backward (a no-op on leaves).
 void retain_grad(const Tensor& t);
 

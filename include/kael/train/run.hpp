@@ -1,9 +1,11 @@
 // A whole training run, shared by `kael finetune` / `kael train` and kael.finetune / kael.train:
-// data, the optimizer loop, evaluation, checkpoints and resuming.
+// data, the optimizer loop, evaluation, checkpoints and resuming. The model is the tensor
+// library's nn::GPT, trained with autograd and optim::AdamW (weight decay on the 2-D parameters).
 //
 // Data parallel: under `mpirun -np N` every process (rank) holds the whole model and optimizer,
 // reads its --batch rows of each global micro-batch of --batch x N windows, and the gradients
-// are summed over the ranks (during the backward pass) before one identical AdamW step on each.
+// are summed over the ranks (in buckets, during the backward pass) before one identical AdamW
+// step on each.
 // Rank 0 alone writes OUT and the log. The ranks must be given the same command: other
 // options, data or models are refused before the first step. OUT records the global batch, so
 // a run resumes on any number of ranks whose --batch x ranks is the same (train/world.hpp).
@@ -120,7 +122,7 @@ struct RunResult {
 RunResult finetune(const std::filesystem::path& model_dir, const std::vector<std::filesystem::path>& data,
                    const std::filesystem::path& out, const RunOptions& options, const RunCallbacks& callbacks = {});
 
-// Trains a fresh GPT-2 of `config` (TrainableGPT2::init with options.seed), with the tokenizer
+// Trains a fresh GPT-2 of `config` (the weights TrainableGPT2::init draws with options.seed), with the tokenizer
 // files in tokenizer_dir. Errors as finetune; ValueError when the config's vocabulary is smaller
 // than the tokenizer's.
 RunResult train(const model::Config& config, const std::filesystem::path& tokenizer_dir,

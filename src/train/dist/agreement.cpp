@@ -8,9 +8,9 @@
 
 namespace kael::train::dist {
 
-std::uint64_t weights_hash(std::span<const float> weights) {
+std::uint64_t weights_hash(const std::vector<std::span<float>>& weights) {
   Hash64 hash;
-  hash.update(std::as_bytes(weights));
+  for (const std::span<float> w : weights) hash.update(std::as_bytes(w));
   return hash.digest();
 }
 
@@ -30,7 +30,7 @@ void check_ranks_agree(const Fingerprint& mine, const WorldInfo& world) {
       }
 }
 
-void check_weights_agree(std::span<const float> weights, const WorldInfo& world, std::int64_t step) {
+void check_weights_agree(const std::vector<std::span<float>>& weights, const WorldInfo& world, std::int64_t step) {
   if (world.size == 1) return;
   const std::uint64_t mine[] = {weights_hash(weights)};
   const std::vector<std::uint64_t> all = gather(mine);
@@ -39,13 +39,9 @@ void check_weights_agree(std::span<const float> weights, const WorldInfo& world,
       throw Error(str("the weights of rank ", r, " differ from rank 0's at step ", step, "; nothing was saved"));
 }
 
-void share_from_rank0(TrainableGPT2& model, AdamW& adamw, std::span<std::int64_t> counters) {
+void share_from_rank0(const std::vector<std::span<float>>& buffers, std::span<std::int64_t> counters) {
   broadcast(counters);
-  broadcast(model.flat_values());
-  for (std::size_t i = 0; i < adamw.size(); ++i) {
-    broadcast(adamw.moments(i).m);
-    broadcast(adamw.moments(i).v);
-  }
+  for (const std::span<float> buffer : buffers) broadcast(buffer);
 }
 
 }  // namespace kael::train::dist

@@ -5,9 +5,8 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
-#include "kael/train/adamw.hpp"
-#include "kael/train/gpt2_train.hpp"
 #include "kael/train/world.hpp"
 
 namespace kael::train::dist {
@@ -19,8 +18,9 @@ struct Fingerprint {
   std::uint64_t model = 0;    // the configuration, and the starting weights unless resuming
 };
 
-// The hash of the weights that check_ranks_agree and check_weights_agree compare.
-std::uint64_t weights_hash(std::span<const float> weights);
+// The hash of the weights (each parameter's values, in order) that check_ranks_agree and
+// check_weights_agree compare.
+std::uint64_t weights_hash(const std::vector<std::span<float>>& weights);
 
 // ValueError on every rank, naming the first rank and part that differ from rank 0's; the ranks
 // then leave together (nothing was trained).
@@ -28,9 +28,10 @@ void check_ranks_agree(const Fingerprint& mine, const WorldInfo& world);
 
 // Error when a rank's weights differ from rank 0's (never expected: each rank takes the same update
 // from the same summed gradients); called before a save, so a divergence is never saved.
-void check_weights_agree(std::span<const float> weights, const WorldInfo& world, std::int64_t step);
+void check_weights_agree(const std::vector<std::span<float>>& weights, const WorldInfo& world, std::int64_t step);
 
-// Rank 0's weights, AdamW moments and counters on every rank (a resumed run, read by rank 0).
-void share_from_rank0(TrainableGPT2& model, AdamW& adamw, std::span<std::int64_t> counters);
+// Rank 0's values of every buffer and of the counters on every rank (a resumed run's weights,
+// AdamW moments and counters, read by rank 0).
+void share_from_rank0(const std::vector<std::span<float>>& buffers, std::span<std::int64_t> counters);
 
 }  // namespace kael::train::dist

@@ -56,13 +56,13 @@ bool is_layer_norm(const std::string& name) { return name.find("ln_") != std::st
 
 }  // namespace
 
-ParameterSet make_parameter_set(const model::Config& config) {
+ParameterSet make_parameter_set(const model::Config& config, bool gradients) {
   config.validate();
   const std::vector<model::ParameterSpec> specs = model::parameter_specs(config);
   ParameterSet set;
   for (const auto& spec : specs) set.total += shape_numel(spec.shape);
   set.values = Tensor::zeros(DType::F32, {set.total});
-  set.grads = Tensor::zeros(DType::F32, {set.total});
+  if (gradients) set.grads = Tensor::zeros(DType::F32, {set.total});
   set.value.layers.resize(static_cast<std::size_t>(config.n_layer));
   set.grad.layers.resize(static_cast<std::size_t>(config.n_layer));
   std::int64_t offset = 0;
@@ -72,7 +72,7 @@ ParameterSet make_parameter_set(const model::Config& config) {
     p.shape = spec.shape;
     p.numel = shape_numel(spec.shape);
     p.data = set.values.data<float>() + offset;
-    p.grad = set.grads.data<float>() + offset;
+    p.grad = gradients ? set.grads.data<float>() + offset : nullptr;
     p.weight_decay = spec.shape.size() >= 2;
     bind(set.value, spec, p.data);
     bind(set.grad, spec, p.grad);

@@ -49,8 +49,9 @@ struct ParameterSet {
   std::int64_t total = 0;             // floats in each buffer
 };
 
-// Zeroed values and gradients for `config` (validated first).
-ParameterSet make_parameter_set(const model::Config& config);
+// Zeroed values and gradients for `config` (validated first); without `gradients`, the values
+// alone (grads undefined, every grad pointer null), for weights that only pass through.
+ParameterSet make_parameter_set(const model::Config& config, bool gradients = true);
 
 // transformers' GPT-2 initialization (gpt2_train.hpp), seeded.
 void initialize(ParameterSet& set, const model::Config& config, std::uint64_t seed);

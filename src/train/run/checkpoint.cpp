@@ -1,5 +1,6 @@
 #include "train/run/checkpoint.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -13,17 +14,33 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A tensor over memory the caller keeps alive while it is used.
-Tensor view_of(float* data, const Shape& shape) {
-  return Tensor::borrow(DType::F32, shape, reinterpret_cast<std::byte*>(data), nullptr);
-}
-
 std::span<const std::byte> bytes_of(const std::string& text) { return std::as_bytes(std::span(text.data(), text.size())); }
 
-void check_finite(const Parameter& parameter) {
-  for (std::int64_t i = 0; i < parameter.numel; ++i)
-    if (!std::isfinite(parameter.data[i]))
-      throw ValueError(str("parameter ", parameter.name, " holds ", parameter.data[i], " at element ", i));
+void check_finite(const NetParameter& parameter) {
+  const float* data = parameter.tensor.data<float>();
+  for (std::int64_t i = 0; i < parameter.tensor.numel(); ++i)
+    if (!std::isfinite(data[i]))
+      throw ValueError(str("parameter ", parameter.name, " holds ", data[i], " at element ", i));
+}
+
+// `value` (nn::GPT's layout) as a checkpoint stores parameter p.
+Tensor stored(const NetParameter& p, const Tensor& value) {
+  Tensor out = Tensor::empty(DType::F32, p.shape);
+  GptNet::copy_out(p, value.data<float>(), out.data<float>());
+  return out;
+}
+
+// Each parameter's index among the optimizer's (its groups reorder them).
+std::vector<std::size_t> optimizer_indices(const GptNet& model, const optim::AdamW& adamw) {
+  std::vector<std::size_t> out;
+  const std::vector<Tensor>& params = adamw.params();
+  for (const NetParameter& p : model.parameters()) {
+    const auto found = std::find_if(params.begin(), params.end(),
+                                    [&](const Tensor& t) { return t.raw_data() == p.tensor.raw_data(); });
+    if (found == params.end()) throw Error(str("AdamW does not hold parameter ", p.name));
+    out.push_back(static_cast<std::size_t>(found - params.begin()));
+  }
+  return out;
 }
 
 }  // namespace
@@ -40,17 +57,21 @@ OutKind inspect_out(const fs::path& out) {
   return OutKind::empty;
 }
 
-void save_checkpoint(const fs::path& out, const TrainableGPT2& model, AdamW& adamw, const CheckpointText& text) {
-  const auto parameters = model.parameters();
-  for (const Parameter& parameter : parameters) check_finite(parameter);
+void save_checkpoint(const fs::path& out, GptNet& model, const optim::AdamW& adamw, const CheckpointText& text) {
+  const auto& parameters = model.parameters();
+  for (const NetParameter& parameter : parameters) check_finite(parameter);
 
+  const optim::StateDict state = adamw.state_dict();
+  const std::vector<std::size_t> index = optimizer_indices(model, adamw);
   std::map<std::string, Tensor> weights, moments;
   for (std::size_t i = 0; i < parameters.size(); ++i) {
-    const Parameter& parameter = parameters[i];
-    weights.emplace(parameter.name, view_of(parameter.data, parameter.shape));
-    const Moments m = adamw.moments(i);
-    moments.emplace("exp_avg." + parameter.name, view_of(m.m.data(), parameter.shape));
-    moments.emplace("exp_avg_sq." + parameter.name, view_of(m.v.data(), parameter.shape));
+    const NetParameter& p = parameters[i];
+    weights.emplace(p.name, stored(p, p.tensor));
+    for (const char* buffer : {"exp_avg", "exp_avg_sq"}) {
+      const auto found = state.find(str("state.", index[i], ".", buffer));
+      moments.emplace(str(buffer, ".", p.name),
+                      found == state.end() ? Tensor::zeros(DType::F32, p.shape) : stored(p, found->second));
+    }
   }
 
   StagingDirectory staging(out);
@@ -64,16 +85,23 @@ void save_checkpoint(const fs::path& out, const TrainableGPT2& model, AdamW& ada
   staging.commit(carried);
 }
 
-void load_optimizer(const fs::path& out, const TrainableGPT2& model, AdamW& adamw) {
+std::vector<ParameterMoments> zero_moments(const GptNet& model) {
+  std::vector<ParameterMoments> out;
+  for (const NetParameter& p : model.parameters())
+    out.push_back({Tensor::zeros(DType::F32, p.tensor.shape()), Tensor::zeros(DType::F32, p.tensor.shape())});
+  return out;
+}
+
+std::vector<ParameterMoments> load_moments(const fs::path& out, const GptNet& model) {
   const fs::path path = out / kOptimizerFile;
   io::LoadOptions options;
   options.mmap = false;
   const auto file = io::read_safetensors(path, options);
-  const auto parameters = model.parameters();
+  std::vector<ParameterMoments> moments = zero_moments(model);
+  const auto& parameters = model.parameters();
   for (std::size_t i = 0; i < parameters.size(); ++i) {
-    const Parameter& parameter = parameters[i];
-    const Moments m = adamw.moments(i);
-    for (const auto& [prefix, target] : {std::pair{"exp_avg.", m.m}, std::pair{"exp_avg_sq.", m.v}}) {
+    const NetParameter& parameter = parameters[i];
+    for (const auto& [prefix, target] : {std::pair{"exp_avg.", moments[i].exp_avg}, std::pair{"exp_avg_sq.", moments[i].exp_avg_sq}}) {
       const std::string name = prefix + parameter.name;
       const auto found = file.tensors.find(name);
       if (found == file.tensors.end()) throw ValueError(str("'", path.string(), "' has no tensor ", name));
@@ -81,9 +109,27 @@ void load_optimizer(const fs::path& out, const TrainableGPT2& model, AdamW& adam
       if (tensor.dtype() != DType::F32 || tensor.shape() != parameter.shape)
         throw ValueError(str("'", path.string(), "': ", name, " is ", dtype_name(tensor.dtype()), " ",
                              shape_to_string(tensor.shape()), ", expected F32 ", shape_to_string(parameter.shape)));
-      std::copy_n(tensor.data<float>(), parameter.numel, target.data());
+      const Tensor dense = tensor.is_contiguous() ? tensor : tensor.packed_copy();
+      Tensor into = target;  // a handle on the moment's storage
+      GptNet::copy_in(parameter, dense.data<float>(), into.data<float>());
     }
   }
+  return moments;
+}
+
+void set_adamw_state(optim::AdamW& adamw, const GptNet& model, const std::vector<ParameterMoments>& moments,
+                     std::int64_t steps) {
+  if (steps <= 0) return;  // torch's state before the first step: none
+  optim::StateDict state = adamw.state_dict();
+  const std::vector<std::size_t> index = optimizer_indices(model, adamw);
+  for (std::size_t i = 0; i < index.size(); ++i) {
+    Tensor step = Tensor::empty(DType::I64, {});
+    *step.data<std::int64_t>() = steps;
+    state[str("state.", index[i], ".step")] = step;
+    state[str("state.", index[i], ".exp_avg")] = moments[i].exp_avg;
+    state[str("state.", index[i], ".exp_avg_sq")] = moments[i].exp_avg_sq;
+  }
+  adamw.load_state_dict(state);
 }
 
 }  // namespace kael::train

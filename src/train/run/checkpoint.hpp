@@ -4,10 +4,11 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "kael/model/gpt2.hpp"
-#include "kael/train/adamw.hpp"
-#include "kael/train/gpt2_train.hpp"
+#include "kael/optim/adam.hpp"
+#include "train/net/gpt_net.hpp"
 
 namespace kael::train {
 
@@ -29,13 +30,24 @@ struct CheckpointText {
 };
 
 // Writes the whole checkpoint into a staging directory beside OUT and swaps it in (the token
-// cache is carried over). ValueError, before anything is written, when a parameter is not
-// finite (naming it); Error on I/O failure. Either way OUT keeps its previous checkpoint.
-void save_checkpoint(const std::filesystem::path& out, const TrainableGPT2& model, AdamW& adamw,
+// cache is carried over): the weights in GPT-2's names and layout, and AdamW's moments as
+// "exp_avg.<name>" / "exp_avg_sq.<name>" in the same layout (zeros before the first step).
+// ValueError, before anything is written, when a parameter is not finite (naming it); Error on
+// I/O failure. Either way OUT keeps its previous checkpoint.
+void save_checkpoint(const std::filesystem::path& out, GptNet& model, const optim::AdamW& adamw,
                      const CheckpointText& text);
 
-// Restores AdamW's moments from OUT/optimizer.safetensors (the step count is the caller's).
-// ValueError when a moment is missing or has the wrong shape.
-void load_optimizer(const std::filesystem::path& out, const TrainableGPT2& model, AdamW& adamw);
+// AdamW's moments from OUT/optimizer.safetensors, one pair per parameter in model.parameters()
+// order, in nn::GPT's layout. ValueError when a moment is missing or has the wrong shape.
+struct ParameterMoments {
+  Tensor exp_avg, exp_avg_sq;
+};
+std::vector<ParameterMoments> load_moments(const std::filesystem::path& out, const GptNet& model);
+// Zeroed moments of model's parameters (what load_moments fills), for the ranks that receive them.
+std::vector<ParameterMoments> zero_moments(const GptNet& model);
+
+// Sets adamw's state to `moments` after `steps` steps of every parameter (nothing with 0 steps).
+void set_adamw_state(optim::AdamW& adamw, const GptNet& model, const std::vector<ParameterMoments>& moments,
+                     std::int64_t steps);
 
 }  // namespace kael::train

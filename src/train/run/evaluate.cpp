@@ -10,7 +10,7 @@ namespace {
 
 // Every window of `tokens` once, B at a time, each window weighing the same. The ranks share
 // the batches (rank r takes every world.size-th from the r-th).
-double validation_loss(TrainableGPT2& model, std::span<const std::int32_t> tokens, int B, int T,
+double validation_loss(GptNet& model, std::span<const std::int32_t> tokens, int B, int T,
                        const WorldInfo& world) {
   const std::int64_t windows = window_count(static_cast<std::int64_t>(tokens.size()), T);
   std::vector<std::int32_t> inputs(static_cast<std::size_t>(B) * T), targets(inputs.size());  // (B, T)
@@ -22,14 +22,15 @@ double validation_loss(TrainableGPT2& model, std::span<const std::int32_t> token
       std::copy(window.begin(), window.end() - 1, inputs.begin() + static_cast<std::ptrdiff_t>(b) * T);
       std::copy(window.begin() + 1, window.end(), targets.begin() + static_cast<std::ptrdiff_t>(b) * T);
     }
-    sum += static_cast<double>(model.evaluate(inputs.data(), targets.data(), rows, T)) * rows;
+    const std::size_t n = static_cast<std::size_t>(rows) * T;
+    sum += static_cast<double>(model.evaluate(std::span(inputs).first(n), std::span(targets).first(n), rows, T)) * rows;
   }
   return dist::sum(sum) / static_cast<double>(windows);
 }
 
 }  // namespace
 
-Record evaluate(const Plan& plan, TrainableGPT2& model, std::int64_t step) {
+Record evaluate(const Plan& plan, GptNet& model, std::int64_t step) {
   Record record;
   record.kind = Record::Kind::eval;
   record.step = step;

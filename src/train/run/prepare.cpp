@@ -55,6 +55,7 @@ Plan prepare(const Source& source, const std::vector<fs::path>& data, const fs::
   const auto started = RunClock::now();
   validate(options);
   const model::Config& config = source.config;
+  GptNet::net_config(config, options.dropout);  // a shape nn::GPT cannot train is refused before the data is read
   if (options.seq > config.n_positions)
     throw ValueError(str("--seq ", options.seq, " is above the model's n_positions ", config.n_positions));
   const WorldInfo world = train::world();

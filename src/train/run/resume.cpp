@@ -67,21 +67,28 @@ RunState resume(const Plan& plan) {
   return state;
 }
 
-TrainableGPT2 resumed_model(const Plan& plan) {
-  return plan.root ? TrainableGPT2::load(plan.out) : TrainableGPT2::init(plan.source.config, plan.options.seed);
+GptNet resumed_model(const Plan& plan) {
+  return plan.root ? GptNet::load(plan.out, plan.options.dropout)
+                   : GptNet::init(plan.source.config, plan.options.seed, plan.options.dropout);
 }
 
 void restore(const Plan& plan, RunState& state, Trainer& trainer) {
-  if (plan.root) load_optimizer(plan.out, trainer.model, trainer.adamw);
+  GptNet& model = trainer.model;
+  std::vector<ParameterMoments> moments = plan.root ? load_moments(plan.out, model) : zero_moments(model);
   if (plan.world.size > 1) {
     std::int64_t counters[] = {state.step, state.adamw_step, static_cast<std::int64_t>(state.dropout_counter)};
-    dist::share_from_rank0(trainer.model, trainer.adamw, counters);
+    std::vector<std::span<float>> buffers = model.values();
+    for (ParameterMoments& m : moments)
+      for (Tensor* t : {&m.exp_avg, &m.exp_avg_sq}) buffers.emplace_back(t->data<float>(), static_cast<std::size_t>(t->numel()));
+    dist::share_from_rank0(buffers, counters);
     state.step = counters[0];
     state.adamw_step = counters[1];
     state.dropout_counter = static_cast<std::uint64_t>(counters[2]);
+    for (NetParameter& p : model.parameters()) p.tensor.bump_version();
   }
-  trainer.adamw.set_step_count(state.adamw_step);
-  trainer.model.set_dropout_counter(state.dropout_counter);
+  set_adamw_state(trainer.adamw, model, moments, state.adamw_step);
+  trainer.adamw_step = state.adamw_step;
+  trainer.dropout_counter = state.dropout_counter;
 }
 
 }  // namespace kael::train

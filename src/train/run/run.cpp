@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // The plan that on_start reports, before any record.
-RunResult planned_result(const Plan& plan, const TrainableGPT2& model) {
+RunResult planned_result(const Plan& plan, const GptNet& model) {
   RunResult result;
   result.ranks = plan.world.size;
   result.rank = plan.world.rank;
@@ -47,7 +47,7 @@ RunResult run(const Source& source, const std::vector<fs::path>& data, const fs:
   };
   if (plan.root && callbacks.on_start) callbacks.on_start(result);
 
-  StepBuffers buffers(plan);
+  StepBuffers buffers(plan, trainer.model);
   const bool evaluating = !plan.split.val.empty() && o.eval_every > 0;
   if (evaluating && state.step == 0) emit(evaluate(plan, trainer.model, state.step));  // the loss to improve on
   bool saved_last = true, evaluated_last = true;

@@ -31,10 +31,10 @@ CheckpointText checkpoint_text(const Plan& plan) {
 
 // Collective: every rank checks the weights agree; rank 0 writes.
 void save(const Plan& plan, Trainer& trainer, RunState& state, CheckpointText& text) {
-  dist::check_weights_agree(trainer.model.flat_values(), plan.world, state.step);
+  dist::check_weights_agree(trainer.model.values(), plan.world, state.step);
   if (!plan.root) return;
-  state.adamw_step = trainer.adamw.step_count();
-  state.dropout_counter = trainer.model.dropout_counter();
+  state.adamw_step = trainer.adamw_step;
+  state.dropout_counter = trainer.dropout_counter;
   text.state_json = state_json(state, plan.options, plan.world.size);
   try {
     save_checkpoint(plan.out, trainer.model, trainer.adamw, text);

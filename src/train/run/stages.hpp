@@ -2,7 +2,7 @@
 // called in this order: prepare (options, OUT, the tokens, the ranks), resume (the state the run
 // starts from), build (the model and AdamW), then step, evaluate and save in the loop. Each
 // stage hands what it settled to the later ones in Plan, RunState and Trainer, so none works it
-// out again; replacing the model touches build and step alone.
+// out again. The model is nn::GPT with autograd and optim::AdamW (train/net/gpt_net.hpp).
 #pragma once
 
 #include <chrono>
@@ -12,13 +12,14 @@
 #include <vector>
 
 #include "kael/model/gpt2.hpp"
-#include "kael/train/adamw.hpp"
+#include "kael/optim/adam.hpp"
 #include "kael/train/data.hpp"
 #include "kael/train/gpt2_train.hpp"
 #include "kael/train/run.hpp"
 #include "kael/train/world.hpp"
 #include "train/dist/agreement.hpp"
 #include "train/dist/gradient_reducer.hpp"
+#include "train/net/gpt_net.hpp"
 #include "train/run/checkpoint.hpp"
 #include "train/run/out_dir.hpp"
 #include "train/run/run_state.hpp"
@@ -55,16 +56,35 @@ struct Plan {
   dist::Fingerprint fingerprint; // all the ranks compare but the starting weights (several ranks only)
 };
 
-// The model and its optimizer: what build makes and each step updates.
+// torch.set_float32_matmul_precision for the run: "medium" (BF16 products, F32 sums) at
+// --precision bf16, put back as it was when the run ends.
+class MatmulPrecisionScope {
+ public:
+  explicit MatmulPrecisionScope(Precision precision);
+  MatmulPrecisionScope(MatmulPrecisionScope&& other) noexcept;
+  MatmulPrecisionScope(const MatmulPrecisionScope&) = delete;
+  MatmulPrecisionScope& operator=(const MatmulPrecisionScope&) = delete;
+  MatmulPrecisionScope& operator=(MatmulPrecisionScope&&) = delete;
+  ~MatmulPrecisionScope();
+
+ private:
+  std::string previous_;  // empty: nothing to put back
+};
+
+// The model and its optimizer: what build makes and each step updates. AdamW's two groups are
+// the 2-D parameters, with the run's weight decay, and the others, without.
 struct Trainer {
-  TrainableGPT2 model;
-  AdamW adamw;
+  GptNet model;
+  optim::AdamW adamw;
+  MatmulPrecisionScope precision;
+  std::uint64_t dropout_counter = 0;  // micro-batches trained so far: the dropout streams' position
+  std::int64_t adamw_step = 0;        // AdamW's steps so far
 };
 
 // What every step reuses: the reducer summing gradients over the ranks (with several, its thread
 // starts here) and one micro-batch's (B, T) inputs and targets.
 struct StepBuffers {
-  explicit StepBuffers(const Plan& plan);
+  StepBuffers(const Plan& plan, GptNet& model);
   dist::GradientReducer reducer;
   std::vector<std::int32_t> inputs, targets;
 };
@@ -79,9 +99,9 @@ Plan prepare(const Source& source, const std::vector<std::filesystem::path>& dat
 // reads and checks against this run's options, data and source.
 RunState resume(const Plan& plan);
 // A resumed run's starting weights: OUT's on rank 0; the others' are replaced by restore().
-TrainableGPT2 resumed_model(const Plan& plan);
+GptNet resumed_model(const Plan& plan);
 // After build: rank 0 reads AdamW's moments from OUT and sends weights, moments and counters to
-// the others; every rank then sets AdamW's step count and the dropout counter from `state`.
+// the others; every rank then sets AdamW's state and the dropout counter from them.
 void restore(const Plan& plan, RunState& state, Trainer& trainer);
 
 // build.cpp. The model (fresh, the source's, or the resumed run's), the ranks' agreement, and
@@ -92,7 +112,7 @@ Trainer build(const Plan& plan, RunState& state);
 Record step(const Plan& plan, Trainer& trainer, StepBuffers& buffers, RunState& state);
 
 // evaluate.cpp. The held-out loss at `step`, as an eval record (collective).
-Record evaluate(const Plan& plan, TrainableGPT2& model, std::int64_t step);
+Record evaluate(const Plan& plan, GptNet& model, std::int64_t step);
 
 // save.cpp. The checkpoint's fixed files (config.json, the tokenizer's).
 CheckpointText checkpoint_text(const Plan& plan);

@@ -1,0 +1,170 @@
+#include "train/net/gpt_net.hpp"
+
+#include <algorithm>
+
+#include "kael/core/error.hpp"
+#include "kael/io/safetensors.hpp"
+#include "kael/nn/gpt2_config.hpp"
+#include "kael/nn/gpt2_weights.hpp"
+#include "kael/tensor/autograd.hpp"
+#include "kael/tensor/dropout_streams.hpp"
+#include "kael/tensor/ops.hpp"
+#include "model/weight_names.hpp"
+#include "train/model/parameters.hpp"
+
+namespace kael::train {
+
+namespace {
+
+// (B, T) int32 ids as the I64 tensor nn::GPT and cross_entropy take.
+Tensor ids_tensor(std::span<const std::int32_t> ids, int B, int T) {
+  if (ids.size() != static_cast<std::size_t>(B) * static_cast<std::size_t>(T))
+    throw ValueError(str("GptNet: ", ids.size(), " ids given for a (", B, ", ", T, ") batch"));
+  Tensor out = Tensor::empty(DType::I64, {B, T});
+  std::copy(ids.begin(), ids.end(), out.data<std::int64_t>());
+  return out;
+}
+
+// The mean cross-entropy of logits (B, T, V) against targets (B, T).
+Tensor mean_loss(const Tensor& logits, const Tensor& targets) {
+  const std::int64_t V = logits.shape().back();
+  return cross_entropy(logits.reshape({-1, V}), targets.reshape({-1}));
+}
+
+}  // namespace
+
+nn::GptConfig GptNet::net_config(const model::Config& config, double dropout) {
+  config.validate();
+  nn::GptConfig c = nn::gpt_config(config);  // the one conversion (refuses an MLP width other than 4 * n_embd)
+  c.dropout = dropout;
+  return c;
+}
+
+GptNet::GptNet(const model::Config& config, double dropout)
+    : config_(config), net_(std::make_shared<nn::GPT>(net_config(config, dropout))) {
+  std::map<std::string, Tensor> by_name;
+  for (const auto& [name, tensor] : net_->named_parameters()) by_name.emplace(name, tensor);
+  // The checkpoint's names and shapes, in its order (the model layer's table, as TrainableGPT2's).
+  for (const model::ParameterSpec& spec : model::parameter_specs(config)) {
+    NetParameter p;
+    // Hugging Face's name as GPT2LMHeadModel's state_dict spells it.
+    p.name = spec.name == model::kHeadName ? spec.name : std::string(model::kTransformerPrefix) + spec.name;
+    p.shape = spec.shape;
+    const std::string ours = nn::translated_gpt2_name(p.name);
+    const auto found = by_name.find(ours);
+    if (found == by_name.end()) throw Error(str("GptNet: nn::GPT has no parameter ", ours, " for ", spec.name));
+    p.tensor = found->second;
+    p.transposed = nn::stored_transposed(ours);
+    p.weight_decay = spec.shape.size() >= 2;
+    by_name.erase(found);
+    parameters_.push_back(std::move(p));
+  }
+  if (!by_name.empty()) throw Error(str("GptNet: nn::GPT's parameter ", by_name.begin()->first, " has no GPT-2 name"));
+}
+
+GptNet GptNet::init(const model::Config& config, std::uint64_t seed, double dropout) {
+  GptNet net(config, dropout);
+  ParameterSet set = make_parameter_set(config, /*gradients=*/false);
+  initialize(set, config, seed);
+  net.set_values({set.values.data<float>(), static_cast<std::size_t>(set.total)});
+  return net;
+}
+
+GptNet GptNet::load(const std::filesystem::path& dir, double dropout) {
+  const auto file = dir / "model.safetensors";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec))
+    throw Error(str("no model.safetensors in '", dir.string(), "' (looked for '", file.string(), "')"));
+  const model::Config config = model::Config::from_directory(dir);
+  GptNet net(config, dropout);
+  io::SafetensorsFile checkpoint = io::read_safetensors(file, io::LoadMode::Mapped);
+  ParameterSet set = make_parameter_set(config, /*gradients=*/false);
+  load_values(set, config, std::move(checkpoint.tensors), str("'", file.string(), "'"), true);
+  net.set_values({set.values.data<float>(), static_cast<std::size_t>(set.total)});
+  return net;
+}
+
+void GptNet::copy_in(const NetParameter& p, const float* hf, float* data) {
+  if (!p.transposed) {
+    std::copy_n(hf, shape_numel(p.shape), data);
+    return;
+  }
+  const std::int64_t rows = p.shape[0], cols = p.shape[1];  // hf (rows, cols) -> data (cols, rows)
+  constexpr std::int64_t kTile = 32;
+  for (std::int64_t r0 = 0; r0 < rows; r0 += kTile)
+    for (std::int64_t c0 = 0; c0 < cols; c0 += kTile)
+      for (std::int64_t r = r0; r < std::min(rows, r0 + kTile); ++r)
+        for (std::int64_t c = c0; c < std::min(cols, c0 + kTile); ++c) data[c * rows + r] = hf[r * cols + c];
+}
+
+void GptNet::copy_out(const NetParameter& p, const float* data, float* hf) {
+  if (!p.transposed) {
+    std::copy_n(data, shape_numel(p.shape), hf);
+    return;
+  }
+  const std::int64_t rows = p.shape[0], cols = p.shape[1];  // data (cols, rows) -> hf (rows, cols)
+  constexpr std::int64_t kTile = 32;
+  for (std::int64_t r0 = 0; r0 < rows; r0 += kTile)
+    for (std::int64_t c0 = 0; c0 < cols; c0 += kTile)
+      for (std::int64_t r = r0; r < std::min(rows, r0 + kTile); ++r)
+        for (std::int64_t c = c0; c < std::min(cols, c0 + kTile); ++c) hf[r * cols + c] = data[c * rows + r];
+}
+
+void GptNet::set_values(std::span<const float> flat) {
+  std::size_t offset = 0;
+  for (NetParameter& p : parameters_) {
+    copy_in(p, flat.data() + offset, p.tensor.data<float>());
+    p.tensor.bump_version();
+    offset += static_cast<std::size_t>(shape_numel(p.shape));
+  }
+}
+
+std::int64_t GptNet::parameter_count() const {
+  std::int64_t n = 0;
+  for (const NetParameter& p : parameters_) n += shape_numel(p.shape);
+  return n;
+}
+
+std::vector<std::span<float>> GptNet::values() {
+  std::vector<std::span<float>> out;
+  for (NetParameter& p : parameters_)
+    out.emplace_back(p.tensor.data<float>(), static_cast<std::size_t>(p.tensor.numel()));
+  return out;
+}
+
+std::int64_t GptNet::activation_bytes(int B, int T) const {
+  // Per token: about 16 n_embd floats a block keeps (layer norms, qkv, attention output, the
+  // MLP's 4 n_embd twice, residuals) and its attention probabilities (n_head T), then the
+  // logits and their gradient.
+  const std::int64_t C = config_.n_embd, tokens = std::int64_t{B} * T;
+  const std::int64_t per_token = config_.n_layer * (16 * C + std::int64_t{config_.n_head} * T) +
+                                 2 * std::int64_t{config_.vocab_size} + 2 * C;
+  return 4 * tokens * per_token;
+}
+
+float GptNet::forward_backward(std::span<const std::int32_t> inputs, std::span<const std::int32_t> targets, int B,
+                               int T, float loss_scale, const DropoutDraw& dropout) {
+  const Tensor ids = ids_tensor(inputs, B, T), next = ids_tensor(targets, B, T);
+  net_->train();
+  Tensor loss;
+  {
+    // The masks: one stream per dropout in the forward's order (embeddings, then per block the
+    // attention probabilities, the attention projection, the MLP), rows numbered globally.
+    const DropoutStreams streams(dropout.seed, dropout.first_stream, dropout.first_row);
+    loss = mean_loss(net_->forward(ids), next);  // logits (B, T, V)
+  }
+  const float value = loss.item<float>();
+  loss.backward(full({}, static_cast<double>(loss_scale)));
+  return value;
+}
+
+float GptNet::evaluate(std::span<const std::int32_t> inputs, std::span<const std::int32_t> targets, int B, int T) {
+  const Tensor ids = ids_tensor(inputs, B, T), next = ids_tensor(targets, B, T);
+  const autograd::NoGradGuard no_grad;
+  net_->eval();
+  const float value = mean_loss(net_->forward(ids), next).item<float>();
+  net_->train();
+  return value;
+}
+
+}  // namespace kael::train
