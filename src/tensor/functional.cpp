@@ -436,9 +436,10 @@ Tensor tensor_detail::dropout_backward(const Tensor& g, const Tensor& keep, doub
 
 // Each element i is kept where its uniform draw in [0, 1) is >= p: the counter-based draw of
 // kernels/random.hpp for (seed, i), the seed one draw of the process-wide generator
-// (draw_seed; a DropoutStreams scope's stream inside one), so manual_seed makes the mask reproducible and the pool's threads draw it in
-// one pass with the output, whatever their number (a serial generator drew 5% of an LSTM
-// language model's step on one thread). The mask is kept as BOOL for the backward.
+// (draw_seed; a DropoutStreams scope's stream inside one), so manual_seed makes the mask
+// reproducible and the pool's threads draw it in one pass with the output, whatever their
+// number (a serial generator drew 5% of an LSTM language model's step on one thread). The mask
+// is kept as BOOL for the backward.
 Tensor dropout(const Tensor& a, double p, bool training) {
   if (!(p >= 0.0 && p <= 1.0)) throw ValueError(str("dropout: p must be in [0, 1], got ", p));  // NaN too
   if (!training || p == 0.0) return a;
