@@ -31,6 +31,15 @@ Tensor mean_loss(const Tensor& logits, const Tensor& targets) {
   return cross_entropy(logits.reshape({-1, V}), targets.reshape({-1}));
 }
 
+// dst (cols, rows) = src (rows, cols) transposed, in 32 x 32 tiles.
+void transpose_into(float* dst, const float* src, std::int64_t rows, std::int64_t cols) {
+  constexpr std::int64_t kTile = 32;
+  for (std::int64_t r0 = 0; r0 < rows; r0 += kTile)
+    for (std::int64_t c0 = 0; c0 < cols; c0 += kTile)
+      for (std::int64_t r = r0; r < std::min(rows, r0 + kTile); ++r)
+        for (std::int64_t c = c0; c < std::min(cols, c0 + kTile); ++c) dst[c * rows + r] = src[r * cols + c];
+}
+
 }  // namespace
 
 nn::GptConfig GptNet::net_config(const model::Config& config, double dropout) {
@@ -85,29 +94,17 @@ GptNet GptNet::load(const std::filesystem::path& dir, double dropout) {
 }
 
 void GptNet::copy_in(const NetParameter& p, const float* hf, float* data) {
-  if (!p.transposed) {
+  if (p.transposed)
+    transpose_into(data, hf, p.shape[0], p.shape[1]);  // hf (rows, cols) -> data (cols, rows)
+  else
     std::copy_n(hf, shape_numel(p.shape), data);
-    return;
-  }
-  const std::int64_t rows = p.shape[0], cols = p.shape[1];  // hf (rows, cols) -> data (cols, rows)
-  constexpr std::int64_t kTile = 32;
-  for (std::int64_t r0 = 0; r0 < rows; r0 += kTile)
-    for (std::int64_t c0 = 0; c0 < cols; c0 += kTile)
-      for (std::int64_t r = r0; r < std::min(rows, r0 + kTile); ++r)
-        for (std::int64_t c = c0; c < std::min(cols, c0 + kTile); ++c) data[c * rows + r] = hf[r * cols + c];
 }
 
 void GptNet::copy_out(const NetParameter& p, const float* data, float* hf) {
-  if (!p.transposed) {
+  if (p.transposed)
+    transpose_into(hf, data, p.shape[1], p.shape[0]);  // data (cols, rows) -> hf (rows, cols)
+  else
     std::copy_n(data, shape_numel(p.shape), hf);
-    return;
-  }
-  const std::int64_t rows = p.shape[0], cols = p.shape[1];  // data (cols, rows) -> hf (rows, cols)
-  constexpr std::int64_t kTile = 32;
-  for (std::int64_t r0 = 0; r0 < rows; r0 += kTile)
-    for (std::int64_t c0 = 0; c0 < cols; c0 += kTile)
-      for (std::int64_t r = r0; r < std::min(rows, r0 + kTile); ++r)
-        for (std::int64_t c = c0; c < std::min(cols, c0 + kTile); ++c) hf[r * cols + c] = data[c * rows + r];
 }
 
 void GptNet::set_values(std::span<const float> flat) {
