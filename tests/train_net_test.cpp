@@ -36,9 +36,9 @@ std::vector<std::int32_t> random_ids(int n, int vocab, unsigned seed) {
 
 // The net's value or gradient of parameter p in the stored (Hugging Face) layout.
 std::vector<float> stored(const NetParameter& p, const Tensor& t) {
-  std::vector<float> out(static_cast<std::size_t>(shape_numel(p.shape)));
-  GptNet::copy_out(p, t.contiguous().data<float>(), out.data());
-  return out;
+  const Tensor s = GptNet::stored(p, t).contiguous();
+  EXPECT_EQ(s.shape(), p.shape) << p.name;
+  return std::vector<float>(s.data<float>(), s.data<float>() + s.numel());
 }
 
 void expect_close(const std::vector<float>& a, const float* b, const std::string& name) {

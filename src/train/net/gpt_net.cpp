@@ -31,7 +31,8 @@ Tensor mean_loss(const Tensor& logits, const Tensor& targets) {
   return cross_entropy(logits.reshape({-1, V}), targets.reshape({-1}));
 }
 
-// dst (cols, rows) = src (rows, cols) transposed, in 32 x 32 tiles.
+// dst (cols, rows) = src (rows, cols) transposed, in 32 x 32 tiles: a flat buffer into a
+// parameter's storage (the other way, stored() uses the tensor library's transpose).
 void transpose_into(float* dst, const float* src, std::int64_t rows, std::int64_t cols) {
   constexpr std::int64_t kTile = 32;
   for (std::int64_t r0 = 0; r0 < rows; r0 += kTile)
@@ -100,11 +101,9 @@ void GptNet::copy_in(const NetParameter& p, const float* hf, float* data) {
     std::copy_n(hf, shape_numel(p.shape), data);
 }
 
-void GptNet::copy_out(const NetParameter& p, const float* data, float* hf) {
-  if (p.transposed)
-    transpose_into(hf, data, p.shape[1], p.shape[0]);  // data (cols, rows) -> hf (rows, cols)
-  else
-    std::copy_n(data, shape_numel(p.shape), hf);
+Tensor GptNet::stored(const NetParameter& p, const Tensor& value) {
+  const Tensor v = value.detach();
+  return p.transposed ? v.T().contiguous() : v;
 }
 
 void GptNet::set_values(std::span<const float> flat) {

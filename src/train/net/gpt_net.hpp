@@ -66,9 +66,12 @@ class GptNet {
   // The mean loss only: eval mode, no dropout, no gradient.
   float evaluate(std::span<const std::int32_t> inputs, std::span<const std::int32_t> targets, int B, int T);
 
-  // `hf` in Hugging Face's layout (shape) copied into `p`'s tensor (or `p`'s tensor out into `hf`).
+  // `hf` in Hugging Face's layout (shape) copied into `p`'s tensor.
   static void copy_in(const NetParameter& p, const float* hf, float* tensor_data);
-  static void copy_out(const NetParameter& p, const float* tensor_data, float* hf);
+  // `value` (p's tensor, its gradient or an AdamW moment of it, in nn::GPT's layout) as a
+  // checkpoint stores p: the Conv1D weights transposed, as nn::gpt2_state_dict stores them; the
+  // other parameters are the value itself, detached, with no copy.
+  static Tensor stored(const NetParameter& p, const Tensor& value);
 
  private:
   GptNet(const model::Config& config, double dropout);

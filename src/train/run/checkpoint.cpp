@@ -23,13 +23,6 @@ void check_finite(const NetParameter& parameter) {
       throw ValueError(str("parameter ", parameter.name, " holds ", data[i], " at element ", i));
 }
 
-// `value` (nn::GPT's layout) as a checkpoint stores parameter p.
-Tensor stored(const NetParameter& p, const Tensor& value) {
-  Tensor out = Tensor::empty(DType::F32, p.shape);
-  GptNet::copy_out(p, value.data<float>(), out.data<float>());
-  return out;
-}
-
 // Each parameter's index among the optimizer's (its groups reorder them).
 std::vector<std::size_t> optimizer_indices(const GptNet& model, const optim::AdamW& adamw) {
   std::vector<std::size_t> out;
@@ -64,11 +57,11 @@ void save_checkpoint(const fs::path& out, GptNet& model, const optim::AdamW& ada
   const optim::StateDict state = adamw.state_dict();
   const std::vector<std::size_t> index = optimizer_indices(model, adamw);
   StagingDirectory staging(out);
-  // The weights in the checkpoint's layout, written and freed before the moments are laid out:
-  // a copy of both at once was 1.5 GB on top of a GPT-2 small run's peak.
+  // The weights in the checkpoint's layout, written and their transposed copies freed before the
+  // moments are laid out: copies of both at once were 1.5 GB on top of a GPT-2 small run's peak.
   {
     std::map<std::string, Tensor> weights;
-    for (const NetParameter& p : parameters) weights.emplace(p.name, stored(p, p.tensor));
+    for (const NetParameter& p : parameters) weights.emplace(p.name, GptNet::stored(p, p.tensor));
     io::save_safetensors(staging.path() / "model.safetensors", weights, {{"format", "pt"}});
   }
   {
@@ -77,8 +70,9 @@ void save_checkpoint(const fs::path& out, GptNet& model, const optim::AdamW& ada
       const NetParameter& p = parameters[i];
       for (const char* buffer : {"exp_avg", "exp_avg_sq"}) {
         const auto found = state.find(str("state.", index[i], ".", buffer));
-        moments.emplace(str(buffer, ".", p.name),
-                        found == state.end() ? Tensor::zeros(DType::F32, p.shape) : stored(p, found->second));
+        const Tensor moment =
+            found == state.end() ? Tensor::zeros(DType::F32, p.shape) : GptNet::stored(p, found->second);
+        moments.emplace(str(buffer, ".", p.name), moment);
       }
     }
     io::save_safetensors(staging.path() / kOptimizerFile, moments, {{"format", "kael-adamw"}});
@@ -107,7 +101,8 @@ std::vector<ParameterMoments> load_moments(const fs::path& out, const GptNet& mo
   const auto& parameters = model.parameters();
   for (std::size_t i = 0; i < parameters.size(); ++i) {
     const NetParameter& parameter = parameters[i];
-    for (const auto& [prefix, target] : {std::pair{"exp_avg.", moments[i].exp_avg}, std::pair{"exp_avg_sq.", moments[i].exp_avg_sq}}) {
+    for (const auto& [prefix, target] :
+         {std::pair{"exp_avg.", moments[i].exp_avg}, std::pair{"exp_avg_sq.", moments[i].exp_avg_sq}}) {
       const std::string name = prefix + parameter.name;
       const auto found = file.tensors.find(name);
       if (found == file.tensors.end()) throw ValueError(str("'", path.string(), "' has no tensor ", name));
