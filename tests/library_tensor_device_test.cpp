@@ -18,10 +18,11 @@ using namespace kael;
 namespace {
 
 // Host bytes labelled as cuda:0's: enough to reach every check made before device memory is touched.
+// T's dtype, or `dtype` of T's size.
 template <class T>
-Tensor labelled_cuda(Shape shape) {
+Tensor labelled_cuda(Shape shape, DType dtype = dtype_of<T>()) {
   auto storage = std::make_shared<std::vector<T>>(static_cast<std::size_t>(shape_numel(shape)), T{1});
-  return Tensor::borrow(dtype_of<T>(), std::move(shape), reinterpret_cast<std::byte*>(storage->data()), storage,
+  return Tensor::borrow(dtype, std::move(shape), reinterpret_cast<std::byte*>(storage->data()), storage,
                         {Device::Type::cuda, 0});
 }
 
@@ -52,14 +53,20 @@ TEST(TensorOnDevice, WhatTheDeviceKernelsDoNotCoverYetIsAnError) {
   EXPECT_NE(message_of<Error>([&] { add(labelled_cuda<std::int64_t>({2, 3}), labelled_cuda<std::int64_t>({2, 3})); })
                 .find("add on cuda:0 is implemented for float32 tensors only so far, got I64 and I64"),
             std::string::npos);
-  EXPECT_NE(message_of<Error>([&] { add(x, labelled_cuda<float>({3})); }).find("broadcasting and strided views"),
+  EXPECT_NE(message_of<Error>([&] { lt(labelled_cuda<std::int64_t>({2}), labelled_cuda<std::int64_t>({2})); })
+                .find("lt on cuda:0 is implemented for float32 tensors only so far, got I64 and I64"),
             std::string::npos);
-  EXPECT_NE(message_of<Error>([&] { div(x.transpose(0, 1), labelled_cuda<float>({3, 2})); }).find("contiguous"),
+  EXPECT_NE(message_of<Error>([&] { labelled_cuda<std::uint16_t>({2}, DType::F16).exp(); })
+                .find("exp on cuda:0 is implemented for float32 tensors only so far, got F16"),
             std::string::npos);
-  EXPECT_NE(message_of<Error>([&] { maximum(x, x); }).find("maximum is not implemented on cuda:0 yet"), std::string::npos);
+  EXPECT_NE(message_of<Error>([&] { labelled_cuda<std::int64_t>({2, 3}).sum(); })
+                .find("sum on cuda:0 is implemented for float32 tensors only so far, got I64"),
+            std::string::npos);
+  EXPECT_EQ(message_of<ValueError>([&] { where(labelled_cuda<std::uint8_t>({2, 3}, DType::BOOL), x, ones({2, 3})); }),
+            "where: expected all tensors on the same device, got cuda:0 and cpu");
   // Ops without a device path reach the CPU's accessors, which refuse device memory.
-  EXPECT_NE(message_of<Error>([&] { x.exp(); }).find("expected a cpu tensor, got one on cuda:0"), std::string::npos);
-  EXPECT_NE(message_of<Error>([&] { x.sum(); }).find("expected a cpu tensor, got one on cuda:0"), std::string::npos);
+  EXPECT_NE(message_of<Error>([&] { cat({x, x}, 0); }).find("expected a cpu tensor, got one on cuda:0"), std::string::npos);
+  EXPECT_NE(message_of<Error>([&] { dropout(x, 0.5); }).find("expected a cpu tensor, got one on cuda:0"), std::string::npos);
 }
 
 TEST(TensorOnDevice, WithoutAUsableGpuTheCauseIsNamed) {

@@ -7,6 +7,7 @@
 
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "tensor/device_elementwise.hpp"
 #include "tensor/seed.hpp"
 #include "tensor/strided.hpp"
 
@@ -25,9 +26,13 @@ Tensor full(Shape shape, Scalar value, DType dtype) {
   return t;
 }
 
-Tensor zeros_like(const Tensor& like) { return Tensor::zeros(like.dtype(), like.shape()); }
-Tensor ones_like(const Tensor& like) { return full(like.shape(), 1, like.dtype()); }
-Tensor full_like(const Tensor& like, Scalar value) { return full(like.shape(), value, like.dtype()); }
+// The *_like functions keep the tensor's device, as torch's do.
+Tensor zeros_like(const Tensor& like) { return full_like(like, 0); }
+Tensor ones_like(const Tensor& like) { return full_like(like, 1); }
+Tensor full_like(const Tensor& like, Scalar value) {
+  if (on_device(like)) return device_full(like.shape(), value.value, like.dtype(), like.device());
+  return full(like.shape(), value, like.dtype());
+}
 
 Tensor arange(double start, double end, double step, DType dtype) {
   if (step == 0.0) throw ValueError("arange: step must be nonzero");

@@ -7,6 +7,7 @@
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "kernels/binary_arith.hpp"
+#include "kernels/unary_arith.hpp"
 #include "kernels/dispatch/kernel_table.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/family/scalar_math.hpp"
@@ -328,11 +329,12 @@ Tensor operator/(Scalar a, const Tensor& b) { return div(full_like(b, a).to(prom
 Tensor pow(const Tensor& a, Scalar exponent) {
   const DType dt = promote_with_scalar(a.dtype(), exponent);
   const double e = exponent.value;
-  Tensor out = unary_kernel(a, dt, dt, [e](auto x) {
-    using C = decltype(x);
-    if constexpr (std::is_floating_point_v<C>) return static_cast<C>(std::pow(x, static_cast<C>(e)));
-    else return static_cast<C>(std::llround(std::pow(static_cast<double>(x), e)));
-  });
+  Tensor out = on_device(a) ? device_binary("pow", kernels::arith::Binary::pow, a, scalar_tensor(exponent, dt))
+                            : unary_kernel(a, dt, dt, [e](auto x) {
+                                using C = decltype(x);
+                                if constexpr (std::is_floating_point_v<C>) return static_cast<C>(std::pow(x, static_cast<C>(e)));
+                                else return static_cast<C>(std::llround(std::pow(static_cast<double>(x), e)));
+                              });
   if (!autograd::any_requires_grad({&a})) return out;
   autograd::SavedTensor sa(a);
   return autograd::record("pow", std::move(out), {&a}, [sa, e](const Tensor& g) {
@@ -347,11 +349,12 @@ Tensor tensor_detail::pow_backward(const Tensor& g, const Tensor& a, double expo
 Tensor pow(const Tensor& a, const Tensor& exponent) {
   DType dt = promote_types(a.dtype(), exponent.dtype());
   if (!is_floating(dt)) dt = DType::F32;
-  Tensor out = binary_kernel("pow", a, exponent, dt, dt, [](auto x, auto y) {
-    using C = decltype(x);
-    if constexpr (std::is_floating_point_v<C>) return static_cast<C>(std::pow(x, y));
-    else return static_cast<C>(std::pow(static_cast<double>(x), static_cast<double>(y)));
-  });
+  Tensor out = on_device(a, exponent) ? device_binary("pow", kernels::arith::Binary::pow, a, exponent)
+                                      : binary_kernel("pow", a, exponent, dt, dt, [](auto x, auto y) {
+                                          using C = decltype(x);
+                                          if constexpr (std::is_floating_point_v<C>) return static_cast<C>(std::pow(x, y));
+                                          else return static_cast<C>(std::pow(static_cast<double>(x), static_cast<double>(y)));
+                                        });
   if (!autograd::any_requires_grad({&a, &exponent})) return out;
   autograd::SavedTensor sa(a), se(exponent), so(out);
   const bool ga = a.requires_grad(), ge = exponent.requires_grad();
@@ -369,11 +372,11 @@ std::vector<Tensor> tensor_detail::pow_backward(const Tensor& g, const Tensor& a
 namespace {
 Tensor pick(const char* op, const Tensor& a, const Tensor& b, bool larger) {
   const DType dt = promote_types(a.dtype(), b.dtype());
-  Tensor out = binary_kernel(op, a, b, dt, dt, [larger](auto x, auto y) {
-    if (x != x) return x;  // NaN propagates
-    if (y != y) return y;
-    return larger ? (x < y ? y : x) : (y < x ? y : x);
-  });
+  using kernels::arith::Binary;
+  Tensor out = on_device(a, b) ? device_binary(op, larger ? Binary::maximum : Binary::minimum, a, b)
+               : binary_kernel(op, a, b, dt, dt, [larger](auto x, auto y) {
+                   return larger ? kernels::arith::maximum(x, y) : kernels::arith::minimum(x, y);
+                 });
   if (!autograd::any_requires_grad({&a, &b})) return out;
   autograd::SavedTensor sa(a), sb(b);
   return autograd::record(op, std::move(out), {&a, &b}, [sa, sb, larger, op](const Tensor& g) {
@@ -404,7 +407,8 @@ Tensor minimum(const Tensor& a, const Tensor& b) { return pick("minimum", a, b, 
 
 Tensor neg(const Tensor& a) {
   require_not_bool("neg", a);
-  Tensor out = unary_kernel(a, a.dtype(), a.dtype(), [](auto x) { return -x; });
+  Tensor out = on_device(a) ? device_unary("neg", kernels::arith::Unary::neg, a)
+                            : unary_kernel(a, a.dtype(), a.dtype(), [](auto x) { return kernels::arith::neg(x); });
   return autograd::record("neg", std::move(out), {&a},
                           [](const Tensor& g) { return std::vector<Tensor>{neg_backward(g)}; });
 }
@@ -412,7 +416,8 @@ Tensor neg(const Tensor& a) {
 Tensor tensor_detail::neg_backward(const Tensor& g) { return neg(g); }
 
 Tensor abs(const Tensor& a) {
-  Tensor out = unary_kernel(a, a.dtype(), a.dtype(), [](auto x) { return x < decltype(x){} ? -x : x; });
+  Tensor out = on_device(a) ? device_unary("abs", kernels::arith::Unary::abs, a)
+                            : unary_kernel(a, a.dtype(), a.dtype(), [](auto x) { return kernels::arith::abs(x); });
   if (!autograd::any_requires_grad({&a})) return out;
   autograd::SavedTensor sa(a);
   return autograd::record("abs", std::move(out), {&a},
@@ -444,10 +449,11 @@ constexpr std::int64_t kVectorMathWork = 4;
 #define KAEL_FLOAT_UNARY(name, expr, grad_expr, rows, work)                                      \
   Tensor name(const Tensor& a) {                                                                 \
     const DType dt = float_result(a.dtype());                                                    \
-    Tensor out = unary_kernel(a, dt, dt, [](auto x) {                                            \
-      using C = FloatOf<decltype(x)>;                                                            \
-      return static_cast<C>(expr);                                                               \
-    }, work, rows);                                                                              \
+    Tensor out = on_device(a) ? device_unary(#name, kernels::arith::Unary::name, a)              \
+                              : unary_kernel(a, dt, dt, [](auto x) {                             \
+                                  using C = FloatOf<decltype(x)>;                                \
+                                  return static_cast<C>(expr);                                   \
+                                }, work, rows);                                                  \
     if (!autograd::any_requires_grad({&a})) return out;                                          \
     autograd::SavedTensor sx(a), sy(out);                                                        \
     return autograd::record(#name, std::move(out), {&a}, [sx, sy](const Tensor& g) {             \
@@ -476,7 +482,8 @@ KAEL_FLOAT_UNARY(sigmoid, C(1) / (C(1) + std::exp(-x)), mul(g, mul(y, sub(ones_l
 // still gives 0. Each one pass of the elementwise kernels.
 Tensor relu(const Tensor& a) {
   require_not_bool("relu", a);
-  Tensor out = unary_kernel(a, a.dtype(), a.dtype(), [](auto x) { return x < decltype(x){} ? decltype(x){} : x; });
+  Tensor out = on_device(a) ? device_unary("relu", kernels::arith::Unary::relu, a)
+                            : unary_kernel(a, a.dtype(), a.dtype(), [](auto x) { return kernels::arith::relu(x); });
   if (!autograd::any_requires_grad({&a})) return out;
   autograd::SavedTensor sy(out);
   return autograd::record("relu", std::move(out), {&a}, [sy](const Tensor& g) {
@@ -485,6 +492,7 @@ Tensor relu(const Tensor& a) {
 }
 
 Tensor tensor_detail::relu_backward(const Tensor& g, const Tensor& y) {
+  if (on_device(g, y)) return where(le(y, 0.0), zeros_like(g), g);  // the same select, of two kernels
   return binary_kernel("relu_backward", g, y, g.dtype(), g.dtype(), [](auto grad, auto out) {
     return out <= decltype(out){} ? decltype(grad){} : grad;
   });
@@ -521,6 +529,10 @@ bool gelu_uses_tanh(const char* approximate) {
 Tensor tensor_detail::gelu_backward(const Tensor& g, const Tensor& x, const char* approximate) {
   const bool use_tanh = gelu_uses_tanh(approximate);
   const DType dt = float_result(x.dtype());
+  if (on_device(g, x)) {
+    using kernels::arith::Unary;
+    return mul(g, device_unary("gelu", use_tanh ? Unary::gelu_tanh_derivative : Unary::gelu_erf_derivative, x));
+  }
   if (use_tanh && dt == DType::F32) {  // one pass of the kernel: g gelu'(x)
     const Tensor xd = dense(x.to(DType::F32)), gd = dense(g.to(DType::F32));
     Tensor dx = Tensor::empty(DType::F32, x.shape());
@@ -547,10 +559,12 @@ Tensor tensor_detail::gelu_backward(const Tensor& g, const Tensor& x, const char
 Tensor gelu(const Tensor& a, const char* approximate) {
   const bool use_tanh = gelu_uses_tanh(approximate);
   const DType dt = float_result(a.dtype());
-  Tensor out = unary_kernel(a, dt, dt, [use_tanh](auto x) {
-    using C = FloatOf<decltype(x)>;
-    return use_tanh ? kernels::gelu_tanh(static_cast<C>(x)) : gelu_erf(static_cast<C>(x));
-  }, kMathWork, use_tanh ? gelu_tanh_rows : kernels::gelu_erf_rows);
+  using kernels::arith::Unary;
+  Tensor out = on_device(a) ? device_unary("gelu", use_tanh ? Unary::gelu_tanh : Unary::gelu_erf, a)
+                            : unary_kernel(a, dt, dt, [use_tanh](auto x) {
+                                using C = FloatOf<decltype(x)>;
+                                return use_tanh ? kernels::gelu_tanh(static_cast<C>(x)) : gelu_erf(static_cast<C>(x));
+                              }, kMathWork, use_tanh ? gelu_tanh_rows : kernels::gelu_erf_rows);
   if (!autograd::any_requires_grad({&a})) return out;
   autograd::SavedTensor sx(a);
   const std::string mode = approximate;
@@ -559,17 +573,20 @@ Tensor gelu(const Tensor& a, const char* approximate) {
   });
 }
 
-#define KAEL_COMPARE(name, op)                                                                   \
+#define KAEL_COMPARE(name)                                                                       \
   Tensor name(const Tensor& a, const Tensor& b) {                                                \
+    using kernels::arith::Compare;                                                               \
+    if (on_device(a, b)) return device_compare(#name, Compare::name, a, b);                      \
     const DType dt = promote_types(a.dtype(), b.dtype());                                        \
-    return binary_kernel(#name, a, b, dt, DType::BOOL, [](auto x, auto y) { return x op y; });   \
+    return binary_kernel(#name, a, b, dt, DType::BOOL,                                           \
+                         [](auto x, auto y) { return kernels::arith::compare(Compare::name, x, y); }); \
   }
-KAEL_COMPARE(eq, ==)
-KAEL_COMPARE(ne, !=)
-KAEL_COMPARE(lt, <)
-KAEL_COMPARE(le, <=)
-KAEL_COMPARE(gt, >)
-KAEL_COMPARE(ge, >=)
+KAEL_COMPARE(eq)
+KAEL_COMPARE(ne)
+KAEL_COMPARE(lt)
+KAEL_COMPARE(le)
+KAEL_COMPARE(gt)
+KAEL_COMPARE(ge)
 #undef KAEL_COMPARE
 
 // The scalar becomes a 0-D tensor of the dtype the comparison computes in (1.5 against an
@@ -584,9 +601,8 @@ KAEL_COMPARE_SCALAR(gt)
 KAEL_COMPARE_SCALAR(ge)
 #undef KAEL_COMPARE_SCALAR
 
-Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
-  if (condition.dtype() != DType::BOOL)
-    throw TypeError(str("where: condition must be BOOL, got ", dtype_name(condition.dtype())));
+namespace {
+Tensor where_on_cpu(const Tensor& condition, const Tensor& a, const Tensor& b) {
   const Shape shape = broadcast_shapes(broadcast_shapes(condition.shape(), a.shape(), "where"), b.shape(), "where");
   const DType dt = promote_types(a.dtype(), b.dtype());
   Tensor out = Tensor::empty(dt, shape);
@@ -605,6 +621,14 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
       }
     });
   });
+  return out;
+}
+}  // namespace
+
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  if (condition.dtype() != DType::BOOL)
+    throw TypeError(str("where: condition must be BOOL, got ", dtype_name(condition.dtype())));
+  Tensor out = on_device(condition) || on_device(a, b) ? device_where(condition, a, b) : where_on_cpu(condition, a, b);
   if (!autograd::any_requires_grad({&a, &b})) return out;
   const Tensor cond = condition.detach();
   const Shape sa = a.shape(), sb = b.shape();

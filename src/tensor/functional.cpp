@@ -23,8 +23,12 @@ using namespace tensor_detail;
 
 namespace {
 
-// Whether a softmax over `dim` can take the row path: F32, contiguous, over the last dim.
-bool last_dim_rows(const Tensor& a, int dim) { return a.dtype() == DType::F32 && a.is_contiguous() && a.dim() > 0 && dim == a.dim() - 1 && a.numel() > 0; }
+// Whether a softmax over `dim` can take the row path: F32 on the CPU, contiguous, over the last
+// dim. Elsewhere (a CUDA device included) it is composed of the elementwise ops and reductions.
+bool last_dim_rows(const Tensor& a, int dim) {
+  return a.dtype() == DType::F32 && a.device().type == Device::Type::cpu && a.is_contiguous() && a.dim() > 0 &&
+         dim == a.dim() - 1 && a.numel() > 0;
+}
 
 // The largest of x[0..n), n > 0, NaN skipped unless all are: in 16 lanes that the compiler
 // vectorizes (a single running maximum is a serial chain it keeps scalar, a nanosecond an
@@ -221,7 +225,9 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
     if (p->defined() && p->shape() != normalized_shape)
       throw ValueError(str("layer_norm: weight and bias must have shape ", shape_to_string(normalized_shape), ", got ",
                            shape_to_string(p->shape())));
-  const auto f32_dense = [](const Tensor& t) { return !t.defined() || (t.dtype() == DType::F32 && t.is_contiguous()); };
+  const auto f32_dense = [](const Tensor& t) {
+    return !t.defined() || (t.dtype() == DType::F32 && t.is_contiguous() && t.device().type == Device::Type::cpu);
+  };
   if (n == 1 && x.numel() > 0 && f32_dense(x) && f32_dense(weight) && f32_dense(bias)) return layer_norm_rows(x, weight, bias, eps);
   std::vector<int> dims;
   for (std::size_t i = 0; i < n; ++i) dims.push_back(-1 - static_cast<int>(i));

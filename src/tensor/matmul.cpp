@@ -6,6 +6,7 @@
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "tensor/backward.hpp"
+#include "tensor/device_matmul.hpp"
 #include "tensor/f32_product.hpp"
 #include "tensor/strided.hpp"
 
@@ -59,6 +60,7 @@ void product_2d(Tensor& out, const Tensor& a, const Tensor& b, const Tensor& bia
 
 // a (..., M, K) @ b (..., K, N), batch dims broadcast, no autograd.
 Tensor batched_product(const Tensor& a, const Tensor& b) {
+  if (a.device().type != Device::Type::cpu || b.device().type != Device::Type::cpu) return device_batched_product(a, b);
   const Shape batch_a(a.shape().begin(), a.shape().end() - 2), batch_b(b.shape().begin(), b.shape().end() - 2);
   const Shape batch = broadcast_shapes(batch_a, batch_b, "matmul");
   const std::int64_t M = a.shape()[a.shape().size() - 2], N = b.shape().back();

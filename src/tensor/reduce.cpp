@@ -8,6 +8,7 @@
 #include "kael/tensor/ops.hpp"
 #include "kernels/dispatch/kernel_table.hpp"
 #include "tensor/backward.hpp"
+#include "tensor/device_elementwise.hpp"
 #include "tensor/parallel.hpp"
 #include "tensor/strided.hpp"
 
@@ -144,6 +145,7 @@ FlatSplit flat_split(const Tensor& a, const std::vector<bool>& reduce) {
 // out (a's shape with reduced dims 1) = the sum of a over them, in double or int64.
 Tensor sum_raw(const Tensor& input, const std::vector<bool>& reduce, DType out_dtype) {
   if (input.dim() == 0) return dense_copy(input.detach().to(out_dtype));
+  if (on_device(input)) return device_sum(input, reduce);  // float32 only so far, which keeps its dtype
   Shape keep_shape = input.shape();
   for (std::size_t i = 0; i < reduce.size(); ++i)
     if (reduce[i]) keep_shape[i] = 1;
@@ -245,11 +247,9 @@ Tensor tensor_detail::std_backward(const Tensor& g, const Tensor& s) {
 
 namespace {
 
-std::pair<Tensor, Tensor> extreme(const char* op, const Tensor& a, int dim, bool keepdim, bool largest) {
-  const int at = wrap_dim(dim, a.dim(), op);
-  const std::int64_t n = a.dim() ? a.shape()[static_cast<std::size_t>(at)] : 1;
-  if (n == 0) throw IndexError(str(op, ": dim ", at, " of shape ", shape_to_string(a.shape()), " is empty"));
-  // Move `dim` last and walk rows, F32, F64 and I64 as they are, other dtypes through F64 or I64.
+// The extreme values of `a` along `at` (n elements) and their indices, with `at` kept as 1.
+std::pair<Tensor, Tensor> extreme_on_cpu(const Tensor& a, int at, std::int64_t n, bool largest) {
+  // Move `at` last and walk rows, F32, F64 and I64 as they are, other dtypes through F64 or I64.
   std::vector<int> order;
   for (int i = 0; i < a.dim(); ++i)
     if (i != at) order.push_back(i);
@@ -286,13 +286,21 @@ std::pair<Tensor, Tensor> extreme(const char* op, const Tensor& a, int dim, bool
     case DType::F64: find.template operator()<double>(); break;
     default: find.template operator()<std::int64_t>(); break;
   }
+  return {values, indices};
+}
+
+std::pair<Tensor, Tensor> extreme(const char* op, const Tensor& a, int dim, bool keepdim, bool largest) {
+  const int at = wrap_dim(dim, a.dim(), op);
+  const std::int64_t n = a.dim() ? a.shape()[static_cast<std::size_t>(at)] : 1;
+  if (n == 0) throw IndexError(str(op, ": dim ", at, " of shape ", shape_to_string(a.shape()), " is empty"));
+  auto [values, indices] = on_device(a) ? device_extreme(a.detach(), at, largest) : extreme_on_cpu(a, at, n, largest);
   if (!keepdim && a.dim()) {
     values = values.squeeze(at);
     indices = indices.squeeze(at);
   }
   if (!autograd::any_requires_grad({&a})) return {values, indices};
   const Shape from = a.shape();
-  values = autograd::record(op, values, {&a}, [from, at, indices, keepdim](const Tensor& g) {
+  values = autograd::record(op, values, {&a}, [from, at, indices = indices, keepdim](const Tensor& g) {
     return std::vector<Tensor>{value_selecting_reduction_backward(g, at, indices, from, keepdim)};
   });
   return {values, indices};

@@ -8,6 +8,7 @@
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
 #include "tensor/backward.hpp"
+#include "tensor/device_elementwise.hpp"
 #include "tensor/strided.hpp"
 
 namespace kael {
@@ -92,6 +93,10 @@ Shape inferred_shape(Shape shape, const Shape& from, std::int64_t numel, const c
 // either side is F64, float when either is another float (so an integer becomes a float in
 // one correctly rounded step), int64 otherwise. The one conversion of to() and copy_().
 void convert_into(Tensor& out, const Tensor& source) {
+  if (on_device(out, source) && out.device() == source.device()) {
+    device_convert_into(out, source);
+    return;
+  }  // a device tensor beside a CPU one: the CPU's accessors below refuse it
   const std::vector<std::int64_t> strides[2] = {broadcast_byte_strides(out, out.shape()),
                                                 broadcast_byte_strides(source, out.shape())};
   const Layout<2> layout = coalesce(out.shape(), strides);
@@ -134,7 +139,7 @@ void convert_into(Tensor& out, const Tensor& source) {
 
 namespace tensor_detail {
 Tensor dense_copy(const Tensor& t) {
-  Tensor out = Tensor::empty(t.dtype(), t.shape());
+  Tensor out = Tensor::empty(t.dtype(), t.shape(), t.device());
   convert_into(out, t);
   return out;
 }
@@ -324,7 +329,7 @@ Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
 Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return *this;
-  Tensor out = Tensor::empty(dtype, shape_);
+  Tensor out = Tensor::empty(dtype, shape_, device_);
   convert_into(out, *this);
   const DType from = dtype_;
   if (!is_floating(dtype) || !requires_grad() || !autograd::grad_mode_enabled()) return out;

@@ -1,7 +1,7 @@
 """kael.cuda and tensors on a CUDA device. Without a usable GPU (CI, the build machines) the
 queries answer "none" and every move to "cuda" is a kael.Error naming the cause; with one
-(scripts/test_cuda.sh) the tensors' storage, copies, memory figures and elementwise ops are
-compared with torch on the same GPU."""
+(scripts/test_cuda.sh) the tensors' storage, copies, memory figures, elementwise ops,
+comparisons, sums and their gradients are compared with torch on the same GPU."""
 import re
 
 import numpy as np
@@ -154,9 +154,140 @@ def test_what_cuda_cannot_do_yet_is_an_error(torch_cuda):
     x = kael.ones(4, device="cuda")
     with pytest.raises(kael.ValueError, match="expected all tensors on the same device, got cpu and cuda:0"):
         kael.ones(4) + x
-    with pytest.raises(kael.Error, match="maximum is not implemented on cuda:0 yet"):
-        kael.maximum(x, x)
     with pytest.raises(kael.Error, match="expected a cpu tensor, got one on cuda:0"):
-        x.exp()
+        kael.matmul(x.reshape(2, 2), x.reshape(2, 2))
     with pytest.raises(kael.Error, match="run on the CPU only so far"):
         kael.nn.Linear(2, 2).to("cuda")
+
+
+def to_torch(torch, t):
+    """A kael tensor's values as a torch tensor on the GPU."""
+    return torch.from_numpy(t.cpu().numpy()).cuda()
+
+
+@gpu
+def test_broadcast_strided_and_unary_ops_against_torch(torch_cuda):
+    torch = torch_cuda
+    a_np, b_np, m_np = random_array((3, 1, 5), 11), random_array((4, 5), 12, 0.5, 4.0), random_array((6, 4), 13)
+    a, b, m = (kael.tensor(v).to("cuda") for v in (a_np, b_np, m_np))
+    ta, tb, tm = (torch.from_numpy(v).cuda() for v in (a_np, b_np, m_np))
+    cases = {
+        "add broadcast": (a + b, ta + tb),
+        "div broadcast": (b / a, tb / ta),
+        "maximum": (kael.maximum(a, b), torch.maximum(ta, tb)),
+        "minimum": (kael.minimum(a, b), torch.minimum(ta, tb)),
+        "transposed": (m.T * m.T, tm.T * tm.T),
+        "stepped": (m[1::2] + m[0], tm[1::2] + tm[0]),
+        "neg": (-m, -tm),
+        "abs": (m.abs(), tm.abs()),
+        "relu": (kael.relu(m), torch.relu(tm)),
+        "exp": (m.exp(), tm.exp()),
+        "log": (b.log(), tb.log()),
+        "sqrt": (b.sqrt(), tb.sqrt()),
+        "rsqrt": (b.rsqrt(), tb.rsqrt()),
+        "tanh": (m.tanh(), tm.tanh()),
+        "sigmoid": (m.sigmoid(), tm.sigmoid()),
+        "sin": (m.sin(), tm.sin()),
+        "cos": (m.cos(), tm.cos()),
+        "gelu": (kael.nn.functional.gelu(m), torch.nn.functional.gelu(tm)),
+        "gelu tanh": (kael.nn.functional.gelu(m, approximate="tanh"), torch.nn.functional.gelu(tm, approximate="tanh")),
+        "where": (kael.where(m > 0, m, m * 0.5), torch.where(tm > 0, tm, tm * 0.5)),
+        "masked_fill": (m.masked_fill(m < 0, -1e9), tm.masked_fill(tm < 0, -1e9)),
+        "contiguous": (m.T.contiguous(), tm.T.contiguous()),
+        "to f16": (m.to(kael.float16).float(), tm.half().float()),
+        "to bf16": (m.to(kael.bfloat16).float(), tm.bfloat16().float()),
+        "sum": (m.sum(), tm.sum()),
+        "sum dim": (m.sum(0), tm.sum(0)),
+        "sum keepdim": (a.sum((0, 2), keepdim=True), ta.sum((0, 2), keepdim=True)),
+        "mean": (m.mean(1), tm.mean(1)),
+        "zeros_like": (kael.zeros_like(m), torch.zeros_like(tm)),
+        "ones_like": (kael.ones_like(m), torch.ones_like(tm)),
+    }
+    for name, (got, want) in cases.items():
+        assert str(got.device) == "cuda:0", name
+        torch.testing.assert_close(to_torch(torch, got), want, msg=name)
+    for name, (got, want) in {"eq": (m == m[0], tm == tm[0]), "lt": (m < 0.5, tm < 0.5), "ge": (a >= b, ta >= tb)}.items():
+        assert str(got.device) == "cuda:0", name
+        assert torch.equal(to_torch(torch, got), want), name
+
+
+@gpu
+def test_gradients_on_the_device_against_torch(torch_cuda):
+    torch = torch_cuda
+    x_np, w_np = random_array((4, 5), 61), random_array((5,), 62)
+    x, w = kael.tensor(x_np).to("cuda").requires_grad_(), kael.tensor(w_np).to("cuda").requires_grad_()
+    tx, tw = (torch.from_numpy(v).cuda().requires_grad_() for v in (x_np, w_np))
+
+    def loss_of(lib, x, w):
+        h = lib.nn.functional.gelu(x * w + 0.1)
+        return (lib.where(h > 0, h, h * 0.5) * x.sigmoid()).mean()
+
+    loss, tloss = loss_of(kael, x, w), loss_of(torch, tx, tw)
+    loss.backward()
+    tloss.backward()
+    torch.testing.assert_close(to_torch(torch, loss), tloss)
+    assert str(x.grad.device) == "cuda:0"
+    torch.testing.assert_close(to_torch(torch, x.grad), tx.grad)
+    torch.testing.assert_close(to_torch(torch, w.grad), tw.grad)
+
+
+@gpu
+def test_matrix_products_against_torch(torch_cuda):
+    torch = torch_cuda
+    arrays = {"a": random_array((2, 3, 7, 5), 71), "b": random_array((3, 5, 4), 72), "w": random_array((6, 5), 73),
+              "v": random_array((5,), 74), "bias": random_array((6,), 75)}
+    k = {name: kael.tensor(v).to("cuda") for name, v in arrays.items()}
+    t = {name: torch.from_numpy(v).cuda() for name, v in arrays.items()}
+    cases = {
+        "batched": (k["a"] @ k["b"], t["a"] @ t["b"]),
+        "folded": (k["a"] @ k["w"].T, t["a"] @ t["w"].T),
+        "matrix-vector": (k["w"] @ k["v"], t["w"] @ t["v"]),
+        "bmm": (kael.bmm(k["a"][0], k["b"]), torch.bmm(t["a"][0], t["b"])),
+        "linear": (kael.nn.functional.linear(k["a"], k["w"], k["bias"]),
+                   torch.nn.functional.linear(t["a"], t["w"], t["bias"])),
+    }
+    for name, (got, want) in cases.items():
+        assert str(got.device) == "cuda:0", name
+        torch.testing.assert_close(to_torch(torch, got), want, msg=name)
+
+
+@gpu
+def test_linear_gradients_against_torch(torch_cuda):
+    torch = torch_cuda
+    arrays = [random_array((8, 5), 81), random_array((6, 5), 82), random_array((6,), 83)]
+    k = [kael.tensor(v).to("cuda").requires_grad_() for v in arrays]
+    t = [torch.from_numpy(v).cuda().requires_grad_() for v in arrays]
+    (kael.nn.functional.gelu(kael.nn.functional.linear(*k)) * 0.5).mean().backward()
+    (torch.nn.functional.gelu(torch.nn.functional.linear(*t)) * 0.5).mean().backward()
+    for name, got, want in zip(("x", "weight", "bias"), k, t):
+        assert str(got.grad.device) == "cuda:0", name
+        torch.testing.assert_close(to_torch(torch, got.grad), want.grad, msg=name)
+
+
+@gpu
+def test_extremes_and_row_functions_against_torch(torch_cuda):
+    torch = torch_cuda
+    values = random_array((4, 300), 91)
+    values[0, 5] = values[0, 7] = 50.0
+    values[1, 9] = np.nan
+    k, t = kael.tensor(values).to("cuda"), torch.from_numpy(values).cuda()
+    for dim in (0, 1):
+        got, want = k.max(dim), t.max(dim)
+        torch.testing.assert_close(to_torch(torch, got.values), want.values, equal_nan=True)
+        assert torch.equal(to_torch(torch, got.indices), want.indices), dim
+        got, want = k[2:].min(dim), t[2:].min(dim)  # rows without the NaN
+        assert torch.equal(to_torch(torch, got.indices), want.indices), dim
+    arrays = [random_array((6, 40), 92), random_array((40,), 93), random_array((40,), 94)]
+    kx, kw, kb = (kael.tensor(v).to("cuda").requires_grad_() for v in arrays)
+    tx, tw, tb = (torch.from_numpy(v).cuda().requires_grad_() for v in arrays)
+
+    def loss_of(lib, x, w, b):
+        h = lib.nn.functional.layer_norm(x, (40,), w, b, 1e-5)
+        return (lib.softmax(h, -1) * h).mean() + lib.log_softmax(h, 0).mean()
+
+    loss, tloss = loss_of(kael, kx, kw, kb), loss_of(torch, tx, tw, tb)
+    loss.backward()
+    tloss.backward()
+    torch.testing.assert_close(to_torch(torch, loss), tloss)
+    for name, got, want in (("x", kx, tx), ("weight", kw, tw), ("bias", kb, tb)):
+        torch.testing.assert_close(to_torch(torch, got.grad), want.grad, msg=name)

@@ -1,36 +1,97 @@
-// Elementwise kernels on CUDA devices, over the arithmetic the CPU also runs (binary_arith.hpp).
+// Elementwise kernels on CUDA devices, over the arithmetic the CPU also runs (binary_arith.hpp,
+// unary_arith.hpp), on any broadcast and strided layout (walk.cuh).
 #include <cuda_runtime_api.h>
 
 #include "core/cuda_runtime.hpp"
-#include "kernels/cuda.hpp"
+#include "kernels/targets/cuda/walk.cuh"
 
 namespace kael::kernels::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr std::int64_t kMaxBlocks = 65535;  // a grid-stride loop covers the rest
-
-__global__ void binary_f32_kernel(arith::Binary op, float* out, const float* a, std::int64_t step_a, const float* b,
-                                  std::int64_t step_b, std::int64_t n, float alpha) {
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    out[i] = arith::binary(op, a[i * step_a], b[i * step_b], alpha);
+__global__ void binary_f32_kernel(arith::Binary op, float* out, const float* a, const float* b, Walk<2> walk,
+                                  std::int64_t n, float alpha) {
+  KAEL_CUDA_FOR_EACH(i, n) {
+    std::int64_t at[2];
+    walk_offsets(walk, i, at);
+    out[i] = arith::binary(op, a[at[0]], b[at[1]], alpha);
+  }
 }
 
-unsigned blocks_for(std::int64_t n) {
-  const std::int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
+__global__ void compare_f32_kernel(arith::Compare op, std::uint8_t* out, const float* a, const float* b, Walk<2> walk,
+                                   std::int64_t n) {
+  KAEL_CUDA_FOR_EACH(i, n) {
+    std::int64_t at[2];
+    walk_offsets(walk, i, at);
+    out[i] = arith::compare(op, a[at[0]], b[at[1]]) ? 1 : 0;
+  }
+}
+
+__global__ void unary_f32_kernel(arith::Unary op, float* out, const float* a, Walk<1> walk, std::int64_t n) {
+  KAEL_CUDA_FOR_EACH(i, n) {
+    std::int64_t at[1];
+    walk_offsets(walk, i, at);
+    out[i] = arith::unary(op, a[at[0]]);
+  }
+}
+
+__global__ void where_f32_kernel(float* out, const std::uint8_t* condition, const float* a, const float* b,
+                                 Walk<3> walk, std::int64_t n) {
+  KAEL_CUDA_FOR_EACH(i, n) {
+    std::int64_t at[3];
+    walk_offsets(walk, i, at);
+    out[i] = condition[at[0]] != 0 ? a[at[1]] : b[at[2]];
+  }
+}
+
+template <class T>
+__global__ void fill_kernel(T* out, T value, std::int64_t n) {
+  KAEL_CUDA_FOR_EACH(i, n) out[i] = value;
 }
 
 }  // namespace
 
-void binary_f32(int device, arith::Binary op, float* out, const float* a, std::int64_t step_a, const float* b,
-                std::int64_t step_b, std::int64_t n, float alpha) {
+void binary_f32(int device, arith::Binary op, float* out, const float* a, const float* b, const Walk<2>& walk,
+                std::int64_t n, float alpha) {
   if (n == 0) return;
   cuda_runtime::set_device(device);
-  binary_f32_kernel<<<blocks_for(n), kThreads>>>(op, out, a, step_a, b, step_b, n, alpha);
+  binary_f32_kernel<<<blocks_for(n), kThreads>>>(op, out, a, b, walk, n, alpha);
   cuda_runtime::check_launch(device, "binary_f32");
+}
+
+void compare_f32(int device, arith::Compare op, std::uint8_t* out, const float* a, const float* b, const Walk<2>& walk,
+                 std::int64_t n) {
+  if (n == 0) return;
+  cuda_runtime::set_device(device);
+  compare_f32_kernel<<<blocks_for(n), kThreads>>>(op, out, a, b, walk, n);
+  cuda_runtime::check_launch(device, "compare_f32");
+}
+
+void unary_f32(int device, arith::Unary op, float* out, const float* a, const Walk<1>& walk, std::int64_t n) {
+  if (n == 0) return;
+  cuda_runtime::set_device(device);
+  unary_f32_kernel<<<blocks_for(n), kThreads>>>(op, out, a, walk, n);
+  cuda_runtime::check_launch(device, "unary_f32");
+}
+
+void where_f32(int device, float* out, const std::uint8_t* condition, const float* a, const float* b,
+               const Walk<3>& walk, std::int64_t n) {
+  if (n == 0) return;
+  cuda_runtime::set_device(device);
+  where_f32_kernel<<<blocks_for(n), kThreads>>>(out, condition, a, b, walk, n);
+  cuda_runtime::check_launch(device, "where_f32");
+}
+
+void fill(int device, void* out, std::size_t element_size, std::uint64_t value, std::int64_t n) {
+  if (n == 0) return;
+  cuda_runtime::set_device(device);
+  switch (element_size) {
+    case 1: fill_kernel<<<blocks_for(n), kThreads>>>(static_cast<std::uint8_t*>(out), static_cast<std::uint8_t>(value), n); break;
+    case 2: fill_kernel<<<blocks_for(n), kThreads>>>(static_cast<std::uint16_t*>(out), static_cast<std::uint16_t>(value), n); break;
+    case 4: fill_kernel<<<blocks_for(n), kThreads>>>(static_cast<std::uint32_t*>(out), static_cast<std::uint32_t>(value), n); break;
+    default: fill_kernel<<<blocks_for(n), kThreads>>>(static_cast<std::uint64_t*>(out), value, n); break;
+  }
+  cuda_runtime::check_launch(device, "fill");
 }
 
 }  // namespace kael::kernels::cuda
