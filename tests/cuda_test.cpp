@@ -13,6 +13,8 @@
 
 #include "kael/core/cuda.hpp"
 #include "kael/nn/layers.hpp"
+#include "kael/optim/adam.hpp"
+#include "kael/optim/sgd.hpp"
 #include "kael/tensor/ops.hpp"
 
 using namespace kael;
@@ -253,6 +255,11 @@ TEST_F(Cuda, CopiesConversionsAndFillsEqualTheCpus) {
   expect_equal_bits(ones_like(dm), ones_like(m), "ones_like");
   expect_equal_bits(full_like(dm, -2.5), full_like(m, -2.5), "full_like");
   EXPECT_EQ(full_like(dm.to(DType::F16), 3.0).cpu().to(DType::F32).to_vector<float>(), std::vector<float>(42, 3.0f));
+  Tensor filled = dm.clone();
+  filled.fill_(7.0);
+  EXPECT_EQ(filled.cpu().to_vector<float>(), std::vector<float>(42, 7.0f));
+  filled.zero_();
+  EXPECT_EQ(filled.cpu().to_vector<float>(), std::vector<float>(42, 0.0f));
 }
 
 TEST_F(Cuda, SumsAndMeansAgreeWithTheCpus) {
@@ -363,4 +370,33 @@ TEST_F(Cuda, ExtremesAndRowFunctionsAgreeWithTheCpus) {
   expect_close(dx.grad(), x.grad(), 1e-5, "x's gradient");
   expect_close(dw.grad(), w.grad(), 1e-5, "weight's gradient");
   expect_close(db.grad(), b.grad(), 1e-5, "bias's gradient");
+}
+
+// The optimizers update parameters on their device with the CPU's per-element rule
+// (kernels/optim_arith.hpp): three steps of a small regression, the CPU's parameters beside the
+// device's.
+TEST_F(Cuda, OptimizersStepOnTheDevice) {
+  const Tensor x = from_vector<float>(random_values(16 * 4, 101), {16, 4});
+  const Tensor y = from_vector<float>(random_values(16 * 3, 102), {16, 3});
+  const Tensor w0 = from_vector<float>(random_values(3 * 4, 103), {3, 4});
+  const auto run = [&](Device device, auto make_optimizer) {
+    Tensor w = w0.to(device).requires_grad_();
+    auto optimizer = make_optimizer(std::vector<Tensor>{w});
+    const Tensor xd = x.to(device), yd = y.to(device);
+    for (int step = 0; step < 3; ++step) {
+      optimizer.zero_grad();
+      const Tensor error = sub(linear(xd, w), yd);
+      mean(mul(error, error), {0, 1}).backward();
+      optimizer.step();
+    }
+    return w.detach().cpu();
+  };
+  const auto sgd = [](std::vector<Tensor> params) {
+    return optim::SGD(std::move(params), {.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01, .nesterov = true});
+  };
+  const auto adam = [](std::vector<Tensor> params) { return optim::Adam(std::move(params), {.lr = 0.05, .weight_decay = 0.1}); };
+  const auto adamw = [](std::vector<Tensor> params) { return optim::AdamW(std::move(params), {.lr = 0.05}); };
+  expect_close(run(kCuda, sgd).to("cuda"), run(Device::cpu(), sgd), 1e-6, "SGD, Nesterov momentum");
+  expect_close(run(kCuda, adam).to("cuda"), run(Device::cpu(), adam), 1e-6, "Adam, L2");
+  expect_close(run(kCuda, adamw).to("cuda"), run(Device::cpu(), adamw), 1e-6, "AdamW");
 }

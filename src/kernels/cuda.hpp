@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "kernels/binary_arith.hpp"
+#include "kernels/optim_arith.hpp"
 #include "kernels/unary_arith.hpp"
 
 namespace kael::kernels::cuda {
@@ -77,6 +78,15 @@ struct Gemm {
 // On cuBLAS (loaded on first use; an Error naming the cause where it cannot be), with TF32
 // tensor cores only where allow_tf32. k must be at least 1.
 void gemm_f32(int device, const Gemm& gemm, bool allow_tf32);
+
+// The optimizers' updates of n float32 elements, each by optim_arith.hpp's rule: Adam's p, m, v
+// (with L2 added to the gradient where adds_l2, the first moment lerped from its own end where
+// lerp_low); SGD's p, and its momentum buffer where buf is not null (set from the step's
+// direction where `first`).
+void adam_f32(int device, float* p, const float* g, float* m, float* v, std::int64_t n,
+              const arith::AdamConstants<float>& constants, bool adds_l2, bool lerp_low);
+void sgd_f32(int device, float* p, const float* g, float* buf, bool first, std::int64_t n,
+             const arith::SgdConstants<float>& constants);
 
 // Every element of out (n elements of `element_size` bytes, 1, 2, 4 or 8) set to the bytes of `value`.
 void fill(int device, void* out, std::size_t element_size, std::uint64_t value, std::int64_t n);

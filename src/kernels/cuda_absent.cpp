@@ -24,6 +24,10 @@ void extreme_f32(int, float*, std::int64_t*, const float*, const Walk<1>&, std::
   absent();
 }
 void gemm_f32(int, const Gemm&, bool) { absent(); }
+void adam_f32(int, float*, const float*, float*, float*, std::int64_t, const arith::AdamConstants<float>&, bool, bool) {
+  absent();
+}
+void sgd_f32(int, float*, const float*, float*, bool, std::int64_t, const arith::SgdConstants<float>&) { absent(); }
 void fill(int, void*, std::size_t, std::uint64_t, std::int64_t) { absent(); }
 
 }  // namespace kael::kernels::cuda

@@ -10,6 +10,8 @@
 #include "kael/core/error.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "kernels/cuda.hpp"
+#include "kernels/optim_arith.hpp"
 #include "kernels/training.hpp"
 #include "optim/checks.hpp"
 
@@ -23,31 +25,25 @@ struct AdamScalars {
   double beta1, beta2, eps;
   double step_size;     // lr / (1 - beta1^t)
   double bias2_sqrt;    // sqrt(1 - beta2^t)
+
+  bool adds_l2() const { return l2 != 0.0; }
+  bool lerp_low() const { return 1.0 - beta1 < 0.5; }  // torch's lerp: from the nearer end
 };
+
+template <class T>
+kernels::arith::AdamConstants<T> constants_of(const AdamScalars& s) {
+  const T w1 = static_cast<T>(1.0 - s.beta1);
+  return {static_cast<T>(s.decay_factor), static_cast<T>(s.l2), w1, T(1) - w1, static_cast<T>(s.beta2),
+          static_cast<T>(1.0 - s.beta2), static_cast<T>(s.eps), static_cast<T>(-s.step_size), static_cast<T>(s.bias2_sqrt)};
+}
 
 // The loop for one choice of the branches, so that it has no control flow and vectorizes.
 template <class T, bool kAddsL2, bool kLerpLow>
 void adam_loop(T* p, const T* g, T* m, T* v, std::int64_t n, const AdamScalars& s) {
-  const T decay = static_cast<T>(s.decay_factor);  // 1 multiplies exactly: no decay
-  const T l2 = static_cast<T>(s.l2);
-  const T w1 = static_cast<T>(1.0 - s.beta1);
-  const T rest1 = T(1) - w1;  // torch's lerp from the far end: 1 - weight, in T
-  const T beta2 = static_cast<T>(s.beta2);
-  const T w2 = static_cast<T>(1.0 - s.beta2);
-  const T eps = static_cast<T>(s.eps);
-  const T step = static_cast<T>(-s.step_size);
-  const T bias2_sqrt = static_cast<T>(s.bias2_sqrt);
+  const kernels::arith::AdamConstants<T> c = constants_of<T>(s);
   // By value: a captured reference to a T could alias p[i], and the loop would not vectorize.
   detail::parallel_elements(n, [=](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t i = begin; i < end; ++i) {
-      const T x = p[i] * decay;
-      const T d = kAddsL2 ? g[i] + l2 * x : g[i];  // torch adds no 0 * p (inf * 0)
-      const T mi = kLerpLow ? m[i] + w1 * (d - m[i]) : d - (d - m[i]) * rest1;
-      const T vi = v[i] * beta2 + w2 * d * d;
-      m[i] = mi;
-      v[i] = vi;
-      p[i] = x + step * mi / (std::sqrt(vi) / bias2_sqrt + eps);  // torch's addcdiv: (value * m) / denom
-    }
+    for (std::int64_t i = begin; i < end; ++i) kernels::arith::adam_element<T, kAddsL2, kLerpLow>(p[i], g[i], m[i], v[i], c);
   });
 }
 
@@ -66,8 +62,7 @@ kernels::AdamWScalars kernel_scalars(const AdamScalars& s) {
 
 template <class T>
 void adam_update(T* p, const T* g, T* m, T* v, std::int64_t n, const AdamScalars& s) {
-  const bool adds_l2 = s.l2 != 0.0;
-  const bool lerp_low = 1.0 - s.beta1 < 0.5;  // torch's lerp: from the nearer end
+  const bool adds_l2 = s.adds_l2(), lerp_low = s.lerp_low();
   // The kernel is the F32 update of decoupled (or no) decay with m lerped from its own end, as the
   // training step needs it. Adam's L2 adds to the gradient, a lerp with weight >= 0.5 starts from
   // the gradient's end, and F64 is not a kernel dtype: those keep the loop below.
@@ -137,7 +132,11 @@ void Adam::step() {
     Tensor& m = st.buffers[0];
     Tensor& v = st.buffers[1];
     update_in_place(i, [&](Tensor& p) {
-      if (p.dtype() == DType::F32)
+      if (p.device().type != Device::Type::cpu) {
+        detail::require_f32_on_device(name_, p);
+        kernels::cuda::adam_f32(p.device().index, p.device_data<float>(), g.device_data<float>(), m.device_data<float>(),
+                                v.device_data<float>(), p.numel(), constants_of<float>(s), s.adds_l2(), s.lerp_low());
+      } else if (p.dtype() == DType::F32)
         adam_update(p.data<float>(), g.data<float>(), m.data<float>(), v.data<float>(), p.numel(), s);
       else
         adam_update(p.data<double>(), g.data<double>(), m.data<double>(), v.data<double>(), p.numel(), s);

@@ -38,6 +38,12 @@ double scalar_value(const std::string& optimizer, const std::map<std::string, Te
 
 Tensor scalar_tensor(double value) { return full({}, value, DType::F64); }
 
-Tensor zero_buffer(const Tensor& param) { return Tensor::zeros(param.dtype(), param.shape()); }
+Tensor zero_buffer(const Tensor& param) { return zeros_like(param.detach()); }
+
+void require_f32_on_device(const std::string& optimizer, const Tensor& param) {
+  if (param.dtype() != DType::F32)
+    throw Error(str(optimizer, ".step on ", param.device().str(), " is implemented for float32 parameters only so far, got ",
+                    dtype_name(param.dtype())));
+}
 
 }  // namespace kael::optim::detail

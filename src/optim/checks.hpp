@@ -22,8 +22,10 @@ double scalar_value(const std::string& optimizer, const std::map<std::string, Te
                     const std::string& key, std::size_t group = 0);
 // A saved F64 scalar.
 Tensor scalar_tensor(double value);
-// The zero-filled state buffer of a parameter: contiguous, of its dtype and shape.
+// The zero-filled state buffer of a parameter: contiguous, of its dtype and shape, on its device.
 Tensor zero_buffer(const Tensor& param);
+// Error unless a parameter on a device is float32, the one dtype of the device updates so far.
+void require_f32_on_device(const std::string& optimizer, const Tensor& param);
 // Runs body(begin, end) over [0, n) on the kernel threads when n is large. Each element's
 // update reads only that element, so the split never changes a result.
 template <class F>

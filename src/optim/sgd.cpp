@@ -6,6 +6,8 @@
 #include "kael/core/error.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/ops.hpp"
+#include "kernels/cuda.hpp"
+#include "kernels/optim_arith.hpp"
 #include "optim/checks.hpp"
 
 namespace kael::optim {
@@ -13,24 +15,21 @@ namespace kael::optim {
 namespace {
 
 template <class T>
+kernels::arith::SgdConstants<T> sgd_constants(const SGDOptions& o, double lr) {
+  return {static_cast<T>(o.weight_decay), static_cast<T>(o.momentum), static_cast<T>(1.0 - o.dampening),
+          static_cast<T>(-lr), o.weight_decay != 0, o.nesterov};
+}
+
+template <class T>
 void sgd_update(T* p, const T* g, T* buf, bool first, std::int64_t n, const SGDOptions& o, double lr) {
-  const T wd = static_cast<T>(o.weight_decay);
-  const T momentum = static_cast<T>(o.momentum);
-  const T keep = static_cast<T>(1.0 - o.dampening);
-  const T step = static_cast<T>(-lr);
-  const bool decays = o.weight_decay != 0, nesterov = o.nesterov;
+  const kernels::arith::SgdConstants<T> c = sgd_constants<T>(o, lr);
   // By value: a captured reference to a T could alias p[i], and the loop would not vectorize.
   detail::parallel_elements(n, [=](std::int64_t begin, std::int64_t end) {
     if (!buf) {
-      for (std::int64_t i = begin; i < end; ++i) p[i] += step * (decays ? g[i] + wd * p[i] : g[i]);
+      for (std::int64_t i = begin; i < end; ++i) kernels::arith::sgd_element(p[i], g[i], c);
       return;
     }
-    for (std::int64_t i = begin; i < end; ++i) {
-      const T d = decays ? g[i] + wd * p[i] : g[i];  // torch adds no 0 * p (inf * 0)
-      const T b = first ? d : buf[i] * momentum + keep * d;
-      buf[i] = b;
-      p[i] += step * (nesterov ? d + momentum * b : b);
-    }
+    for (std::int64_t i = begin; i < end; ++i) kernels::arith::sgd_momentum_element(p[i], g[i], buf[i], first, c);
   });
 }
 
@@ -65,7 +64,11 @@ void SGD::step() {
     if (first) s.buffers.push_back(detail::zero_buffer(params_[i]));
     Tensor* buf = use_momentum ? &s.buffers[0] : nullptr;
     update_in_place(i, [&](Tensor& p) {
-      if (p.dtype() == DType::F32)
+      if (p.device().type != Device::Type::cpu) {
+        detail::require_f32_on_device(name_, p);
+        kernels::cuda::sgd_f32(p.device().index, p.device_data<float>(), g.device_data<float>(),
+                               buf ? buf->device_data<float>() : nullptr, first, p.numel(), sgd_constants<float>(o, o.lr));
+      } else if (p.dtype() == DType::F32)
         sgd_update(p.data<float>(), g.data<float>(), buf ? buf->data<float>() : nullptr, first, p.numel(), o, o.lr);
       else
         sgd_update(p.data<double>(), g.data<double>(), buf ? buf->data<double>() : nullptr, first, p.numel(), o, o.lr);

@@ -93,6 +93,10 @@ Shape inferred_shape(Shape shape, const Shape& from, std::int64_t numel, const c
 // either side is F64, float when either is another float (so an integer becomes a float in
 // one correctly rounded step), int64 otherwise. The one conversion of to() and copy_().
 void convert_into(Tensor& out, const Tensor& source) {
+  if (on_device(out) && !on_device(source) && source.dim() == 0) {  // fill_: a CPU scalar goes over
+    device_convert_into(out, source.to(out.device()));
+    return;
+  }
   if (on_device(out, source) && out.device() == source.device()) {
     device_convert_into(out, source);
     return;

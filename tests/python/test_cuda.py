@@ -291,3 +291,26 @@ def test_extremes_and_row_functions_against_torch(torch_cuda):
     torch.testing.assert_close(to_torch(torch, loss), tloss)
     for name, got, want in (("x", kx, tx), ("weight", kw, tw), ("bias", kb, tb)):
         torch.testing.assert_close(to_torch(torch, got.grad), want.grad, msg=name)
+
+
+@gpu
+@pytest.mark.parametrize("name, options", [
+    ("SGD", dict(lr=0.1, momentum=0.9, weight_decay=0.01, nesterov=True)),
+    ("Adam", dict(lr=0.05, weight_decay=0.1)),
+    ("AdamW", dict(lr=0.05)),
+])
+def test_optimizers_against_torch(torch_cuda, name, options):
+    torch = torch_cuda
+    x_np, y_np, w_np = random_array((16, 4), 101), random_array((16, 3), 102), random_array((3, 4), 103)
+    results = []
+    for lib in (kael, torch):
+        to_device = (lambda a: kael.tensor(a).to("cuda")) if lib is kael else (lambda a: torch.from_numpy(a).cuda())
+        x, y, w = to_device(x_np), to_device(y_np), to_device(w_np).requires_grad_()
+        optimizer = getattr(lib.optim, name)([w], **options)
+        for _ in range(3):
+            optimizer.zero_grad()
+            ((lib.nn.functional.linear(x, w) - y) ** 2).mean().backward()
+            optimizer.step()
+        results.append(w.detach())
+    assert str(results[0].device) == "cuda:0"
+    torch.testing.assert_close(to_torch(torch, results[0]), results[1])

@@ -142,7 +142,7 @@ void Optimizer::update_in_place(std::size_t i, F&& update) {
   Tensor& p = params_[i];
   Tensor work = p.is_contiguous() ? p : p.clone();
   update(work);
-  if (work.raw_data() != p.raw_data()) p.copy_(work);
+  if (work.device_raw_data() != p.device_raw_data()) p.copy_(work);
   else p.bump_version();  // as any in-place write: autograd's saved copies of p are stale now
 }
 
