@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "kael/train/gpt2_train.hpp"
@@ -41,20 +43,27 @@ std::vector<float> stored(const NetParameter& p, const Tensor& t) {
   return std::vector<float>(s.data<float>(), s.data<float>() + s.numel());
 }
 
-void expect_close(const std::vector<float>& a, const float* b, const std::string& name) {
+// max |a - b| / max |b|, checked against 1e-5.
+float expect_close(const std::vector<float>& a, const float* b, const std::string& name) {
   float scale = 0, error = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
     scale = std::max(scale, std::abs(b[i]));
     error = std::max(error, std::abs(a[i] - b[i]));
   }
   EXPECT_LE(error, 1e-5f * scale) << name;
+  return scale > 0 ? error / scale : error;
 }
 
 class TrainNet : public ::testing::TestWithParam<bool> {};
 
-TEST_P(TrainNet, MatchesTheHandWrittenStepWithDropout) {
-  const model::Config config = tiny_config(GetParam());
-  const float p = 0.2f;
+// (tied head, dropout probability)
+class TrainNetAgainstHand : public ::testing::TestWithParam<std::tuple<bool, float>> {};
+
+// Prints the figures of the closing note of issue 55: the largest |loss difference| relative to
+// the loss over the two calls, and for each parameter max |grad difference| / max |grad|.
+TEST_P(TrainNetAgainstHand, MatchesTheHandWrittenStep) {
+  const auto [tied, p] = GetParam();
+  const model::Config config = tiny_config(tied);
   const std::uint64_t seed = 17;
   GptNet net = GptNet::init(config, seed, p);
   TrainableGPT2 hand = TrainableGPT2::init(config, seed);
@@ -71,18 +80,33 @@ TEST_P(TrainNet, MatchesTheHandWrittenStepWithDropout) {
   }
   // Two calls, so the second's streams follow the first's (the hand-written counter is 1 then).
   const int B = 3, T = 11;
+  float loss_gap = 0;
   for (std::uint64_t call = 0; call < 2; ++call) {
     const auto inputs = random_ids(B * T, config.vocab_size, 1 + static_cast<unsigned>(call));
     const auto targets = random_ids(B * T, config.vocab_size, 9 + static_cast<unsigned>(call));
     const float hand_loss = hand.forward_backward(inputs.data(), targets.data(), B, T, 0.5f);
     const float net_loss = net.forward_backward(inputs, targets, B, T, 0.5f, {seed, call << 16, 0});
     EXPECT_NEAR(net_loss, hand_loss, 1e-5f * hand_loss);
+    loss_gap = std::max(loss_gap, std::abs(net_loss - hand_loss) / hand_loss);
   }
+  std::printf("%s head, dropout %.1f: max |loss difference| / loss = %.3g\n", tied ? "tied" : "untied",
+              static_cast<double>(p), static_cast<double>(loss_gap));
+  float worst = 0;
   for (std::size_t i = 0; i < hand_parameters.size(); ++i) {
     const NetParameter& ours = net.parameters()[i];
-    expect_close(stored(ours, ours.tensor.grad()), hand_parameters[i].grad, ours.name);
+    const float gap = expect_close(stored(ours, ours.tensor.grad()), hand_parameters[i].grad, ours.name);
+    worst = std::max(worst, gap);
+    std::printf("  %-36s max |grad difference| / max |grad| = %.3g\n", ours.name.c_str(), static_cast<double>(gap));
   }
+  std::printf("  largest over the parameters: %.3g\n", static_cast<double>(worst));
 }
+
+INSTANTIATE_TEST_SUITE_P(HeadsAndDropout, TrainNetAgainstHand,
+                         ::testing::Combine(::testing::Values(true, false), ::testing::Values(0.0f, 0.2f)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) ? "tied" : "untied") +
+                                  (std::get<1>(info.param) > 0 ? "_dropout" : "_no_dropout");
+                         });
 
 TEST_P(TrainNet, RowsSplitOverProcessesGiveTheWholeBatchsLoss) {
   const model::Config config = tiny_config(GetParam());
