@@ -1,7 +1,8 @@
 // torch.optim.Adam and AdamW (adam.hpp). One fused pass per parameter; the scalars are rounded
 // to the parameter's dtype where torch's kernels round them, the bias corrections computed in
 // double as torch computes them in Python. F32 with decoupled or no decay and the usual
-// beta1 runs the kernel (kernels::adamw_update, what `kael train` updates GPT-2 with); the other cases run adam_loop.
+// beta1 runs the kernel (kernels::adamw_update, what `kael train` updates GPT-2 with); the
+// other cases run adam_loop.
 #include "kael/optim/adam.hpp"
 
 #include <cmath>
@@ -68,8 +69,8 @@ template <class T>
 void adam_update(T* p, const T* g, T* m, T* v, std::int64_t n, const AdamScalars& s) {
   const bool adds_l2 = s.l2 != 0.0;
   const bool lerp_low = 1.0 - s.beta1 < 0.5;  // torch's lerp: from the nearer end
-  // The kernel is the F32 update of decoupled (or no) decay with m lerped from its own end, as
-  // AdamW needs it. Adam's L2 adds to the gradient, a lerp with weight >= 0.5 starts from
+  // The kernel is the F32 update of decoupled (or no) decay with m lerped from its own end, as the
+  // training step needs it. Adam's L2 adds to the gradient, a lerp with weight >= 0.5 starts from
   // the gradient's end, and F64 is not a kernel dtype: those keep the loop below.
   if constexpr (std::is_same_v<T, float>) {
     if (!adds_l2 && lerp_low) return kernels::adamw_update(p, m, v, g, n, kernel_scalars(s));
