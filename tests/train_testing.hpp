@@ -1,4 +1,5 @@
-// Helpers of the train layer's tests: a scratch directory and whole-file reads and writes.
+// Helpers of the train layer's tests: a scratch directory, whole-file reads and writes, and small
+// GPT-2 configs.
 #pragma once
 
 #include <unistd.h>
@@ -7,6 +8,8 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+
+#include "kael/model/gpt2.hpp"
 
 namespace kael::train_testing {
 
@@ -36,6 +39,18 @@ inline std::filesystem::path write_file(const std::filesystem::path& file, const
   std::filesystem::create_directories(file.parent_path());
   std::ofstream(file, std::ios::binary) << bytes;
   return file;
+}
+
+// A GPT-2 of this shape with 40 positions (room for the tests' sequences), MLP 4 x n_embd.
+inline model::Config gpt2_config(int n_layer, int n_head, int n_embd, int vocab_size, bool tied) {
+  model::Config c;
+  c.n_layer = n_layer;
+  c.n_head = n_head;
+  c.n_embd = n_embd;
+  c.n_positions = 40;
+  c.vocab_size = vocab_size;
+  c.tie_word_embeddings = tied;
+  return c;
 }
 
 }  // namespace kael::train_testing

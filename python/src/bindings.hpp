@@ -21,7 +21,6 @@ void init_optim(pybind11::module_& m);
 void init_io(pybind11::module_& m);
 void init_text(pybind11::module_& m);
 void init_model(pybind11::module_& m);
-void init_train(pybind11::module_& m);
 void init_finetune(pybind11::module_& m);
 void init_cuda(pybind11::module_& m);  // kael._kael._cuda (cuda.cpp)
 // Last: every class of the module refuses Cls.__new__(Cls) (construction_guard.cpp).

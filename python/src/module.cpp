@@ -21,7 +21,6 @@ PYBIND11_MODULE(_kael, m) {
   kael::python::init_text(m);
   kael::python::init_model(m);
   m.attr("__version__") = kael::version();
-  kael::python::init_train(m);
   kael::python::init_finetune(m);
   kael::python::init_cuda(m);
   kael::python::guard_construction(m);

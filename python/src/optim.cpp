@@ -1,7 +1,6 @@
 // The native half of kael.optim.SGD / Adam / AdamW (python/kael/optim.py holds the classes
 // with torch's signatures and param_groups) and kael.nn.utils.clip_grad_norm_. Registered as
-// _optim_SGD, ... so that they never collide with kael._kael.AdamW, the training layer's
-// optimizer (train.cpp).
+// _optim_SGD, ... (underscored: the public names are kael.optim's Python classes).
 #include <pybind11/stl.h>
 
 #include "bindings.hpp"

@@ -1,6 +1,6 @@
-// The stopwatch behind the engine's forward profile (model/profile.hpp) and the training step's
-// (train/profile.hpp): laps add the time since the previous lap to a member of a profile
-// struct, and cost nothing when no profile is attached (the clock is not even read).
+// The stopwatch behind the engine's forward profile (model/profile.hpp): laps add the time since
+// the previous lap to a member of a profile struct, and cost nothing when no profile is attached
+// (the clock is not even read).
 #pragma once
 
 #include <chrono>

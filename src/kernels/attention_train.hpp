@@ -1,12 +1,12 @@
 // Causal self-attention for training: the forward keeps the probabilities and applies a
-// dropout mask to them, the backward takes both. The training step (train/model) and the
-// tensor library's scaled_dot_product_attention (its F32 causal form) call these; the
-// engine's inference forms, which keep nothing, are in attention.hpp.
+// dropout mask to them, the backward takes both. The tensor library's
+// scaled_dot_product_attention (its F32 causal form, so nn::GPT's training and `kael train`)
+// calls these; the engine's inference forms, which keep nothing, are in attention.hpp.
 //
 // Layout: B sequences of T positions, NH heads of hd. q, k and v hold row (b, t) at
-// (b T + t) ld, head h in columns [h hd, (h + 1) hd) of it: the training step's qkv rows
-// (ld = 3 NH hd, k = q + C, v = q + 2 C) or three separate dense (B, T, hd) tensors (NH = 1,
-// ld = hd). The output and its gradient are (B T, NH hd). probs (B, NH, T, T): the softmax of
+// (b T + t) ld, head h in columns [h hd, (h + 1) hd) of it: a fused projection's qkv rows
+// (ld = 3 NH hd, k = q + C, v = q + 2 C; the kernel tests use it) or three separate dense
+// (B, T, hd) tensors (NH = 1, ld = hd), as scaled_dot_product_attention passes them. The output and its gradient are (B T, NH hd). probs (B, NH, T, T): the softmax of
 // q k^T / sqrt(hd) per head, zero above the diagonal; the dropout mask's element index is the
 // probs index. Each has a plain reference in reference/attention_train.hpp. Threaded over
 // (b, h) pairs, each pair's sums in a fixed order: the same bits on any number of threads.

@@ -1,6 +1,7 @@
 // Softmax cross-entropy: of one row of logits, forward and backward in one pass (the tensor
 // library's cross_entropy calls it per row, threading over its rows), and GPT-2's output head
-// fused with it (the training step's), which calls it per row of each chunk of logits.
+// fused with it (the deleted hand-written training step's; only its tests call it now), which
+// calls it per row of each chunk of logits.
 #pragma once
 
 #include <cstdint>

@@ -24,8 +24,8 @@ void gelu_erf_backward_rows(float* dinp, const float* inp, const float* dout, st
 
 // x (n) += y (n): the residual connection, on the calling thread.
 void add_inplace(float* x, const float* y, std::int64_t n);
-// out (n) = x (n) + y (n), one pass over the three on the pool's threads (out may be x): the
-// training step's residual connection.
+// out (n) = x (n) + y (n), one pass over the three on the pool's threads (out may be x):
+// autograd adds gradients with it.
 void add(float* out, const float* x, const float* y, std::int64_t n);
 
 // x (n) *= factor on the pool's threads: the gradients' clipping.

@@ -1,6 +1,7 @@
 // GPT-2's input embedding: token rows plus position rows, forward and backward. The engine
-// embeds one sequence from a position on; the training step embeds B sequences from position
-// 0 and sums the gradient back into both tables.
+// embeds one sequence from a position on; the batched forward and backward (B sequences from
+// position 0, the gradient summed back into both tables) were the deleted hand-written
+// training step's, and only their tests call them now.
 #pragma once
 
 #include <cstdint>

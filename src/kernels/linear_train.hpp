@@ -1,5 +1,5 @@
 // A linear layer y = x @ W + b (W (K, N), input-major as GPT-2's Conv1D stores it) forward and
-// backward for training (the training step's, src/train), on the threaded GEMMs at the precision
+// backward for training (the deleted hand-written training step's; only its tests call it now), on the threaded GEMMs at the precision
 // the model trains at: F32 (gemm.hpp) or, with bf16, BF16 operands with F32 sums (gemm_bf16.hpp;
 // the caller has checked gemm_bf16_available). The weights change at every optimizer step, so
 // each product converts its weight on the way in (an O(K N) pass against the O(M K N) product).

@@ -73,7 +73,7 @@ Tensor CausalSelfAttention::forward(const Tensor& x, KVCache* cache, std::size_t
   }
   Tensor y;  // (B, heads, T, D)
   // Dropout on the attention weights (training) is scaled_dot_product_attention's own: in F32
-  // with no cached positions, on the training step's attention kernels (kernels/attention_train.hpp).
+  // with no cached positions, on the training attention kernels (kernels/attention_train.hpp).
   const double attention_dropout = dropping ? dropout_ : 0.0;
   if (past == 0) {
     y = scaled_dot_product_attention(q, k, v, /*is_causal=*/true, Tensor(), std::nullopt, attention_dropout);

@@ -1,7 +1,8 @@
 // torch.optim.Adam and AdamW (adam.hpp). One fused pass per parameter; the scalars are rounded
 // to the parameter's dtype where torch's kernels round them, the bias corrections computed in
 // double as torch computes them in Python. F32 with decoupled or no decay and the usual
-// beta1 runs the training step's kernel (kernels::adamw_update); the other cases run adam_loop.
+// beta1 runs the kernel (kernels::adamw_update, what `kael train` updates GPT-2 with); the
+// other cases run adam_loop.
 #include "kael/optim/adam.hpp"
 
 #include <cmath>

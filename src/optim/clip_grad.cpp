@@ -1,5 +1,5 @@
 // torch.nn.utils.clip_grad_norm_ (clip_grad.hpp): the per-gradient norms, then the norm of
-// those, as torch takes it; sums in double. An F32 gradient's 2-norm is the training step's
+// those, as torch takes it; sums in double. An F32 gradient's 2-norm is the kernels'
 // (kernels::sum_of_squares, in a fixed order whatever the threads and instruction set).
 #include "kael/optim/clip_grad.hpp"
 

@@ -1,7 +1,7 @@
 // scaled_dot_product_attention: softmax(scale q k^T + mask) v, as torch.nn.functional's.
 // F32 causal self-attention with the default scale runs on the kernels (threaded over batch x
 // heads): without a gradient or dropout on the engine's causal_attention, which keeps nothing;
-// otherwise on the training kernels (kernels/attention_train.hpp, the training step's own),
+// otherwise on the training kernels (kernels/attention_train.hpp),
 // whose forward keeps the probabilities and applies dropout to them, and whose backward is the
 // named rule scaled_dot_product_attention_backward. Everything else is composed of matmul and
 // softmax: with dropout as composed ops, without as one node whose backward (the named rule

@@ -50,8 +50,7 @@ std::vector<Tensor> scaled_dot_product_attention_backward(const Tensor& g, const
 // back to its operand's broadcast shape; need_a / need_b false leaves that one undefined.
 std::vector<Tensor> matmul_backward(const Tensor& g, const Tensor& a, const Tensor& b, bool need_a, bool need_b);
 
-// gelu(x, approximate): g gelu'(x), the tanh form's F32 through kernels::gelu_backward (the
-// engine's and the training step's), the rest by the scalar rules.
+// gelu(x, approximate): g gelu'(x), the tanh form's F32 through kernels::gelu_backward, the rest by the scalar rules.
 Tensor gelu_backward(const Tensor& g, const Tensor& x, const char* approximate);
 
 // relu, from its output y: g where y > 0 or y is NaN, else 0 (torch's threshold_backward at 0).

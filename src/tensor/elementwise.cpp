@@ -500,7 +500,7 @@ Tensor tensor_detail::relu_backward(const Tensor& g, const Tensor& y) {
 
 namespace {
 
-// GELU's tanh form on F32 rows: the kernel table's, as the engine's and the training step's.
+// GELU's tanh form on F32 rows: the kernel table's, as the engine's.
 void gelu_tanh_rows(float* out, const float* inp, std::int64_t n) { kernels::active_kernels().gelu_new(out, inp, n); }
 
 // The exact form's rules, on the compute type C.

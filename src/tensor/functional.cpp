@@ -171,7 +171,7 @@ Tensor tensor_detail::cross_entropy_backward(const Tensor& g, const Tensor& logi
     }
     return mul(sub(mul(softmax(logits, 1), counted_rows), pick), scale);
   }
-  // One pass per row: kernels::cross_entropy_row, the training step's.
+  // One pass per row: kernels::cross_entropy_row.
   Tensor grad = Tensor::empty(DType::F32, {N, C});
   const float* x = logits.data<float>();
   float* out = grad.data<float>();

@@ -1,7 +1,6 @@
 """kael.set_float32_matmul_precision against torch's: "medium" makes matmul and linear (forward and
-backward) multiply BF16-rounded operands with F32 sums, and the book's kael.GPT under it trains
-with the arithmetic of the hand-written step at precision "bf16" (kael.TrainModel, what
-`kael train --precision bf16` runs).
+backward) multiply BF16-rounded operands with F32 sums (what `kael train --precision bf16` sets
+around kael.GPT; test_train_bf16.py holds that step to torch's autocast).
 
 The reference for one product is torch's F64 product of x.bfloat16().double() operands (round to
 nearest even, as kael rounds). kael sums in F32, so each result may differ from it by F32
@@ -14,14 +13,13 @@ ran, not F32's.
 import numpy as np
 import pytest
 
-import gpt2_reference
 import kael
 import kael.nn.functional as F
+from train_support import bf16_refusal
 
 torch = pytest.importorskip("torch")
 
 U_F32 = 2.0 ** -24
-THREADS = 2
 
 
 @pytest.fixture(autouse=True)
@@ -30,33 +28,14 @@ def restore_the_default():
     kael.set_float32_matmul_precision("highest")
 
 
-# Small checkpoints at GPT-2's weight scale, n_embd 80 (not a multiple of 32, the BF16 K chunk): a
-# vocabulary inside one block of the hand-written step's fused head (2048 entries) and one over it.
-GPT_CONFIGS = {
-    "one head block": dict(n_layer=2, n_head=4, n_embd=80, n_positions=64, vocab_size=2000, dtype="float32",
-                           seed=11, init_std=0.02),
-    "two head blocks": dict(n_layer=2, n_head=4, n_embd=80, n_positions=64, vocab_size=3000, dtype="float32",
-                            seed=11, init_std=0.02),
-}
-
-
 @pytest.fixture(scope="module")
-def checkpoints(tmp_path_factory):
-    root = tmp_path_factory.mktemp("precision")
-    return {name: gpt2_reference.make_checkpoint(root / name.replace(" ", "-"), **spec)
-            for name, spec in GPT_CONFIGS.items()}
-
-
-@pytest.fixture(scope="module")
-def bf16_products(checkpoints):
+def bf16_products():
     """Skips, naming what is missing, where this CPU or kernel set has no BF16 product: kael then
-    runs "medium" as "highest" (checked below). The hand-written step refuses precision "bf16"
-    there with the reason, from the same kernels::gemm_bf16_available."""
-    hand = kael._kael.TrainModel.load(str(checkpoints["one head block"]), threads=THREADS)
-    try:
-        hand.precision = "bf16"
-    except kael._kael.ValueError as error:
-        pytest.skip(f"no BF16 products here: {error}")
+    runs "medium" as "highest", and a run at precision bf16 is refused with the
+    reason, from the same kernels::gemm_bf16_available."""
+    why = bf16_refusal()
+    if why:
+        pytest.skip(f"no BF16 products here: {why}")
     return True
 
 
@@ -212,82 +191,3 @@ def test_high_runs_as_highest():
     kael.set_float32_matmul_precision("high")
     high = _mlp_loss()
     assert high[0] == highest[0] and np.array_equal(high[1], highest[1])
-
-
-def _gpt_step(directory, spec, inputs, targets):
-    """kael.GPT's loss and every parameter's gradient, in the hand-written step's names and layout."""
-    config = kael.nn.GptConfig(n_layer=spec["n_layer"], n_head=spec["n_head"], n_embd=spec["n_embd"],
-                               n_positions=spec["n_positions"], vocab_size=spec["vocab_size"])
-    net = kael.GPT(config).load_gpt2(directory).train()
-    logits = net(kael.from_numpy(inputs))
-    loss = F.cross_entropy(logits.reshape(-1, spec["vocab_size"]), kael.from_numpy(targets.reshape(-1)))
-    loss.backward()
-    return loss.item(), {n: p.grad.numpy() for n, p in net.named_parameters()}
-
-
-def _hand_step(directory, inputs, targets, precision):
-    hand = kael._kael.TrainModel.load(str(directory), threads=THREADS)
-    hand.precision = precision
-    loss = hand.forward_backward(inputs.astype(np.int32), targets.astype(np.int32))
-    grads = {}
-    for stored_name in hand.names:
-        ours = kael.nn.translated_gpt2_name(stored_name)
-        grad = hand.grad(stored_name)
-        grads[ours] = grad.T if kael.nn.stored_transposed(ours) else grad
-    return loss, grads
-
-
-def _largest_difference(ours, theirs, names=None):
-    """max |ours - theirs| over the parameters (all, or `names`), over the largest |theirs| of all."""
-    assert ours.keys() == theirs.keys()
-    difference = max(float(np.abs(ours[n] - theirs[n]).max()) for n in (names or theirs))
-    return difference / max(float(np.abs(theirs[n]).max()) for n in theirs)
-
-
-# The matrices of the blocks: their gradients are products only (x^T g), of operands that the two
-# steps compute alike when the head is one block.
-PRODUCT_GRADIENTS = [f"blocks.{layer}.{name}.weight" for layer in range(2)
-                     for name in ("attn.qkv", "attn.proj", "mlp.fc1", "mlp.fc2")]
-
-
-@pytest.mark.parametrize("name", sorted(GPT_CONFIGS))
-def test_gpt_under_medium_trains_as_the_hand_written_bf16_step(checkpoints, bf16_products, name):
-    """kael.GPT under "medium" and TrainModel at precision "bf16" on one checkpoint and batch.
-
-    Both round the same operands to BF16 for the same products: the blocks' linear layers and the
-    head, forward and backward, on kernels::gemm_bf16 (attention's small per-head products stay
-    F32 in both, since scaled_dot_product_attention's causal training kernels are the hand-written
-    step's own, and so are layer norm, GELU and cross-entropy). Measured on AVX512-BF16:
-      - one head block (vocabulary 2000): the loss and every block matrix's gradient are the same
-        bits; the rest (biases, layer norms, embeddings: F32 sums taken in another order, e.g.
-        sum_to against the column sums beside the hand step's BF16 conversion) differ by 4.4e-7 of
-        the largest gradient; the bound is the F32 steps' own, 1e-5.
-      - two head blocks (vocabulary 3000): the hand step's head adds the input's gradient over its
-        vocabulary blocks (two F32 sums added), where linear_backward takes one sum over the whole
-        vocabulary; that moves the head's input gradient by F32 ulps, and where such a value sits
-        next to a BF16 rounding boundary, the next product rounds it to the neighbouring BF16
-        (2^-8 of it) in one step and not the other. Measured: 2.8e-4 of the largest gradient
-        (BF16 against F32 in the hand step: 4.9e-3), the loss the same bits; the bound is 2^-10
-        (9.8e-4), a quarter of one BF16 rounding of the largest value.
-    Both also check that BF16 really ran: the hand step's bf16 and f32 gradients are over 1e-3
-    apart (F32 nn and hand steps agree within 1e-5, test_train_paths.py)."""
-    spec, directory = GPT_CONFIGS[name], checkpoints[name]
-    window = np.random.default_rng(3).integers(0, spec["vocab_size"], size=(4, 49), dtype=np.int64)
-    inputs, targets = np.ascontiguousarray(window[:, :-1]), np.ascontiguousarray(window[:, 1:])
-    kael.set_num_threads(THREADS)
-    hand_loss, hand_grads = _hand_step(directory, inputs, targets, "bf16")
-    _, hand_f32_grads = _hand_step(directory, inputs, targets, "f32")
-    kael.set_float32_matmul_precision("medium")
-    loss, grads = _gpt_step(directory, spec, inputs, targets)
-
-    gap = _largest_difference(grads, hand_grads)
-    print(f"{name}: loss nn {loss!r}, hand {hand_loss!r}; largest gradient difference over the largest gradient "
-          f"{gap:.3g} (hand bf16 against hand f32: {_largest_difference(hand_grads, hand_f32_grads):.3g})")
-    assert _largest_difference(hand_grads, hand_f32_grads) > 1e-3
-    assert abs(loss - hand_loss) <= 1e-6 * abs(hand_loss), (loss, hand_loss)  # measured: the same bits
-    if name == "one head block":
-        for parameter in PRODUCT_GRADIENTS:
-            assert np.array_equal(grads[parameter], hand_grads[parameter]), parameter
-        assert gap <= 1e-5, gap
-    else:
-        assert gap <= 2.0 ** -10, gap

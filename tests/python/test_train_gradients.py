@@ -1,6 +1,8 @@
-"""kael's training math against PyTorch: the loss and every parameter's gradient of one
-forward/backward pass (transformers' GPT2LMHeadModel in fp32, torch.autograd), and ten AdamW
-steps with gradient accumulation and clipping (torch.optim.AdamW, clip_grad_norm_).
+"""The step `kael train` runs (kael.GPT on the tensor library, autograd, clip_grad_norm_ and
+kael.optim.AdamW with weight decay on the 2-D parameters: train_support.gpt_net and friends)
+against PyTorch: the loss and every parameter's gradient of one forward/backward pass
+(transformers' GPT2LMHeadModel in fp32, torch.autograd), and ten AdamW steps with gradient
+accumulation and clipping (torch.optim.AdamW, clip_grad_norm_).
 
 Both sides load the same seeded checkpoint (F16 weights are widened exactly on both) and see
 the same token ids; targets are the inputs shifted by one, as a training run feeds them.
@@ -11,6 +13,8 @@ import json
 
 import numpy as np
 import pytest
+
+from train_support import gpt_adamw, gpt_loss, gpt_net, stored
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -26,12 +30,6 @@ UNTIED_F16 = dict(n_layer=4, n_head=8, n_embd=256, n_positions=256, dtype="float
 # either way, which no tolerance on the weights survives. A small vocabulary keeps it fast.
 ADAMW_F32 = dict(n_layer=2, n_head=4, n_embd=64, n_positions=64, vocab_size=512, dtype="float32", seed=4,
                  init_std=0.02)
-
-
-def _kael():
-    import kael
-
-    return kael._kael
 
 
 @pytest.fixture(scope="module")
@@ -69,22 +67,23 @@ def _torch_loss(model, inputs, targets):
 
 
 def _check_gradients(directory, B, T, seed):
-    k = _kael()
-    kmodel = k.TrainModel.load(str(directory), threads=THREADS)
+    net = gpt_net(directory, threads=THREADS)
     tmodel = _torch_model(directory)
     inputs, targets = _windows(tmodel.config.vocab_size, B, T, seed)
 
-    kloss = kmodel.forward_backward(inputs, targets)
+    loss = gpt_loss(net, inputs, targets)
+    loss.backward()
+    kloss = loss.item()
     tloss = _torch_loss(tmodel, inputs, targets)
     tloss.backward()
     assert abs(kloss - tloss.item()) <= 1e-5 * abs(tloss.item()), (kloss, tloss.item())
 
     tparams = dict(tmodel.named_parameters())
-    assert sorted(kmodel.names) == sorted(tparams), "kael's parameter names are transformers'"
+    kgrads = stored(net)
+    assert sorted(kgrads) == sorted(tparams), "kael's parameter names are transformers'"
     worst = []
-    for name in kmodel.names:
+    for name, kgrad in kgrads.items():
         tgrad = tparams[name].grad.numpy()
-        kgrad = kmodel.grad(name)
         assert kgrad.shape == tgrad.shape, name
         scale = float(np.abs(tgrad).max())
         error = float(np.abs(kgrad - tgrad).max())
@@ -106,31 +105,33 @@ def test_gradients_untied_f16(untied_f16_dir):
 
 
 def test_ignored_targets_count_nothing(untied_f16_dir):
-    """A -1 target is skipped like torch's ignore_index: the mean is over the others."""
-    k = _kael()
-    kmodel = k.TrainModel.load(str(untied_f16_dir), threads=THREADS)
+    """A -1 target is skipped with ignore_index=-1, as torch's: the mean is over the others."""
+    net = gpt_net(untied_f16_dir, threads=THREADS)
     tmodel = _torch_model(untied_f16_dir)
     inputs, targets = _windows(tmodel.config.vocab_size, 2, 16, seed=5)
     targets[0, :5] = -1
     targets[1, 9] = -1
-    kloss = kmodel.forward_backward(inputs, targets)
+    loss = gpt_loss(net, inputs, targets, ignore_index=-1)
+    loss.backward()
+    kloss = loss.item()
     logits = tmodel(torch.from_numpy(inputs.astype(np.int64))).logits
     tloss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), torch.from_numpy(targets.astype(np.int64)).reshape(-1),
                             ignore_index=-1)
     tloss.backward()
     assert abs(kloss - tloss.item()) <= 1e-5 * abs(tloss.item())
     tgrad = dict(tmodel.named_parameters())["lm_head.weight"].grad.numpy()
-    assert np.abs(kmodel.grad("lm_head.weight") - tgrad).max() <= 1e-4 * np.abs(tgrad).max()
+    assert np.abs(stored(net)["lm_head.weight"] - tgrad).max() <= 1e-4 * np.abs(tgrad).max()
 
 
 def test_ten_adamw_steps_with_accumulation_and_clipping(adamw_dir):
     """Ten optimizer steps, each over K = 2 micro-batches of 2 x 32 taken in order from one token
     stream, clipped to norm 0.5 (the gradients are larger, so every step clips), AdamW with
     weight decay only on 2+-dimensional parameters."""
-    k = _kael()
+    import kael
+
     steps, K, B, T = 10, 2, 2, 32
     lr, wd, max_norm, betas, eps = 1e-3, 0.1, 0.5, (0.9, 0.95), 1e-8
-    kmodel = k.TrainModel.load(str(adamw_dir), threads=THREADS)
+    net = gpt_net(adamw_dir, threads=THREADS)
     tmodel = _torch_model(adamw_dir)
     vocab = tmodel.config.vocab_size
     stream = np.random.default_rng(7).integers(0, vocab, size=steps * K * B * T + 1, dtype=np.int64)
@@ -145,32 +146,35 @@ def test_ten_adamw_steps_with_accumulation_and_clipping(adamw_dir):
     no_decay = [p for n, p in params.items() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": wd}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=lr, betas=betas, eps=eps)
-    kopt = k.AdamW(kmodel, beta1=betas[0], beta2=betas[1], eps=eps, weight_decay=wd)
+    kopt = gpt_adamw(net, lr=lr, betas=betas, eps=eps, weight_decay=wd)
 
     worst_loss = 0.0
     for s in range(steps):
-        kmodel.zero_grad()
+        kopt.zero_grad()
         opt.zero_grad()
         kloss = tloss = 0.0
         for j in range(K):
             inputs, targets = micro_batch(s, j)
-            kloss += kmodel.forward_backward(inputs, targets, 1.0 / K) / K
+            kpart = gpt_loss(net, inputs, targets) / K
+            kpart.backward()
+            kloss += kpart.item()
             loss = _torch_loss(tmodel, inputs, targets) / K
             loss.backward()
             tloss += loss.item()
-        knorm = kmodel.clip_grad_norm(max_norm)
+        knorm = kael.nn.utils.clip_grad_norm_(net.parameters(), max_norm).item()
         tnorm = torch.nn.utils.clip_grad_norm_(tmodel.parameters(), max_norm).item()
         assert tnorm > max_norm, "the test means to clip"
         assert abs(knorm - tnorm) <= 1e-4 * tnorm, (s, knorm, tnorm)
-        kopt.step(kmodel, lr)
+        kopt.step()
         opt.step()
         assert abs(kloss - tloss) <= 1e-4, (s, kloss, tloss)
         worst_loss = max(worst_loss, abs(kloss - tloss))
-    assert kopt.step_count == steps
+    assert {v.item() for k, v in kopt.state_dict().items() if k.endswith(".step")} == {steps}
 
     worst_weight = 0.0
+    kvalues = stored(net, "value")
     for name, p in params.items():
-        error = float(np.abs(kmodel.parameter(name) - p.detach().numpy()).max())
+        error = float(np.abs(kvalues[name] - p.detach().numpy()).max())
         assert error <= 1e-4, f"{name}: final weights differ by {error:.3g}"
         worst_weight = max(worst_weight, error)
     print(f"\nten AdamW steps: largest |step loss kael - torch| = {worst_loss:.2e}, largest final |weight kael - torch|"

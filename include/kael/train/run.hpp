@@ -32,12 +32,21 @@
 #include <vector>
 
 #include "kael/model/gpt2.hpp"
-#include "kael/train/adamw.hpp"
 #include "kael/train/data.hpp"
-#include "kael/train/gpt2_train.hpp"
+#include "kael/train/precision.hpp"
 #include "kael/train/schedule.hpp"
 
 namespace kael::train {
+
+// AdamW's hyperparameters besides the rate (torch.optim.AdamW's, amsgrad off); the run puts the
+// 2-D parameters (wte, wpe, an untied lm_head, the four matrices of each block) in a group with
+// weight_decay and the others in one without.
+struct AdamWOptions {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.01;
+};
 
 struct RunOptions {
   std::int64_t steps = 0;  // optimizer steps in all; 0: from epochs
@@ -57,7 +66,7 @@ struct RunOptions {
   bool resume = false;           // continue the run saved in OUT
   bool overwrite = false;        // replace the model or run in OUT
   int threads = 0;               // 0: one per physical core
-  Precision precision = Precision::f32;  // of the matrix products (gpt2_train.hpp)
+  Precision precision = Precision::f32;  // of the matrix products (precision.hpp)
   std::filesystem::path log_json;  // when set, one JSON record a line (appended on --resume)
 };
 
@@ -122,8 +131,8 @@ struct RunResult {
 RunResult finetune(const std::filesystem::path& model_dir, const std::vector<std::filesystem::path>& data,
                    const std::filesystem::path& out, const RunOptions& options, const RunCallbacks& callbacks = {});
 
-// Trains a fresh GPT-2 of `config` (the weights TrainableGPT2::init draws with options.seed), with the tokenizer
-// files in tokenizer_dir. Errors as finetune; ValueError when the config's vocabulary is smaller
+// Trains a fresh GPT-2 of `config` (transformers' initialization, drawn with options.seed), with the
+// tokenizer files in tokenizer_dir. Errors as finetune; ValueError when the config's vocabulary is smaller
 // than the tokenizer's.
 RunResult train(const model::Config& config, const std::filesystem::path& tokenizer_dir,
                 const std::vector<std::filesystem::path>& data, const std::filesystem::path& out,

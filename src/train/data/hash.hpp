@@ -7,7 +7,7 @@
 #include <span>
 #include <string_view>
 
-#include "train/model/random.hpp"
+#include "kernels/random.hpp"  // mix64, the counter-based generator's finalizer
 
 namespace kael::train {
 
@@ -24,11 +24,11 @@ class Hash64 {
     for (; i < bytes.size(); ++i) mix(static_cast<std::uint64_t>(bytes[i]) | 0x100);
   }
   void update(std::string_view text) { update(std::as_bytes(std::span(text.data(), text.size()))); }
-  std::uint64_t digest() const { return mix64(state_ ^ count_); }
+  std::uint64_t digest() const { return kernels::mix64(state_ ^ count_); }
 
  private:
   void mix(std::uint64_t word) {
-    state_ = mix64(state_ ^ word);
+    state_ = kernels::mix64(state_ ^ word);
     ++count_;
   }
   std::uint64_t state_ = 0x6a09e667f3bcc908ULL;

@@ -3,7 +3,7 @@
 
 #include "kael/core/error.hpp"
 #include "kael/train/data.hpp"
-#include "train/model/random.hpp"
+#include "kernels/random.hpp"  // mix64, the counter-based generator's finalizer
 
 namespace kael::train {
 
@@ -11,7 +11,7 @@ namespace {
 
 // splitmix64: the next word of the sequence `state` walks.
 std::uint64_t splitmix64(std::uint64_t& state) {
-  const std::uint64_t word = mix64(state);
+  const std::uint64_t word = kernels::mix64(state);
   state += 0x9E3779B97F4A7C15ull;
   return word;
 }

@@ -1,16 +1,15 @@
 #include "train/net/gpt_net.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include "kael/core/error.hpp"
-#include "kael/io/safetensors.hpp"
 #include "kael/nn/gpt2_config.hpp"
 #include "kael/nn/gpt2_weights.hpp"
 #include "kael/tensor/autograd.hpp"
 #include "kael/tensor/dropout_streams.hpp"
 #include "kael/tensor/ops.hpp"
 #include "model/weight_names.hpp"
-#include "train/model/parameters.hpp"
 
 namespace kael::train {
 
@@ -54,7 +53,7 @@ GptNet::GptNet(const model::Config& config, double dropout)
     : config_(config), net_(std::make_shared<nn::GPT>(net_config(config, dropout))) {
   std::map<std::string, Tensor> by_name;
   for (const auto& [name, tensor] : net_->named_parameters()) by_name.emplace(name, tensor);
-  // The checkpoint's names and shapes, in its order (the model layer's table, as TrainableGPT2's).
+  // The checkpoint's names and shapes, in its order (the model layer's table).
   for (const model::ParameterSpec& spec : model::parameter_specs(config)) {
     NetParameter p;
     // Hugging Face's name as GPT2LMHeadModel's state_dict spells it.
@@ -72,28 +71,6 @@ GptNet::GptNet(const model::Config& config, double dropout)
   if (!by_name.empty()) throw Error(str("GptNet: nn::GPT's parameter ", by_name.begin()->first, " has no GPT-2 name"));
 }
 
-GptNet GptNet::init(const model::Config& config, std::uint64_t seed, double dropout) {
-  GptNet net(config, dropout);
-  ParameterSet set = make_parameter_set(config, /*gradients=*/false);
-  initialize(set, config, seed);
-  net.set_values({set.values.data<float>(), static_cast<std::size_t>(set.total)});
-  return net;
-}
-
-GptNet GptNet::load(const std::filesystem::path& dir, double dropout) {
-  const auto file = dir / "model.safetensors";
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(file, ec))
-    throw Error(str("no model.safetensors in '", dir.string(), "' (looked for '", file.string(), "')"));
-  const model::Config config = model::Config::from_directory(dir);
-  GptNet net(config, dropout);
-  io::SafetensorsFile checkpoint = io::read_safetensors(file, io::LoadMode::Mapped);
-  ParameterSet set = make_parameter_set(config, /*gradients=*/false);
-  load_values(set, config, std::move(checkpoint.tensors), str("'", file.string(), "'"), true);
-  net.set_values({set.values.data<float>(), static_cast<std::size_t>(set.total)});
-  return net;
-}
-
 void GptNet::copy_in(const NetParameter& p, const float* hf, float* data) {
   if (p.transposed)
     transpose_into(data, hf, p.shape[0], p.shape[1]);  // hf (rows, cols) -> data (cols, rows)
@@ -104,15 +81,6 @@ void GptNet::copy_in(const NetParameter& p, const float* hf, float* data) {
 Tensor GptNet::stored(const NetParameter& p, const Tensor& value) {
   const Tensor v = value.detach();
   return p.transposed ? v.T().contiguous() : v;
-}
-
-void GptNet::set_values(std::span<const float> flat) {
-  std::size_t offset = 0;
-  for (NetParameter& p : parameters_) {
-    copy_in(p, flat.data() + offset, p.tensor.data<float>());
-    p.tensor.bump_version();
-    offset += static_cast<std::size_t>(shape_numel(p.shape));
-  }
 }
 
 std::int64_t GptNet::parameter_count() const {

@@ -37,14 +37,16 @@ struct DropoutDraw {
 
 class GptNet {
  public:
-  // transformers' GPT-2 initialization, seeded (the values TrainableGPT2::init draws).
+  // transformers' GPT-2 initialization, seeded: every matrix N(0, 0.02), the residual projections
+  // (attn.c_proj, mlp.c_proj) N(0, 0.02 / sqrt(2 n_layer)), biases 0, LayerNorm weights 1; an
+  // untied lm_head is drawn like wte. Deterministic, not torch's random stream (gpt_net_weights.cpp).
   static GptNet init(const model::Config& config, std::uint64_t seed, double dropout);
   // DIR/model.safetensors with DIR/config.json, matched, checked and converted to F32 as
   // model::GPT2::load does (same names, same errors).
   static GptNet load(const std::filesystem::path& dir, double dropout);
 
   // nn::gpt_config with the run's dropout: ValueError when the config is one nn::GPT cannot
-  // express (an MLP width other than 4 * n_embd, which the hand-written step trained).
+  // express (an MLP width other than 4 * n_embd).
   static nn::GptConfig net_config(const model::Config& config, double dropout);
 
   const model::Config& config() const { return config_; }
@@ -75,8 +77,6 @@ class GptNet {
 
  private:
   GptNet(const model::Config& config, double dropout);
-  // Values in Hugging Face's layout, one flat buffer in checkpoint order.
-  void set_values(std::span<const float> flat);
 
   model::Config config_;
   std::shared_ptr<nn::GPT> net_;

@@ -9,7 +9,8 @@ namespace kael::train {
 
 namespace {
 
-// AdamW with weight decay on the 2-D parameters only, as the hand-written step decayed them.
+// AdamW with weight decay on the 2-D parameters only (GPT-2's matrices and embeddings, not the
+// biases and layer norms), as nanoGPT and transformers' examples group them.
 optim::AdamW make_adamw(GptNet& model, const AdamWOptions& options) {
   optim::ParamGroup<optim::AdamWOptions> decayed, plain;
   for (const NetParameter& p : model.parameters()) (p.weight_decay ? decayed : plain).params.push_back(p.tensor);

@@ -14,7 +14,6 @@
 #include "kael/model/gpt2.hpp"
 #include "kael/optim/adam.hpp"
 #include "kael/train/data.hpp"
-#include "kael/train/gpt2_train.hpp"
 #include "kael/train/run.hpp"
 #include "kael/train/world.hpp"
 #include "train/dist/agreement.hpp"

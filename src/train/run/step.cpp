@@ -17,8 +17,9 @@ double seconds_since(RunClock::time_point start) {
   return std::chrono::duration<double>(RunClock::now() - start).count();
 }
 
-// Each micro-batch takes this many dropout streams (one per dropout of its forward), as the
-// hand-written step numbered its sites: stream counter * kStreamsPerMicroBatch + site.
+// Each micro-batch takes this many dropout streams (one per dropout of its forward): stream
+// counter * kStreamsPerMicroBatch + site, the numbering runs have used since before they moved
+// onto nn::GPT, so a checkpoint's dropout counter resumes the same masks.
 constexpr std::uint64_t kStreamsPerMicroBatch = 1 << 16;
 
 }  // namespace

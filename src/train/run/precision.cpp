@@ -1,11 +1,11 @@
-// The precisions kael trains at (kael/train/gpt2_train.hpp): their names and what each needs.
-#include <string_view>
+// The precisions kael trains at (kael/train/precision.hpp): their names and what each needs.
+#include "kael/train/precision.hpp"
 
 #include "kael/core/error.hpp"
-#include "kael/train/gpt2_train.hpp"
 #include "kernels/gemm_bf16.hpp"
 
 namespace kael::train {
+
 Precision parse_precision(std::string_view name) {
   if (name == "f32") return Precision::f32;
   if (name == "bf16") return Precision::bf16;
