@@ -364,6 +364,31 @@ def test_causal_attention_on_heads_split_from_one_tensor(B, heads, L, E, extra):
         kael.set_num_threads(before)
 
 
+def test_split_pieces_add_into_one_gradient():
+    """split's pieces add their gradients into the gradient of the whole in place (slice's
+    backward in place): pieces used in other ops, one used twice, one unused, one also retained,
+    and the whole used elsewhere too, against torch."""
+    rng = np.random.default_rng(11)
+
+    def pieces(lib, x):
+        a, b, c, d = x.split([2, 3, 1, 4], dim=1)
+        rows = (a * 2).sum(1, keepdim=True) + b.exp().sum(1, keepdim=True) * b[:, :1]
+        return rows + d.tanh().sum(1, keepdim=True) + x.sum(1, keepdim=True)
+
+    check(pieces, [Pair((5, 10), rng)], rng)
+    check(pieces, [Pair((5, 10), rng, "transposed")], rng)
+    check(lambda lib, x: pieces(lib, x * 1), [Pair((5, 10), rng)], rng)
+    x = kael.tensor(rng.standard_normal((4, 6)).astype(np.float32), requires_grad=True)
+    a, b = x.split(3, dim=1)
+    a.retain_grad()
+    seen = []
+    b.register_hook(lambda g: seen.append(g.numpy().copy()))
+    (a * 3 + b * 5).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), np.full((4, 3), 3, np.float32))
+    np.testing.assert_array_equal(seen[0], np.full((4, 3), 5, np.float32))
+    np.testing.assert_array_equal(x.grad.numpy(), np.repeat(np.array([[3, 3, 3, 5, 5, 5]], np.float32), 4, axis=0))
+
+
 # ---- integer and bool ops: exact
 
 
