@@ -27,6 +27,7 @@ using tensor_detail::matmul_backward;
 using tensor_detail::pick_columns_backward;
 using tensor_detail::relu_backward;
 using tensor_detail::scaled_dot_product_attention_backward;
+using tensor_detail::scaled_dot_product_attention_heads_backward;
 using tensor_detail::softmax_backward;
 
 using tensor_backward_testing::expect_close;
@@ -224,6 +225,33 @@ TEST(TensorBackwardRules, ScaledDotProductAttention) {
   EXPECT_THROW(scaled_dot_product_attention_backward(x, x, x, x, probs.narrow(2, 0, L - 1), 0.0, seed), ValueError);
   EXPECT_THROW(scaled_dot_product_attention_backward(x, x.transpose(0, 1), x, x, probs, 0.0, seed), ValueError);
   EXPECT_THROW(scaled_dot_product_attention_backward(x, x, x, x, probs, 1.0, seed), ValueError);
+}
+
+// The heads form reads q, k, v where they lie, the heads of one (B, L, 3C + 2) tensor's rows,
+// and writes its gradients in their layout: to the bit those of the form above on the same
+// values copied to (B H, L, E), with and without dropout.
+TEST(TensorBackwardRules, ScaledDotProductAttentionOnHeads) {
+  manual_seed(10);
+  const std::int64_t B = 2, H = 3, L = 19, E = 5, C = H * E, ld = 3 * C + 2;
+  const Tensor rows = randn({B, L, ld}, DType::F32), g = randn({B, H, L, E}, DType::F32);
+  const auto head = [&](int i) { return rows.narrow(2, i * C, C).view({B, L, H, E}).transpose(1, 2); };
+  const Tensor q = head(0), k = head(1), v = head(2);
+  const auto flat = [&](const Tensor& t) { return t.contiguous().reshape({B * H, L, E}); };
+  const Tensor probs = softmax(randn({B * H, L, L}, DType::F32), -1);
+  const auto same_bits = [](const Tensor& a, const Tensor& b) {
+    return a.shape() == b.shape() && std::equal(a.data<float>(), a.data<float>() + a.numel(), b.data<float>());
+  };
+  for (double p : {0.0, 0.3}) {
+    const auto want = scaled_dot_product_attention_backward(flat(g), flat(q), flat(k), flat(v), probs, p, 77);
+    const auto got = scaled_dot_product_attention_heads_backward(g, q, k, v, probs, ld, p, 77, 0, 0);
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(got[i].strides(), q.strides());
+      EXPECT_TRUE(same_bits(flat(got[i]), want[static_cast<std::size_t>(i)].contiguous())) << i << " at p " << p;
+    }
+  }
+  EXPECT_THROW(scaled_dot_product_attention_heads_backward(g, q, k, v, probs, ld + 1, 0.0, 77, 0, 0), ValueError);
+  const Tensor dense_q = q.contiguous();
+  EXPECT_THROW(scaled_dot_product_attention_heads_backward(g, dense_q, k, v, probs, ld, 0.0, 77, 0, 0), ValueError);
 }
 
 }  // namespace

@@ -3,10 +3,12 @@
 // heads): without a gradient or dropout on the engine's causal_attention, which keeps nothing;
 // otherwise on the training kernels (kernels/attention_train.hpp),
 // whose forward keeps the probabilities and applies dropout to them, and whose backward is the
-// named rule scaled_dot_product_attention_backward. Everything else is composed of matmul and
-// softmax: with dropout as composed ops, without as one node whose backward (the named rule
-// scaled_dot_product_attention_math_backward) recomputes the probabilities instead of keeping
-// the (L, S) matrix of every op that made them.
+// named rule scaled_dot_product_attention_backward (or _heads_backward). q, k and v that are
+// heads of one tensor's rows (nanoGPT's split of its qkv product) are read where they lie and
+// the output comes in torch's transposed (B, L, H, E) layout, so neither side copies them.
+// Everything else is composed of matmul and softmax: with dropout as composed ops, without as
+// one node whose backward (the named rule scaled_dot_product_attention_math_backward)
+// recomputes the probabilities instead of keeping the (L, S) matrix of every op that made them.
 #include <cmath>
 #include <limits>
 
@@ -62,6 +64,21 @@ Tensor probabilities(const Tensor& q, const Tensor& k, const MaskBias& mask, dou
   return mask.empty_rows.defined() ? where(mask.empty_rows, zero, p) : p;
 }
 
+// q, k, v (B, H, L, E) whose rows the kernels can read where they lie: each (B, L, H, E) in
+// memory with rows `ld` floats apart, as the heads of a (B, L, ld) tensor's columns (nanoGPT's
+// c_attn(x).split(C, 2) viewed as heads: ld = 3C). 0 when they do not share such a layout.
+std::int64_t shared_row_stride(const Tensor& q, const Tensor& k, const Tensor& v, const Shape& full) {
+  if (full.size() != 4 || q.shape() != full || k.shape() != full || v.shape() != full) return 0;
+  const std::int64_t L = full[2], E = full[3], ld = q.strides()[2];
+  const std::vector<std::int64_t> rows = {L * ld, E, ld, 1};
+  const bool fits = ld >= full[1] * E && q.strides() == rows && k.strides() == rows && v.strides() == rows;
+  return fits ? ld : 0;
+}
+
+// The output (B, L, H, E) dense, as the kernels write it, seen as (B, H, L, E): torch's CPU
+// attention returns the same transposed layout, so y.transpose(1, 2).contiguous() copies nothing.
+Tensor heads_output(const Shape& full) { return Tensor::empty(DType::F32, {full[0], full[2], full[1], full[3]}); }
+
 // The kernels' causal self-attention: q, k, v (batch..., L, E) F32 -> (batch..., L, E).
 Tensor causal_kernel(const Tensor& q, const Tensor& k, const Tensor& v, const Shape& batch) {
   const std::int64_t L = q.shape()[q.shape().size() - 2], E = q.shape().back();
@@ -69,6 +86,15 @@ Tensor causal_kernel(const Tensor& q, const Tensor& k, const Tensor& v, const Sh
   Shape full = batch;
   full.push_back(L);
   full.push_back(E);
+  if (const std::int64_t ld = shared_row_stride(q, k, v, full)) {  // one kernel call per sequence
+    const std::int64_t B = full[0], H = full[1];
+    Tensor out = heads_output(full);
+    std::vector<float> scratch(static_cast<std::size_t>(kernels::attention_scratch_size(L, 0, H)));
+    for (std::int64_t b = 0; b < B; ++b)
+      kernels::causal_attention(out.data<float>() + b * L * H * E, scratch.data(), q.data<float>() + b * L * ld,
+                                k.data<float>() + b * L * ld, v.data<float>() + b * L * ld, L, 0, H, E, ld, ld);
+    return out.transpose(1, 2);
+  }
   // Heads side by side in each row, as the kernel reads them: (L, G, E).
   const auto rows = [&](const Tensor& t) { return dense(t.expand(full).reshape({G, L, E}).permute({1, 0, 2})); };
   const Tensor qr = rows(q), kr = rows(k), vr = rows(v);
@@ -90,6 +116,25 @@ kernels::DropoutMask attention_dropout(double p, std::uint64_t seed, std::uint64
   return {static_cast<float>(p), seed, stream, first};
 }
 
+// The training kernels on q, k, v (B, H, L, E) read where they lie (shared_row_stride `ld`):
+// neither the inputs nor the output are copied, nor are they in the backward
+// (scaled_dot_product_attention_heads_backward).
+Tensor causal_heads_kernel(const Tensor& q, const Tensor& k, const Tensor& v, const Shape& full, std::int64_t ld,
+                           double dropout_p, std::uint64_t seed, std::uint64_t stream, std::uint64_t first) {
+  const std::int64_t B = full[0], H = full[1], L = full[2], E = full[3];
+  Tensor out = heads_output(full), probs = Tensor::empty(DType::F32, {B * H, L, L});
+  kernels::causal_attention_forward(out.data<float>(), probs.data<float>(), q.data<float>(), k.data<float>(),
+                                    v.data<float>(), ld, attention_dropout(dropout_p, seed, stream, first), B, L, H, E);
+  if (!autograd::any_requires_grad({&q, &k, &v})) return out.transpose(1, 2);
+  const autograd::SavedTensor sq(q), sk(k), sv(v);
+  const bool gq = q.requires_grad(), gk = k.requires_grad(), gv = v.requires_grad();
+  return autograd::record(kOp, out.transpose(1, 2), {&q, &k, &v}, [=](const Tensor& g) {  // g (B, H, L, E)
+    auto grads = tensor_detail::scaled_dot_product_attention_heads_backward(g, sq.get(kOp), sk.get(kOp), sv.get(kOp),
+                                                                            probs, ld, dropout_p, seed, stream, first);
+    return std::vector<Tensor>{gq ? grads[0] : Tensor(), gk ? grads[1] : Tensor(), gv ? grads[2] : Tensor()};
+  });
+}
+
 // The training kernels' forward: q, k, v (batch..., L, E) F32 -> (batch..., L, E), recording
 // the backward (scaled_dot_product_attention_backward) when one of them wants a gradient. With
 // dropout_p > 0 the mask's seed is one draw of the process-wide generator (or a DropoutStreams
@@ -104,6 +149,8 @@ Tensor causal_training_kernel(const Tensor& q, const Tensor& k, const Tensor& v,
   const std::int64_t rows = q.dim() > 2 && q.shape()[0] > 0 ? q.shape()[0] : 1;
   const kernels::DropoutMask mask = dropout_p > 0.0 ? dropout_mask(dropout_p, G * L * L / rows) : kernels::DropoutMask{};
   const std::uint64_t seed = mask.seed, stream = mask.stream, first = mask.first;
+  if (const std::int64_t ld = shared_row_stride(q, k, v, full))
+    return causal_heads_kernel(q, k, v, full, ld, dropout_p, seed, stream, first);
   Tensor out = Tensor::empty(DType::F32, {G, L, E}), probs = Tensor::empty(DType::F32, {G, L, L});
   {
     const autograd::NoGradGuard no_grad;
@@ -239,5 +286,32 @@ std::vector<Tensor> tensor_detail::scaled_dot_product_attention_backward(const T
                                      attention_dropout(dropout_p, seed, stream, first), G, L, 1, E);
   return {dq, dk, dv};
 }
+
+std::vector<Tensor> tensor_detail::scaled_dot_product_attention_heads_backward(
+    const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& probs, std::int64_t ld,
+    double dropout_p, std::uint64_t seed, std::uint64_t stream, std::uint64_t first) {
+  const Shape& full = q.shape();
+  if (full.size() != 4 || q.dtype() != DType::F32 || shared_row_stride(q, k, v, full) != ld || ld == 0 ||
+      g.dtype() != DType::F32 || g.shape() != full || probs.dtype() != DType::F32 || !probs.is_contiguous() ||
+      probs.shape() != Shape{full[0] * full[1], full[2], full[2]})
+    throw ValueError(str("scaled_dot_product_attention_heads_backward: needs F32 q, k, v (B, H, L, E) as heads of ",
+                         "rows ", ld, " floats apart, g of their shape and contiguous probs (B H, L, L), got q ",
+                         shape_to_string(q.shape()), ", g ", shape_to_string(g.shape()), ", probs ",
+                         shape_to_string(probs.shape())));
+  if (!(dropout_p >= 0.0 && static_cast<float>(dropout_p) < 1.0f))
+    throw ValueError(str("scaled_dot_product_attention_heads_backward: dropout_p must be in [0, 1), got ", dropout_p));
+  const std::int64_t B = full[0], H = full[1], L = full[2], E = full[3], C = H * E;
+  const Tensor dy = dense(g.transpose(1, 2));  // (B, L, H, E), as the output
+  const bool shared = ld >= 3 * C;
+  Tensor buffer = Tensor::empty(DType::F32, {shared ? 1 : 3, B * L * ld});
+  const std::int64_t at[3] = {0, shared ? C : B * L * ld, shared ? 2 * C : 2 * B * L * ld};
+  float* base = buffer.data<float>();
+  kernels::causal_attention_backward(base + at[0], base + at[1], base + at[2], dy.data<float>(), q.data<float>(),
+                                     k.data<float>(), v.data<float>(), ld, probs.data<float>(),
+                                     attention_dropout(dropout_p, seed, stream, first), B, L, H, E);
+  const auto grad = [&](int i) { return buffer.as_strided(full, {L * ld, E, ld, 1}, at[i]); };
+  return {grad(0), grad(1), grad(2)};
+}
+
 
 }  // namespace kael

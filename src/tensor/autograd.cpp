@@ -44,6 +44,23 @@ void Meta::set_grad(Tensor grad) {
   grad_ = std::move(grad);
 }
 
+namespace {
+
+// sum += gradient: in place where no other tensor shares sum's bytes (none can see the write),
+// out of place otherwise. Each sum rounded as add's (x + y in F32): the values are the same.
+void add_gradient(Tensor& sum, const Tensor& gradient) {
+  if (sum.dtype() == DType::F32 && gradient.dtype() == DType::F32 && sum.shape() == gradient.shape() &&
+      gradient.is_contiguous() && sum.owns_dense_storage_alone() && sum.device() == gradient.device() &&
+      sum.device().type == Device::Type::cpu) {
+    kernels::add(sum.data<float>(), sum.data<float>(), gradient.data<float>(), sum.numel());
+    sum.bump_version();
+    return;
+  }
+  sum = add(sum, gradient).detach();
+}
+
+}  // namespace
+
 void Meta::accumulate_grad(Tensor gradient) {
   const std::lock_guard lock(mutex_);
   if (!grad_.defined()) {
@@ -53,15 +70,7 @@ void Meta::accumulate_grad(Tensor gradient) {
                                                                                : tensor_detail::dense_copy(gradient);
     return;
   }
-  if (grad_.dtype() == DType::F32 && gradient.dtype() == DType::F32 && grad_.shape() == gradient.shape() &&
-      gradient.is_contiguous() && grad_.owns_dense_storage_alone() && grad_.device() == gradient.device() &&
-      grad_.device().type == Device::Type::cpu) {
-    // Each sum rounded as add's (x + y in F32), so the values are those of the copy.
-    kernels::add(grad_.data<float>(), grad_.data<float>(), gradient.data<float>(), grad_.numel());
-    grad_.bump_version();
-    return;
-  }
-  grad_ = add(grad_, gradient).detach();
+  add_gradient(grad_, gradient);
 }
 
 void Meta::add_hook(Hook hook) {
@@ -93,8 +102,13 @@ void Meta::run_post_accumulate_hooks() const {
 
 void Meta::mark_written_in_place(const char* op) { written_by_.store(op); }
 
-Node::Node(std::string name, std::vector<std::shared_ptr<Meta>> inputs, BackwardFn backward, bool view)
-    : name(std::move(name)), view(view), inputs_(std::move(inputs)), backward_(std::move(backward)) {
+Node::Node(std::string name, std::vector<std::shared_ptr<Meta>> inputs, BackwardFn backward, bool view,
+           AddIntoFn add_into)
+    : name(std::move(name)),
+      view(view),
+      inputs_(std::move(inputs)),
+      backward_(std::move(backward)),
+      add_into_(std::move(add_into)) {
   if (view && !inputs_.empty() && inputs_[0]) {
     const Node* inner = inputs_[0]->grad_fn.get();
     view_base_ = inner && inner->view && inner->view_base_ ? inner->view_base_ : inputs_[0].get();
@@ -134,6 +148,13 @@ std::vector<Tensor> Node::apply(const Tensor& grad_output, bool retain_graph) {
   std::vector<Tensor> grads = backward_(grad_output);
   if (!retain_graph) backward_ = nullptr;  // frees the saved tensors
   return grads;
+}
+
+bool Node::apply_into(Tensor& base_grad, const Tensor& grad_output, bool retain_graph) {
+  const std::lock_guard lock(mutex_);
+  if (!backward_ || !add_into_ || !add_into_(base_grad, grad_output)) return false;
+  if (!retain_graph) backward_ = nullptr;  // as apply: a second backward is refused the same way
+  return true;
 }
 
 void Node::add_pre_hook(Hook hook) {
@@ -177,7 +198,7 @@ std::string stale_history(const Meta& meta) {
 }  // namespace
 
 Tensor record(const std::string& name, Tensor output, const std::vector<const Tensor*>& inputs, BackwardFn backward,
-              bool view) {
+              bool view, AddIntoFn add_into) {
   if (!grad_mode) return output;
   std::vector<std::shared_ptr<Meta>> metas;
   metas.reserve(inputs.size());
@@ -191,13 +212,15 @@ Tensor record(const std::string& name, Tensor output, const std::vector<const Te
   }
   if (!needed) return output;
   // The forward stands (its values are right); its backward could not be, so it is an error.
-  if (!stale.empty())
+  if (!stale.empty()) {
     backward = [message = str("backward of ", name, ": ", stale)](const Tensor&) -> std::vector<Tensor> {
       throw ValueError(message);
     };
+    add_into = nullptr;
+  }
   auto meta = std::make_shared<Meta>();
   meta->requires_grad = true;
-  meta->grad_fn = std::make_shared<Node>(name, std::move(metas), std::move(backward), view);
+  meta->grad_fn = std::make_shared<Node>(name, std::move(metas), std::move(backward), view, std::move(add_into));
   output.set_autograd_meta(std::move(meta));
   return output;
 }
@@ -258,7 +281,12 @@ void execute(Node* root_node, const Tensor& grad_root, bool retain_graph, Captur
     if (found == pending.end()) continue;
     const Tensor grad_output = run_hooks(node->pre_hooks(), std::move(found->second));
     pending.erase(found);
-    std::vector<Tensor> grads = node->apply(grad_output, retain_graph);
+    // A view whose input already has a pending gradient may add into it (split's pieces).
+    const std::shared_ptr<Meta>* only = node->inputs().size() == 1 ? &node->inputs()[0] : nullptr;
+    const auto base = only && *only && (*only)->grad_fn ? pending.find((*only)->grad_fn.get()) : pending.end();
+    std::vector<Tensor> grads;
+    if (base == pending.end() || !node->apply_into(base->second, grad_output, retain_graph))
+      grads = node->apply(grad_output, retain_graph);
     if (auto kept = node->retained()) kept->accumulate_grad(grad_output);
     if (capture) {
       if (auto out = captured_outputs.find(node); out != captured_outputs.end()) add_captured(*capture, out->second, grad_output);
@@ -268,7 +296,7 @@ void execute(Node* root_node, const Tensor& grad_root, bool retain_graph, Captur
       if (!input || i >= grads.size() || !grads[i].defined()) continue;
       if (input->grad_fn) {
         auto [slot, fresh] = pending.try_emplace(input->grad_fn.get(), grads[i]);
-        if (!fresh) slot->second = add(slot->second, grads[i]);
+        if (!fresh) add_gradient(slot->second, grads[i]);
       } else if (capture) {
         add_captured(*capture, input.get(), run_hooks(input->hooks(), grads[i]));
       } else {

@@ -46,6 +46,16 @@ std::vector<Tensor> scaled_dot_product_attention_backward(const Tensor& g, const
                                                           std::uint64_t seed, std::uint64_t stream = 0,
                                                           std::uint64_t first = 0);
 
+// The same for q, k, v (B, H, L, E) that the kernels read where they lie: rows ld floats apart,
+// head h at columns [h E, (h + 1) E) (attention.cpp's shared_row_stride), g in any layout, probs
+// (B H, L, L) and the forward's dropout: {dq, dk, dv} as views with q's strides into one new
+// buffer of (B, L, ld) rows side by side when ld >= 3 H E (the qkv tensor they were split
+// from), else three, so that the split's backward reads them without a copy.
+std::vector<Tensor> scaled_dot_product_attention_heads_backward(const Tensor& g, const Tensor& q, const Tensor& k,
+                                                                const Tensor& v, const Tensor& probs, std::int64_t ld,
+                                                                double dropout_p, std::uint64_t seed,
+                                                                std::uint64_t stream, std::uint64_t first);
+
 // matmul of a (..., M, K) and b (..., K, N), both at least 2-D: {g b^T, a^T g}, each summed
 // back to its operand's broadcast shape; need_a / need_b false leaves that one undefined.
 std::vector<Tensor> matmul_backward(const Tensor& g, const Tensor& a, const Tensor& b, bool need_a, bool need_b);

@@ -1,4 +1,5 @@
 // Joining and indexing: cat, stack, index_select, embedding.
+#include <algorithm>
 #include <cstring>
 
 #include "kael/tensor/autograd.hpp"
@@ -78,16 +79,25 @@ Tensor index_select(const Tensor& a, int dim, const Tensor& index) {
   if (a.dim()) shape[static_cast<std::size_t>(at)] = ids.numel();
   Tensor out = Tensor::empty(a.dtype(), shape);
   const std::int64_t* p = ids.data<std::int64_t>();
-  {
+  for (std::int64_t i = 0; i < ids.numel(); ++i)
+    // torch's rule: ids are in [0, size), negative ones too are an error (t[ids] in Python
+    // counts them from the end before it gets here).
+    if (p[i] < 0 || p[i] >= size)
+      throw IndexError(str("index_select: index ", p[i], " out of range [0, ", size, ") for dim ", at, " (shape ",
+                           shape_to_string(a.shape()), ")"));
+  if (a.is_contiguous() && a.dim() && a.device().type == Device::Type::cpu) {
+    // Whole blocks of bytes: a copy_ per row (shapes, layout, a pool call) cost an embedding
+    // of short rows many times the copying.
+    const std::int64_t n = ids.numel(), outer = shape_numel(Shape(a.shape().begin(), a.shape().begin() + at));
+    const auto block = static_cast<std::size_t>(a.nbytes() / std::max<std::int64_t>(outer * size, 1));
+    const std::byte* source = a.raw_data();
+    std::byte* target = out.raw_data();
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (std::int64_t i = 0; i < n; ++i)
+        std::memcpy(target + (o * n + i) * block, source + (o * size + p[i]) * block, block);
+  } else {
     autograd::NoGradGuard no_grad;
-    for (std::int64_t i = 0; i < ids.numel(); ++i) {
-      // torch's rule: ids are in [0, size), negative ones too are an error (t[ids] in Python
-      // counts them from the end before it gets here).
-      if (p[i] < 0 || p[i] >= size)
-        throw IndexError(str("index_select: index ", p[i], " out of range [0, ", size, ") for dim ", at, " (shape ",
-                             shape_to_string(a.shape()), ")"));
-      out.select(at, i).copy_(a.select(at, p[i]));
-    }
+    for (std::int64_t i = 0; i < ids.numel(); ++i) out.select(at, i).copy_(a.select(at, p[i]));
   }
   const Shape from = a.shape();
   return autograd::record("index_select", std::move(out), {&a}, [ids, at, from](const Tensor& g) {

@@ -21,12 +21,13 @@ namespace {
 // a named rule of tensor/backward.hpp); its node is marked as a view's, which in-place writes
 // check (check_in_place).
 Tensor view_of(const char* op, const Tensor& base, Shape shape, std::vector<std::int64_t> strides, std::int64_t offset,
-               std::function<Tensor(const Tensor&)> backward) {
+               std::function<Tensor(const Tensor&)> backward, autograd::AddIntoFn add_into = {}) {
   Tensor v = base.as_strided(std::move(shape), std::move(strides), offset);
   if (!autograd::any_requires_grad({&base})) return v;
   return autograd::record(
       op, std::move(v), {&base},
-      [backward = std::move(backward)](const Tensor& g) { return std::vector<Tensor>{backward(g)}; }, /*view=*/true);
+      [backward = std::move(backward)](const Tensor& g) { return std::vector<Tensor>{backward(g)}; }, /*view=*/true,
+      std::move(add_into));
 }
 
 // torch's computeStride: the strides that let `shape` view a tensor of (old_shape,
@@ -274,8 +275,19 @@ Tensor Tensor::slice(int d, std::int64_t start, std::int64_t end, std::int64_t s
   strides[static_cast<std::size_t>(at)] *= step;
   const std::int64_t offset = start * strides_[static_cast<std::size_t>(at)];
   const Shape from = shape_;
-  return view_of("slice", *this, std::move(shape), std::move(strides), offset,
-                 [from, at, start, end, step](const Tensor& g) { return slice_backward(g, from, at, start, end, step); });
+  return view_of(
+      "slice", *this, std::move(shape), std::move(strides), offset,
+      [from, at, start, end, step](const Tensor& g) { return slice_backward(g, from, at, start, end, step); },
+      [from, at, start, end, step](Tensor& base_grad, const Tensor& g) {
+        // Only into a gradient no other tensor sees; the sums are those of adding
+        // slice_backward's result (x + 0 is x).
+        if (!base_grad.owns_dense_storage_alone() || base_grad.shape() != from || base_grad.dtype() != g.dtype() ||
+            !(base_grad.device() == g.device()) || base_grad.device().type != Device::Type::cpu)
+          return false;
+        Tensor part = base_grad.slice(at, start, end, step);
+        part.copy_(add(part, g));
+        return true;
+      });
 }
 
 Tensor tensor_detail::slice_backward(const Tensor& g, const Shape& input_shape, int dim, std::int64_t start,

@@ -317,6 +317,78 @@ def test_causal_attention_on_the_training_kernels(heads, L, E, layout):
     check(lambda lib, q, k, v: functional(lib).scaled_dot_product_attention(q, k, v, is_causal=True), pairs, rng)
 
 
+@pytest.mark.parametrize("B,heads,L,E,extra",
+                         [(2, 4, 19, 8, 0), (3, 2, 37, 13, 0), (1, 3, 70, 16, 0), (2, 2, 17, 5, 3)])
+def test_causal_attention_on_heads_split_from_one_tensor(B, heads, L, E, extra):
+    """nanoGPT's attention: q, k, v split from one (B, L, 3C) tensor (`extra` columns beyond 3C
+    in its rows) and viewed as heads, which the kernels read in place (rows 3C + extra apart), the
+    output in the transposed layout torch's CPU attention gives, the gradients written into one
+    buffer; against torch in float64 with and without a gradient, and to the bit equal to the same
+    values copied first (the kernels' other path) and on 1 and 2 threads."""
+    C = heads * E
+
+    def attention(lib, x):
+        q, k, v = x[..., : 3 * C].split(C, dim=2)
+        q, k, v = (t.view(B, L, heads, E).transpose(1, 2) for t in (q, k, v))
+        y = functional(lib).scaled_dot_product_attention(q, k, v, is_causal=True)
+        return y.transpose(1, 2).contiguous().view(B, L, C) * 1.5
+
+    rng = np.random.default_rng(10)
+    pair = Pair((B, L, 3 * C + extra), rng)
+    check(attention, [pair], rng)
+    with kael.no_grad(), torch.no_grad():
+        close(attention(kael, pair.k_leaf).numpy(), attention(torch, pair.t_leaf).numpy(), scale=10.0)
+    x = kael.tensor(pair.k_leaf.detach().numpy())
+    weight = kael.tensor(rng.standard_normal((B, L, C)).astype(np.float32))
+
+    def run(threads, copied):
+        kael.set_num_threads(threads)
+        leaf = x.detach().requires_grad_()
+        q, k, v = leaf[..., : 3 * C].split(C, dim=2)
+        q, k, v = (t.view(B, L, heads, E).transpose(1, 2) for t in (q, k, v))
+        if copied:
+            q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+        y = functional(kael).scaled_dot_product_attention(q, k, v, is_causal=True)
+        (y.transpose(1, 2).reshape(B, L, C) * weight).sum().backward()
+        with kael.no_grad():
+            inference = functional(kael).scaled_dot_product_attention(q, k, v, is_causal=True)
+        return y.detach().numpy(), leaf.grad.numpy(), inference.numpy()
+
+    before = kael.get_num_threads()
+    try:
+        want = run(1, copied=True)
+        for threads, copied in ((1, False), (2, False), (2, True)):
+            for got, expected in zip(run(threads, copied), want):
+                np.testing.assert_array_equal(got, expected)
+    finally:
+        kael.set_num_threads(before)
+
+
+def test_split_pieces_add_into_one_gradient():
+    """split's pieces add their gradients into the gradient of the whole in place (slice's
+    backward in place): pieces used in other ops, one used twice, one unused, one also retained,
+    and the whole used elsewhere too, against torch."""
+    rng = np.random.default_rng(11)
+
+    def pieces(lib, x):
+        a, b, c, d = x.split([2, 3, 1, 4], dim=1)
+        rows = (a * 2).sum(1, keepdim=True) + b.exp().sum(1, keepdim=True) * b[:, :1]
+        return rows + d.tanh().sum(1, keepdim=True) + x.sum(1, keepdim=True)
+
+    check(pieces, [Pair((5, 10), rng)], rng)
+    check(pieces, [Pair((5, 10), rng, "transposed")], rng)
+    check(lambda lib, x: pieces(lib, x * 1), [Pair((5, 10), rng)], rng)
+    x = kael.tensor(rng.standard_normal((4, 6)).astype(np.float32), requires_grad=True)
+    a, b = x.split(3, dim=1)
+    a.retain_grad()
+    seen = []
+    b.register_hook(lambda g: seen.append(g.numpy().copy()))
+    (a * 3 + b * 5).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), np.full((4, 3), 3, np.float32))
+    np.testing.assert_array_equal(seen[0], np.full((4, 3), 5, np.float32))
+    np.testing.assert_array_equal(x.grad.numpy(), np.repeat(np.array([[3, 3, 3, 5, 5, 5]], np.float32), 4, axis=0))
+
+
 # ---- integer and bool ops: exact
 
 

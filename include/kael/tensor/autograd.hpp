@@ -84,9 +84,16 @@ class SavedTensor {
 // or integer tensors), so the graph's only links are Node::inputs.
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
 
+// A view's backward done in place (slice's): adds g, the gradient of the view, into base_grad,
+// the gradient its single input has gathered so far, where the view took it; false when it
+// cannot, and the backward runs. The pieces of a split then fill one gradient of the whole,
+// where each backward would make zeros of the whole shape and the pieces would be added up.
+using AddIntoFn = std::function<bool(Tensor& base_grad, const Tensor& g)>;
+
 // One recorded op: its inputs' autograd state and its backward.
 struct Node {
-  Node(std::string name, std::vector<std::shared_ptr<Meta>> inputs, BackwardFn backward, bool view = false);
+  Node(std::string name, std::vector<std::shared_ptr<Meta>> inputs, BackwardFn backward, bool view = false,
+       AddIntoFn add_into = {});
   // Frees the nodes that only this one kept alive, and theirs, in a loop: a graph a million
   // ops deep would overflow the stack if each ~Node freed the next by recursion.
   ~Node();
@@ -103,6 +110,8 @@ struct Node {
   // take turns here, so none sees the saved values half freed; without retain_graph the
   // saved values are freed after, and a later call is a ValueError naming the op.
   std::vector<Tensor> apply(const Tensor& grad_output, bool retain_graph);
+  // apply() as AddIntoFn, into base_grad, when the node has one and it accepts: true if done.
+  bool apply_into(Tensor& base_grad, const Tensor& grad_output, bool retain_graph);
 
   // Hooks on the gradient of the output (register_hook on a non-leaf), run before apply, on a
   // copy taken under the lock.
@@ -124,6 +133,7 @@ struct Node {
   std::vector<std::shared_ptr<Meta>> inputs_;
   std::mutex mutex_;  // held through apply
   BackwardFn backward_;  // empty once a backward without retain_graph ran
+  AddIntoFn add_into_;
   mutable std::mutex hooks_mutex_;  // apart from mutex_: a hook may register another
   std::vector<Hook> pre_hooks_;
   std::weak_ptr<Meta> retained_;
@@ -152,9 +162,10 @@ bool any_requires_grad(std::initializer_list<const Tensor*> inputs);
 
 // Attaches a node to `output` (which becomes a non-leaf requiring a gradient) when any of
 // `inputs` requires one; the backward receives the gradient of `output`. Returns output.
-// A view op passes view = true (its output shares the single input's bytes).
+// A view op passes view = true (its output shares the single input's bytes), and may pass its
+// backward in place.
 Tensor record(const std::string& name, Tensor output, const std::vector<const Tensor*>& inputs, BackwardFn backward,
-              bool view = false);
+              bool view = false, AddIntoFn add_into = {});
 
 // Runs the backward from `root` with d(root) = grad_root (see Tensor::backward). Safe to call
 // on several threads at once, on graphs that share leaves or nodes (docs/tensor.md, "Threads").
