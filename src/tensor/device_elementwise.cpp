@@ -37,11 +37,25 @@ void require_f32(const char* op, Device device, const Tensor& a, const Tensor& b
 
 // Element strides of `t` broadcast to `shape` (0 along a dim it is broadcast over).
 std::vector<std::int64_t> element_strides(const Tensor& t, const Shape& shape) {
-  std::vector<std::int64_t> strides(shape.size(), 0);
-  const std::size_t offset = shape.size() - t.shape().size();
-  for (std::size_t i = 0; i < t.shape().size(); ++i)
-    if (t.shape()[i] != 1) strides[offset + i] = t.strides()[i];
+  std::vector<std::int64_t> strides = broadcast_byte_strides(t, shape);
+  for (std::int64_t& s : strides) s /= static_cast<std::int64_t>(t.element_size());
   return strides;
+}
+
+// The device's form of a merged layout: operands first, first + 1, ... of `layout` as the walk's
+// inputs (an Error where more dims are left than a walk holds).
+template <int N, std::size_t M>
+cuda::Walk<N> walk_from(const Layout<M>& layout, std::size_t first, const char* op) {
+  if (layout.shape.size() > static_cast<std::size_t>(cuda::kMaxDims))
+    throw Error(str(op, " on CUDA takes at most ", cuda::kMaxDims, " dims after merging, got ", layout.shape.size(),
+                    " (make the tensors contiguous first)"));
+  cuda::Walk<N> walk;
+  walk.rank = static_cast<int>(layout.shape.size());
+  for (std::size_t d = 0; d < layout.shape.size(); ++d) {
+    walk.shape[d] = layout.shape[d];
+    for (std::size_t k = 0; k < static_cast<std::size_t>(N); ++k) walk.strides[k][d] = layout.strides[first + k][d];
+  }
+  return walk;
 }
 
 // The walk of an elementwise op over `shape` with a new contiguous output: the dims that are
@@ -52,21 +66,11 @@ cuda::Walk<N> walk_of(const char* op, const Shape& shape, const Tensor* const (&
   strides[0].assign(shape.size(), 1);  // the output's own, contiguous
   for (std::size_t d = shape.size(); d-- > 1;) strides[0][d - 1] = strides[0][d] * shape[d];
   for (int k = 0; k < N; ++k) strides[k + 1] = element_strides(*inputs[k], shape);
-  const Layout<N + 1> layout = coalesce(shape, strides);
-  if (layout.shape.size() > static_cast<std::size_t>(cuda::kMaxDims))
-    throw Error(str(op, " on CUDA takes at most ", cuda::kMaxDims, " dims after merging, got ", layout.shape.size(),
-                    " (make the tensors contiguous first)"));
-  cuda::Walk<N> walk;
-  walk.rank = static_cast<int>(layout.shape.size());
-  for (int d = 0; d < walk.rank; ++d) {
-    walk.shape[d] = layout.shape[static_cast<std::size_t>(d)];
-    for (int k = 0; k < N; ++k) walk.strides[k][d] = layout.strides[k + 1][static_cast<std::size_t>(d)];
-  }
-  return walk;
+  return walk_from<N>(coalesce(shape, strides), 1, op);
 }
 
 // The walk over the dims of `t` where `which` is true, in order, with t's strides.
-cuda::Walk<1> walk_over(const Tensor& t, const std::vector<bool>& which) {
+cuda::Walk<1> walk_over(const char* op, const Tensor& t, const std::vector<bool>& which) {
   Shape shape;
   std::vector<std::int64_t> strides[1];
   for (std::size_t d = 0; d < which.size(); ++d)
@@ -74,17 +78,7 @@ cuda::Walk<1> walk_over(const Tensor& t, const std::vector<bool>& which) {
       shape.push_back(t.shape()[d]);
       strides[0].push_back(t.strides()[d]);
     }
-  const Layout<1> layout = coalesce(shape, strides);
-  if (layout.shape.size() > static_cast<std::size_t>(cuda::kMaxDims))
-    throw Error(str("a reduction on CUDA takes at most ", cuda::kMaxDims, " kept and ", cuda::kMaxDims,
-                    " reduced dims after merging (make the tensor contiguous first)"));
-  cuda::Walk<1> walk;
-  walk.rank = static_cast<int>(layout.shape.size());
-  for (int d = 0; d < walk.rank; ++d) {
-    walk.shape[d] = layout.shape[static_cast<std::size_t>(d)];
-    walk.strides[0][d] = layout.strides[0][static_cast<std::size_t>(d)];
-  }
-  return walk;
+  return walk_from<1>(coalesce(shape, strides), 0, op);
 }
 
 cuda::Element element_of(DType dtype, const char* op) {
@@ -190,7 +184,7 @@ Tensor device_sum(const Tensor& input, const std::vector<bool>& reduce) {
     }
   }
   Tensor out = Tensor::empty(DType::F32, keep_shape, input.device());
-  const cuda::Walk<1> kept_walk = walk_over(input, kept), reduced_walk = walk_over(input, reduce);
+  const cuda::Walk<1> kept_walk = walk_over("sum", input, kept), reduced_walk = walk_over("sum", input, reduce);
   cuda::sum_f32(input.device().index, out.device_data<float>(), input.device_data<float>(), kept_walk,
                 out.numel(), reduced_walk, n_reduced);
   return out;
@@ -214,7 +208,7 @@ std::pair<Tensor, Tensor> device_extreme(const Tensor& input, int at, bool large
   Tensor values = Tensor::empty(DType::F32, keep_shape, input.device());
   Tensor indices = Tensor::empty(DType::I64, keep_shape, input.device());
   cuda::extreme_f32(input.device().index, values.device_data<float>(), indices.device_data<std::int64_t>(),
-                    input.device_data<float>(), walk_over(input, kept), values.numel(), step, n, largest);
+                    input.device_data<float>(), walk_over(op, input, kept), values.numel(), step, n, largest);
   return {values, indices};
 }
 

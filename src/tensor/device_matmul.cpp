@@ -78,7 +78,7 @@ Tensor device_batched_product(const Tensor& a, const Tensor& b) {
   Shape out_shape = batch;
   out_shape.push_back(M);
   out_shape.push_back(N);
-  if (K == 0) return zeros_like(Tensor::empty(DType::F32, out_shape, a.device()));  // sums of nothing
+  if (K == 0) return device_full(out_shape, 0.0, DType::F32, a.device());  // sums of nothing
   Tensor out = Tensor::empty(DType::F32, out_shape, a.device());
   Shape full_a = batch, full_b = batch;
   full_a.insert(full_a.end(), a.shape().end() - 2, a.shape().end());
